@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// Runs the compiled test files: once on SQLite, then again on PostgreSQL when
+// SLEEVE_TEST_POSTGRES_URL names a server (a new database per test file is made there).
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const filter = process.argv.slice(2);
+
+function collect(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...collect(p));
+    else if (name.endsWith('.test.js')) out.push(p);
+  }
+  return out.sort();
+}
+
+const files = collect(path.join(root, 'dist', 'test')).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)));
+if (files.length === 0) {
+  console.error('no test files found (did the build run?)');
+  process.exit(1);
+}
+
+function pass(dialect) {
+  console.log(`\n=== test pass: ${dialect} (${files.length} files) ===\n`);
+  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
+    stdio: 'inherit',
+    env: { ...process.env, SLEEVE_TEST_DB: dialect },
+  });
+  return r.status === 0;
+}
+
+let ok = pass('sqlite');
+if (process.env.SLEEVE_TEST_POSTGRES_URL) ok = pass('postgres') && ok;
+else {
+  console.log('\n*** PostgreSQL pass SKIPPED: SLEEVE_TEST_POSTGRES_URL is not set.');
+  console.log('*** Set it (e.g. SLEEVE_TEST_POSTGRES_URL=postgres://127.0.0.1:5432/postgres) to run every suite on PostgreSQL too.\n');
+}
+process.exit(ok ? 0 : 1);

@@ -1,0 +1,321 @@
+import { readFile, stat } from 'node:fs/promises';
+import type { ParseArgsConfig } from 'node:util';
+import type { Config } from '../config/load.js';
+import {
+  addArt,
+  addRelease,
+  DEMO,
+  editArt,
+  finishPendingIndexes,
+  findRelease,
+  loadDemo,
+  mergeRelease,
+  reindex,
+  removeArt,
+  reorderArt,
+  setGroupCover,
+  type ListingImage,
+} from '../cover-art/index.js';
+import { openDatabase } from '../db/connect.js';
+import { migrateToLatest } from '../db/migrator.js';
+import { invalidInput, notFound } from '../shared/errors.js';
+import { parseMbid } from '../shared/uuid.js';
+import { openRuntime, type Runtime } from '../runtime.js';
+import { serve } from '../serve.js';
+
+export interface CommandContext {
+  args: string[];
+  options: Record<string, string | boolean | string[] | undefined>;
+  json: boolean;
+  config(): Readonly<Config>;
+  /** Prints `human` normally, or `data` as one JSON line with --json. */
+  out(human: string, data: unknown): void;
+}
+
+export interface Command {
+  name: string;
+  options?: ParseArgsConfig['options'];
+  /** Accept any flags (commands that only explain why they cannot run). */
+  lenient?: boolean;
+  run(ctx: CommandContext): Promise<number>;
+}
+
+function want(ctx: CommandContext, count: number, usage: string): string[] {
+  if (ctx.args.length !== count) throw invalidInput(`usage: sleeve ${usage}`);
+  return ctx.args;
+}
+
+function str(ctx: CommandContext, name: string): string | undefined {
+  const v = ctx.options[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function list(ctx: CommandContext, name: string): string[] | undefined {
+  const v = ctx.options[name];
+  return Array.isArray(v) ? v : undefined;
+}
+
+/** Opens the runtime for a changing command, finishing index.json files a crashed change left behind. */
+async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+  const rt = await openRuntime(ctx.config(), { migrate: 'apply' });
+  try {
+    await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000);
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+async function readUpload(file: string, maxBytes: number): Promise<Buffer> {
+  if (file === '-') {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of process.stdin) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) throw invalidInput(`input exceeds the limit of ${maxBytes} bytes (SLEEVE_UPLOAD_MAX_BYTES)`);
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks);
+  }
+  let info;
+  try {
+    info = await stat(file);
+  } catch {
+    throw invalidInput(`cannot read ${file}: no such file`);
+  }
+  if (!info.isFile()) throw invalidInput(`${file} is not a file`);
+  if (info.size > maxBytes) throw invalidInput(`${file} is ${info.size} bytes, over the limit of ${maxBytes} bytes (SLEEVE_UPLOAD_MAX_BYTES)`);
+  return readFile(file);
+}
+
+function describeImage(verb: string, release: string, image: ListingImage): string {
+  const types = image.types.length > 0 ? image.types.join(', ') : 'no type';
+  return `${verb} image ${image.id} (${types}) on release ${release}\n  ${image.image}`;
+}
+
+const serveCommand: Command = {
+  name: 'serve',
+  options: { only: { type: 'string' } },
+  async run(ctx) {
+    want(ctx, 0, 'serve [--only coverart|auth]');
+    const only = str(ctx, 'only');
+    if (only !== undefined && only !== 'coverart' && only !== 'auth') throw invalidInput('--only must be coverart or auth');
+    const config = ctx.config();
+    const server = await serve(config, { only });
+    printBanner(config, server.coverArtAddress, server.authAddress, server.demoLoaded);
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        process.stderr.write(`sleeve: ${signal} again, exiting now\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      process.stderr.write(`sleeve: ${signal}, finishing requests in flight and stopping\n`);
+      const force = setTimeout(() => process.exit(1), 10_000);
+      force.unref();
+      server.close().then(
+        () => {
+          process.exitCode = 0;
+        },
+        (err: unknown) => {
+          process.stderr.write(`sleeve: error while stopping: ${String(err)}\n`);
+          process.exitCode = 1;
+        },
+      );
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    return -1;
+  },
+};
+
+function printBanner(config: Readonly<Config>, coverArt: string | undefined, auth: string | undefined, demo: string[]): void {
+  const lines = ['', 'sleeve is running.'];
+  if (coverArt !== undefined) lines.push(`  cover art:  ${coverArt}  (public URL ${config.baseUrl})`);
+  if (auth !== undefined) lines.push(`  auth:       ${auth}  (public URL ${config.authUrl}; self-signed unless SLEEVE_TLS_CERT is set)`);
+  if (coverArt !== undefined) {
+    const [first, second] = DEMO.releases;
+    const rg = DEMO.chosen.releaseGroup;
+    lines.push(demo.length > 0 ? '  demo catalogue loaded; try:' : '  try (if the demo catalogue is loaded):');
+    lines.push(`    curl -i ${config.baseUrl}/release/${first?.mbid}/`);
+    lines.push(`    curl -i ${config.baseUrl}/release/${first?.mbid}/front-250`);
+    lines.push(`    curl -i ${config.baseUrl}/release/${second?.mbid}/back`);
+    lines.push(`    curl -i ${config.baseUrl}/release-group/${rg}/`);
+    lines.push(`    curl -L -o front.jpg ${config.baseUrl}/release-group/${rg}/front-500`);
+  }
+  process.stderr.write(`${lines.join('\n')}\n\n`);
+}
+
+const migrateCommand: Command = {
+  name: 'migrate',
+  async run(ctx) {
+    want(ctx, 0, 'migrate');
+    const handle = openDatabase(ctx.config().database);
+    try {
+      const applied = await migrateToLatest(handle.db);
+      ctx.out(applied.length === 0 ? 'the database is up to date' : `applied ${applied.join(', ')}`, { applied });
+    } finally {
+      await handle.close();
+    }
+    return 0;
+  },
+};
+
+const demoCommand: Command = {
+  name: 'demo',
+  async run(ctx) {
+    want(ctx, 0, 'demo');
+    const { added } = await withRuntime(ctx, (rt) => loadDemo(rt.coverArt));
+    ctx.out(added.length === 0 ? 'the demo catalogue is already loaded' : `loaded demo releases ${added.join(', ')}`, { added });
+    return 0;
+  },
+};
+
+const releaseAdd: Command = {
+  name: 'release add',
+  options: { 'release-group': { type: 'string' }, title: { type: 'string' }, date: { type: 'string' } },
+  async run(ctx) {
+    const [mbid = ''] = want(ctx, 1, 'release add MBID --release-group RG_MBID [--title T] [--date YYYY[-MM[-DD]]]');
+    const releaseGroup = str(ctx, 'release-group');
+    if (releaseGroup === undefined) throw invalidInput('--release-group RG_MBID is required');
+    const result = await withRuntime(ctx, (rt) => addRelease(rt.coverArt, { mbid, releaseGroup, title: str(ctx, 'title'), date: str(ctx, 'date') }));
+    ctx.out(`added release ${result.mbid} in release group ${result.releaseGroup}`, { release: result.mbid, release_group: result.releaseGroup });
+    return 0;
+  },
+};
+
+const releaseMerge: Command = {
+  name: 'release merge',
+  async run(ctx) {
+    const [old = '', into = ''] = want(ctx, 2, 'release merge OLD_MBID INTO_MBID');
+    const result = await withRuntime(ctx, (rt) => mergeRelease(rt.coverArt, old, into));
+    const from = parseMbid(old);
+    const to = parseMbid(into);
+    ctx.out(`merged release ${from} into ${to} (${result.moved.length} images moved)`, { merged: from, into: to, moved: result.moved });
+    return 0;
+  },
+};
+
+const setCover: Command = {
+  name: 'release-group set-cover',
+  async run(ctx) {
+    const [rg = '', release = ''] = want(ctx, 2, 'release-group set-cover RG_MBID RELEASE_MBID');
+    await withRuntime(ctx, (rt) => setGroupCover(rt.coverArt, rg, release));
+    ctx.out(`release group ${parseMbid(rg)} now takes its cover art from release ${parseMbid(release)}`, {
+      release_group: parseMbid(rg),
+      release: parseMbid(release),
+    });
+    return 0;
+  },
+};
+
+const artAdd: Command = {
+  name: 'art add',
+  options: { type: { type: 'string', multiple: true }, comment: { type: 'string' }, edit: { type: 'string' }, approved: { type: 'boolean' } },
+  async run(ctx) {
+    const [release = '', file = ''] = want(ctx, 2, 'art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved]');
+    const editText = str(ctx, 'edit');
+    if (editText !== undefined && !/^\d{1,10}$/.test(editText)) throw invalidInput('--edit must be a whole number');
+    const config = ctx.config();
+    const bytes = await readUpload(file, config.uploadMaxBytes);
+    const image = await withRuntime(ctx, (rt) =>
+      addArt(rt.coverArt, {
+        release,
+        bytes,
+        types: list(ctx, 'type'),
+        comment: str(ctx, 'comment'),
+        edit: editText === undefined ? undefined : Number(editText),
+        approved: ctx.options.approved === true,
+      }),
+    );
+    ctx.out(describeImage('added', parseMbid(release) ?? release, image), image);
+    return 0;
+  },
+};
+
+const artEdit: Command = {
+  name: 'art edit',
+  options: { type: { type: 'string', multiple: true }, comment: { type: 'string' }, approved: { type: 'boolean' }, unapproved: { type: 'boolean' } },
+  async run(ctx) {
+    const [release = '', id = ''] = want(ctx, 2, 'art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved]');
+    if (ctx.options.approved === true && ctx.options.unapproved === true) throw invalidInput('--approved and --unapproved contradict each other');
+    const approved = ctx.options.approved === true ? true : ctx.options.unapproved === true ? false : undefined;
+    const types = list(ctx, 'type');
+    const comment = str(ctx, 'comment');
+    if (types === undefined && comment === undefined && approved === undefined) throw invalidInput('nothing to change: give --type, --comment, --approved or --unapproved');
+    const image = await withRuntime(ctx, (rt) => editArt(rt.coverArt, { release, imageId: id, types, comment, approved }));
+    ctx.out(describeImage('edited', parseMbid(release) ?? release, image), image);
+    return 0;
+  },
+};
+
+const artRemove: Command = {
+  name: 'art remove',
+  async run(ctx) {
+    const [release = '', id = ''] = want(ctx, 2, 'art remove RELEASE_MBID IMAGE_ID');
+    const result = await withRuntime(ctx, (rt) => removeArt(rt.coverArt, release, id));
+    ctx.out(`removed image ${result.id} from release ${parseMbid(release)}`, { removed: result.id, release: parseMbid(release) });
+    return 0;
+  },
+};
+
+const artReorder: Command = {
+  name: 'art reorder',
+  async run(ctx) {
+    if (ctx.args.length < 2) throw invalidInput('usage: sleeve art reorder RELEASE_MBID IMAGE_ID...');
+    const [release = '', ...ids] = ctx.args;
+    const result = await withRuntime(ctx, (rt) => reorderArt(rt.coverArt, release, ids));
+    ctx.out(`new order: ${result.order.join(' ')}`, { release: parseMbid(release), order: result.order });
+    return 0;
+  },
+};
+
+const artReindex: Command = {
+  name: 'art reindex',
+  async run(ctx) {
+    if (ctx.args.length > 1) throw invalidInput('usage: sleeve art reindex [RELEASE_MBID]');
+    const result = await withRuntime(ctx, async (rt) => {
+      let ids: number[] | undefined;
+      if (ctx.args[0] !== undefined) {
+        const mbid = parseMbid(ctx.args[0]);
+        if (mbid === undefined) throw invalidInput(`release ${JSON.stringify(ctx.args[0])} is not a valid MBID`);
+        const release = await findRelease(rt.database.db, mbid);
+        if (release === undefined) throw notFound(`no release ${mbid}`);
+        ids = [release.id];
+      }
+      return reindex({ ...rt.coverArt, now: rt.coverArt.clock.now() }, ids);
+    });
+    ctx.out(`rewrote index.json of ${result.releases} release(s); removed ${result.orphansRemoved} orphaned file(s)`, result);
+    return 0;
+  },
+};
+
+function notYet(name: string, issue: string): Command {
+  return {
+    name,
+    lenient: true,
+    async run() {
+      throw invalidInput(`"sleeve ${name}" is not available in this version of sleeve yet (${issue})`);
+    },
+  };
+}
+
+/** Every command by its name (one or two words). */
+export const COMMANDS: Record<string, Command> = Object.fromEntries(
+  [
+    serveCommand,
+    migrateCommand,
+    demoCommand,
+    releaseAdd,
+    releaseMerge,
+    setCover,
+    artAdd,
+    artEdit,
+    artRemove,
+    artReorder,
+    artReindex,
+    notYet('user add', 'the authorization service'),
+    notYet('app add', 'the authorization service'),
+    notYet('import musicbrainz', 'MusicBrainz data import'),
+  ].map((c) => [c.name, c]),
+);

@@ -1,0 +1,309 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { isIP } from 'node:net';
+
+/** One listener address. */
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export type DatabaseConfig =
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'postgres'; url: string };
+
+export type StorageConfig = { kind: 'file'; root: string };
+
+export interface RateLimitConfig {
+  requests: number;
+  windowMs: number;
+}
+
+/** sleeve's whole configuration, validated and frozen (DESIGN §3). */
+export interface Config {
+  dataDir: string;
+  database: DatabaseConfig;
+  storage: StorageConfig;
+  redisUrl: string | undefined;
+  coverArtListen: ListenAddress;
+  authListen: ListenAddress;
+  baseUrl: string;
+  authUrl: string;
+  imageBaseUrl: string;
+  musicBrainzUrl: string;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  trustProxy: string[];
+  rateLimit: RateLimitConfig | undefined;
+  accessTokenTtl: number;
+  authCodeTtl: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  uploadMaxBytes: number;
+  uploadMaxPixels: number;
+  /** Load the demo catalogue on `serve` when the database holds no release. */
+  demo: boolean;
+  /** How often a serving process looks for catalogue changes made elsewhere, in ms. */
+  changePollMs: number;
+  /** Most responses kept in the cover art response cache (0 turns it off). */
+  responseCacheEntries: number;
+}
+
+/** Every environment variable sleeve reads, with its documentation. */
+export const VARIABLES = {
+  SLEEVE_DATA_DIR: 'embedded database, stored files, generated TLS material (default ./data)',
+  SLEEVE_DATABASE_URL: 'sqlite:PATH or postgres://… (default sqlite:$SLEEVE_DATA_DIR/sleeve.db)',
+  SLEEVE_STORAGE_URL: 'file:PATH (default file:$SLEEVE_DATA_DIR/files)',
+  SLEEVE_REDIS_URL: 'redis://… for shared counters and caches (unset: in-process)',
+  SLEEVE_COVERART_LISTEN: 'host:port of the cover art listener (default 127.0.0.1:8080)',
+  SLEEVE_AUTH_LISTEN: 'host:port of the auth listener (default 127.0.0.1:8443)',
+  SLEEVE_BASE_URL: 'public URL of the cover art service (default http://localhost:8080)',
+  SLEEVE_AUTH_URL: 'public URL of the authorization service (default https://localhost:8443)',
+  SLEEVE_IMAGE_BASE_URL: 'where redirects point (default $SLEEVE_BASE_URL/download)',
+  SLEEVE_MUSICBRAINZ_URL: 'prefix of the release links in listings (default https://musicbrainz.org)',
+  SLEEVE_TLS_CERT: 'PEM certificate for the auth listener (default: generated self-signed)',
+  SLEEVE_TLS_KEY: 'PEM private key for the auth listener (default: generated)',
+  SLEEVE_TRUST_PROXY: 'comma-separated addresses/CIDRs whose X-Forwarded-* headers are believed',
+  SLEEVE_RATE_LIMIT: 'requests per window per client address, e.g. 300/10s (unset: off)',
+  SLEEVE_ACCESS_TOKEN_TTL: 'access token life time in seconds (default 3600)',
+  SLEEVE_AUTH_CODE_TTL: 'authorization code life time in seconds (default 600)',
+  SLEEVE_LOG_LEVEL: 'fatal|error|warn|info|debug|trace|silent (default info)',
+  SLEEVE_UPLOAD_MAX_BYTES: 'largest accepted image file in bytes (default 52428800)',
+  SLEEVE_UPLOAD_MAX_PIXELS: 'largest accepted image in pixels, width×height (default 100000000)',
+  SLEEVE_DEMO: 'load the demo catalogue when the database is empty: on|off (default on)',
+  SLEEVE_CHANGE_POLL_MS: 'how often a server checks for catalogue changes, ms (default 250)',
+  SLEEVE_RESPONSE_CACHE: 'cover art responses kept in memory (default 50000, 0 = off)',
+} as const;
+
+export type VariableName = keyof typeof VARIABLES;
+export type ConfigSource = Partial<Record<string, string | undefined>>;
+
+/** Raised when configuration is invalid; lists every bad variable. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Reads a `--config FILE`: a JSON object whose keys are the variable names.
+ * Returns the values as strings, ready to merge under the environment.
+ */
+export function readConfigFile(file: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError([`--config ${file}: ${(err as Error).message}`]);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError([`--config ${file}: must hold a JSON object of SLEEVE_* keys`]);
+  }
+  const out: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!(key in VARIABLES)) problems.push(`--config ${file}: unknown key ${key}`);
+    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      out[key] = String(value);
+    } else problems.push(`--config ${file}: ${key} must be a string, number or boolean`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out;
+}
+
+/**
+ * Builds the configuration from `env` (the environment merged over a config file),
+ * resolving relative paths against `cwd`. Throws ConfigError naming every bad variable.
+ */
+export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Readonly<Config> {
+  const problems: string[] = [];
+  const get = (name: VariableName): string | undefined => {
+    const v = env[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const bad = (name: VariableName, why: string) => problems.push(`${name}=${JSON.stringify(env[name])}: ${why}`);
+
+  const dataDir = path.resolve(cwd, get('SLEEVE_DATA_DIR') ?? './data');
+
+  const database = parseDatabase(get('SLEEVE_DATABASE_URL') ?? `sqlite:${path.join(dataDir, 'sleeve.db')}`, cwd);
+  if (typeof database === 'string') bad('SLEEVE_DATABASE_URL', database);
+
+  const storage = parseStorage(get('SLEEVE_STORAGE_URL') ?? `file:${path.join(dataDir, 'files')}`, cwd);
+  if (typeof storage === 'string') bad('SLEEVE_STORAGE_URL', storage);
+
+  const redisUrl = get('SLEEVE_REDIS_URL');
+  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) bad('SLEEVE_REDIS_URL', 'must start with redis:// or rediss://');
+
+  const listen = (name: VariableName, fallback: string): ListenAddress => {
+    const parsed = parseListen(get(name) ?? fallback);
+    if (typeof parsed === 'string') {
+      bad(name, parsed);
+      return { host: '127.0.0.1', port: 0 };
+    }
+    return parsed;
+  };
+  const coverArtListen = listen('SLEEVE_COVERART_LISTEN', '127.0.0.1:8080');
+  const authListen = listen('SLEEVE_AUTH_LISTEN', '127.0.0.1:8443');
+
+  const url = (name: VariableName, fallback: string, schemes: string[]): string => {
+    const raw = get(name) ?? fallback;
+    const parsed = parseBaseUrl(raw, schemes);
+    if (parsed === undefined) {
+      bad(name, `must be an absolute ${schemes.join(' or ')} URL without query or fragment`);
+      return fallback;
+    }
+    return parsed;
+  };
+  const baseUrl = url('SLEEVE_BASE_URL', 'http://localhost:8080', ['http', 'https']);
+  const authUrl = url('SLEEVE_AUTH_URL', 'https://localhost:8443', ['https']);
+  const imageBaseUrl = url('SLEEVE_IMAGE_BASE_URL', `${baseUrl}/download`, ['http', 'https']);
+  const musicBrainzUrl = url('SLEEVE_MUSICBRAINZ_URL', 'https://musicbrainz.org', ['http', 'https']);
+
+  const tlsCert = get('SLEEVE_TLS_CERT');
+  const tlsKey = get('SLEEVE_TLS_KEY');
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    bad(tlsCert === undefined ? 'SLEEVE_TLS_CERT' : 'SLEEVE_TLS_KEY', 'SLEEVE_TLS_CERT and SLEEVE_TLS_KEY go together');
+  }
+
+  const trustProxy = (get('SLEEVE_TRUST_PROXY') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const entry of trustProxy) {
+    if (!isAddressOrCidr(entry)) bad('SLEEVE_TRUST_PROXY', `${JSON.stringify(entry)} is not an IP address or CIDR`);
+  }
+
+  let rateLimit: RateLimitConfig | undefined;
+  const rl = get('SLEEVE_RATE_LIMIT');
+  if (rl !== undefined) {
+    const parsed = parseRateLimit(rl);
+    if (parsed === undefined) bad('SLEEVE_RATE_LIMIT', 'must look like 300/10s (requests/window, window in ms, s, m or h)');
+    else rateLimit = parsed;
+  }
+
+  const int = (name: VariableName, fallback: number, min: number, max: number): number => {
+    const raw = get(name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      bad(name, `must be a whole number from ${min} to ${max}`);
+      return fallback;
+    }
+    return Number(raw);
+  };
+  const accessTokenTtl = int('SLEEVE_ACCESS_TOKEN_TTL', 3600, 1, 31_536_000);
+  const authCodeTtl = int('SLEEVE_AUTH_CODE_TTL', 600, 1, 600);
+  const uploadMaxBytes = int('SLEEVE_UPLOAD_MAX_BYTES', 50 * 1024 * 1024, 1, 2 ** 31 - 1);
+  const uploadMaxPixels = int('SLEEVE_UPLOAD_MAX_PIXELS', 100_000_000, 1, 1_000_000_000);
+  const changePollMs = int('SLEEVE_CHANGE_POLL_MS', 250, 10, 60_000);
+  const responseCacheEntries = int('SLEEVE_RESPONSE_CACHE', 50_000, 0, 10_000_000);
+
+  const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+
+  const demoRaw = (get('SLEEVE_DEMO') ?? 'on').toLowerCase();
+  const demo = ['on', 'true', '1', 'yes'].includes(demoRaw);
+  if (!demo && !['off', 'false', '0', 'no'].includes(demoRaw)) bad('SLEEVE_DEMO', 'must be on or off');
+
+  for (const key of Object.keys(env)) {
+    if (key.startsWith('SLEEVE_') && !(key in VARIABLES) && !key.startsWith('SLEEVE_TEST_') && !key.startsWith('SLEEVE_BENCH_')) {
+      problems.push(`${key}: unknown variable (known: ${Object.keys(VARIABLES).join(', ')})`);
+    }
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({
+    dataDir,
+    database: database as DatabaseConfig,
+    storage: storage as StorageConfig,
+    redisUrl,
+    coverArtListen,
+    authListen,
+    baseUrl,
+    authUrl,
+    imageBaseUrl,
+    musicBrainzUrl,
+    tlsCert: tlsCert === undefined ? undefined : path.resolve(cwd, tlsCert),
+    tlsKey: tlsKey === undefined ? undefined : path.resolve(cwd, tlsKey),
+    trustProxy,
+    rateLimit,
+    accessTokenTtl,
+    authCodeTtl,
+    logLevel,
+    uploadMaxBytes,
+    uploadMaxPixels,
+    demo,
+    changePollMs,
+    responseCacheEntries,
+  });
+}
+
+function parseDatabase(raw: string, cwd: string): DatabaseConfig | string {
+  if (raw.startsWith('sqlite:')) {
+    const file = raw.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (file === '') return 'sqlite: needs a file path, e.g. sqlite:./data/sleeve.db';
+    return { kind: 'sqlite', file: file === ':memory:' ? file : path.resolve(cwd, file) };
+  }
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    try {
+      new URL(raw);
+    } catch {
+      return 'not a valid postgres:// URL';
+    }
+    return { kind: 'postgres', url: raw };
+  }
+  return 'must start with sqlite: or postgres://';
+}
+
+function parseStorage(raw: string, cwd: string): StorageConfig | string {
+  if (raw.startsWith('file:')) {
+    let p = raw.slice('file:'.length);
+    if (p.startsWith('//')) p = p.slice(2);
+    if (p === '') return 'file: needs a directory, e.g. file:./data/files';
+    return { kind: 'file', root: path.resolve(cwd, decodeURIComponent(p)) };
+  }
+  if (raw.startsWith('s3://')) return 's3:// storage is not available in this version of sleeve yet; use file:';
+  return 'must start with file:';
+}
+
+function parseListen(raw: string): ListenAddress | string {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(raw);
+  if (m === null) return 'must be host:port (IPv6 as [addr]:port)';
+  const port = Number(m[3]);
+  if (port > 65535) return 'port must be 0–65535';
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+function parseBaseUrl(raw: string, schemes: string[]): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if (!schemes.includes(u.protocol.slice(0, -1)) || u.search !== '' || u.hash !== '' || u.username !== '') return undefined;
+  return u.href.replace(/\/+$/, '');
+}
+
+function parseRateLimit(raw: string): RateLimitConfig | undefined {
+  const m = /^(\d+)\s*\/\s*(\d*)\s*(ms|s|m|h)$/.exec(raw.trim());
+  if (m === null) return undefined;
+  const requests = Number(m[1]);
+  const amount = m[2] === '' ? 1 : Number(m[2]);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[3] as 'ms' | 's' | 'm' | 'h'];
+  if (requests < 1 || amount < 1) return undefined;
+  return { requests, windowMs: amount * unit };
+}
+
+function isAddressOrCidr(entry: string): boolean {
+  const [addr, bits, extra] = entry.split('/');
+  if (extra !== undefined || addr === undefined) return false;
+  const family = isIP(addr);
+  if (family === 0) return false;
+  if (bits === undefined) return true;
+  if (!/^\d+$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
+}

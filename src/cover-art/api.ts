@@ -1,0 +1,184 @@
+import { parseMbid } from '../shared/uuid.js';
+import { imageKey, indexKey, type ThumbnailSize } from './keys.js';
+import { buildListing, serializeListing, type ListingUrls } from './listing.js';
+import { BACK_TYPE, chooseGroupRelease, findImage, findPrimaryImage, findRelease, findReleaseGroup, FRONT_TYPE, hasImages, listImages, type Queryable } from './repo.js';
+import {
+  acceptsJson,
+  ALLOW,
+  CURATED_CACHE_CONTROL,
+  errorPage,
+  html,
+  IMAGE_ID_CACHE_CONTROL,
+  jsonBody,
+  options,
+  plainText,
+  redirect,
+  type ApiResponse,
+} from './responses.js';
+
+/** What the read API needs: a database and where its URLs point. */
+export interface ApiDeps {
+  db: Queryable;
+  urls: ListingUrls;
+  /** Prefix of redirect targets (DESIGN §3 SLEEVE_IMAGE_BASE_URL). */
+  imageBaseUrl: string;
+}
+
+export interface ApiRequest {
+  method: string;
+  /** The request target as received (path and query). */
+  url: string;
+  httpVersion: string;
+  accept: string | undefined;
+}
+
+const ENTITIES = ['release', 'release-group'];
+const ENTITY_MESSAGE = `Only the following entities are supported: ${ENTITIES.join(', ')}`;
+const DOCS_URL = 'https://musicbrainz.org/doc/Cover_Art_Archive/API';
+const READ_METHODS = new Set(['GET', 'HEAD']);
+
+/** The path as the real service sees it: decoded, query dropped, empty and `.` segments skipped. */
+export function pathSegments(url: string): string[] {
+  let path = url;
+  const q = path.indexOf('?');
+  if (q !== -1) path = path.slice(0, q);
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // Malformed escapes stay as they are; such a path matches nothing.
+  }
+  return path.split('/').filter((s) => s !== '' && s !== '.');
+}
+
+/** An image id as written (leading zeros dropped) and as a number when it can be one. */
+type Kind = { kind: 'front' } | { kind: 'back' } | { kind: 'id'; digits: string; id: number | undefined };
+
+/** Filename rules of reference §A.2: prefix match for front/back, leading digits for ids. */
+export function parseFilename(filename: string): (Kind & { size: ThumbnailSize | undefined }) | undefined {
+  let kind: Kind;
+  if (filename.startsWith('front')) kind = { kind: 'front' };
+  else if (filename.startsWith('back')) kind = { kind: 'back' };
+  else {
+    const match = /^[0-9]+/.exec(filename)?.[0];
+    if (match === undefined) return undefined;
+    const digits = match.replace(/^0+(?=[0-9])/, '');
+    // No stored id has more than 15 digits; longer ones are simply not found.
+    kind = { kind: 'id', digits, id: digits.length > 15 ? undefined : Number(digits) };
+  }
+  let size: ThumbnailSize | undefined;
+  const dash = filename.lastIndexOf('-');
+  if (dash !== -1) {
+    const tail = filename.slice(dash + 1);
+    if (tail.startsWith('250')) size = 250;
+    else if (tail.startsWith('500')) size = 500;
+    else if (tail.startsWith('1200')) size = 1200;
+  }
+  return { ...kind, size };
+}
+
+/** The stricter filename check OPTIONS applies (reference §A.7). */
+function optionsFilenameValid(filename: string): boolean {
+  const stem = filename.includes('.') ? filename.slice(0, filename.indexOf('.')) : filename;
+  const parts = stem.split('-');
+  if (parts.length > 2) return false;
+  const [first = '', second] = parts;
+  if (!(first === 'front' || first === 'back' || /^[0-9]+$/.test(first))) return false;
+  return second === undefined || second === '250' || second === '500' || second === '1200';
+}
+
+const INDEX_PAGE = `<!doctype html>
+<html lang="en">
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Cover Art Archive</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}code{background:#f3f3f3;padding:0 .2em}</style>
+<h1>Cover Art Archive</h1>
+<p>This is <strong>sleeve</strong>, a self-hosted Cover Art Archive. Images in the archive are curated by the people who run it.</p>
+<ul>
+<li><code>/release/{mbid}/</code>: the listing of a release's images</li>
+<li><code>/release/{mbid}/front</code>, <code>/back</code>, <code>/{id}</code>, with <code>-250</code>, <code>-500</code> or <code>-1200</code> for thumbnails</li>
+<li><code>/release-group/{mbid}/</code> and <code>/release-group/{mbid}/front</code></li>
+</ul>
+`;
+
+/**
+ * Answers one cover art API request (everything on the cover art listener but the
+ * file server). Never throws for bad input: every answer is an ApiResponse.
+ */
+export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
+  const method = req.method.toUpperCase();
+  if (method === 'OPTIONS') return handleOptions(req);
+  const segments = pathSegments(req.url);
+  const [entity, mbidText, filename] = segments;
+
+  if (entity === undefined) return READ_METHODS.has(method) ? html(200, INDEX_PAGE) : errorPage(405, undefined, { allow: ALLOW });
+  if (entity === 'robots.txt' && segments.length === 1) return plainText(200, 'User-agent: *\nAllow: /', {}, true);
+  if (entity === 'api') return redirect(301, DOCS_URL, 'public, max-age=86400');
+  if (!ENTITIES.includes(entity)) return errorPage(400, ENTITY_MESSAGE, {}, true);
+  if (mbidText === undefined) return errorPage(400, 'no MBID specified', {}, true);
+  const mbid = parseMbid(mbidText);
+  if (mbid === undefined) return errorPage(400, 'invalid MBID specified', {}, true);
+
+  if (!READ_METHODS.has(method)) {
+    if (entity === 'release-group' && filename === undefined) return errorPage(501, undefined, { allow: ALLOW }, true);
+    return errorPage(405, undefined, { allow: ALLOW }, true);
+  }
+  return entity === 'release' ? handleRelease(deps, req, mbid, filename) : handleReleaseGroup(deps, mbid, filename);
+}
+
+function handleOptions(req: ApiRequest): ApiResponse {
+  if (req.httpVersion !== '1.1') return errorPage(501);
+  if (req.url === '*') return options();
+  const segments = pathSegments(req.url);
+  const [entity, mbidText, filename] = segments;
+  if (entity === undefined || entity === '*') return segments.length <= 1 ? options() : errorPage(400);
+  if (!ENTITIES.includes(entity)) return errorPage(400, ENTITY_MESSAGE);
+  if (mbidText === undefined) return errorPage(400, 'no MBID specified');
+  if (parseMbid(mbidText) === undefined) return errorPage(400, 'invalid MBID specified');
+  if (filename !== undefined && !optionsFilenameValid(filename)) return errorPage(400);
+  return options();
+}
+
+function imageUrl(deps: ApiDeps, key: string): string {
+  return `${deps.imageBaseUrl}/${key}`;
+}
+
+async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filename: string | undefined): Promise<ApiResponse> {
+  if (filename === undefined) {
+    if (!acceptsJson(req.accept)) return errorPage(406);
+    const release = await findRelease(deps.db, mbid);
+    if (release === undefined || !(await hasImages(deps.db, release.id))) {
+      return { ...errorPage(404, `No cover art found for release ${mbid}`, {}, true), needsJsonAccept: true };
+    }
+    return { ...redirect(307, imageUrl(deps, indexKey(release.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
+  }
+  const parsed = parseFilename(filename);
+  if (parsed === undefined) return errorPage(400, `${filename} does not not contain a valid cover image id`, {}, true);
+  const release = await findRelease(deps.db, mbid);
+  if (parsed.kind === 'id') {
+    const image = release === undefined || parsed.id === undefined ? undefined : await findImage(deps.db, release.id, parsed.id);
+    if (release === undefined || image === undefined) return errorPage(404, `cover image with id ${parsed.digits} not found`, {}, true);
+    return redirect(307, imageUrl(deps, imageKey(release.gid, image.id, image.suffix, parsed.size)), IMAGE_ID_CACHE_CONTROL);
+  }
+  const typeId = parsed.kind === 'front' ? FRONT_TYPE : BACK_TYPE;
+  const image = release === undefined ? undefined : await findPrimaryImage(deps.db, release.id, typeId);
+  if (release === undefined || image === undefined) {
+    return errorPage(404, `No ${parsed.kind} cover image found for release with identifier ${mbid}`, {}, true);
+  }
+  return redirect(307, imageUrl(deps, imageKey(release.gid, image.id, image.suffix, parsed.size)), CURATED_CACHE_CONTROL);
+}
+
+async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string | undefined): Promise<ApiResponse> {
+  const group = await findReleaseGroup(deps.db, mbid);
+  const chosen = group === undefined ? undefined : await chooseGroupRelease(deps.db, group.id);
+  if (chosen === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
+  if (filename === undefined) {
+    const listing = buildListing(deps.urls, chosen.gid, await listImages(deps.db, chosen.id));
+    return jsonBody(serializeListing(listing));
+  }
+  if (!filename.startsWith('front')) return plainText(400, `${filename} not supported for release groups.`, {}, true);
+  const parsed = parseFilename(filename);
+  const image = await findPrimaryImage(deps.db, chosen.id, FRONT_TYPE);
+  if (image === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
+  return redirect(307, imageUrl(deps, imageKey(chosen.gid, image.id, image.suffix, parsed?.size)), CURATED_CACHE_CONTROL);
+}

@@ -1,0 +1,371 @@
+import type { DialectName } from '../db/connect.js';
+import type { Db } from '../db/schema.js';
+import type { Clock } from '../shared/clock.js';
+import { AppError, invalidInput, notFound } from '../shared/errors.js';
+import { parseMbid } from '../shared/uuid.js';
+import type { ObjectStore } from '../storage/index.js';
+import { idForTime } from './ids.js';
+import { writeIndex } from './indexer.js';
+import { folderKey, imageKey, THUMBNAIL_SIZES } from './keys.js';
+import { buildListing, type ListingImage, type ListingUrls } from './listing.js';
+import {
+  allocateImageId,
+  bumpCatalogueVersion,
+  findRelease,
+  findReleaseGroup,
+  listImages,
+  loadArtTypes,
+  type Queryable,
+  type ReleaseRef,
+} from './repo.js';
+import { processImage } from './thumbnails.js';
+
+/** What the cover art module needs from the outside world. */
+export interface CoverArtDeps {
+  db: Db;
+  dialect: DialectName;
+  store: ObjectStore;
+  clock: Clock;
+  urls: ListingUrls;
+  limits: { maxBytes: number; maxPixels: number };
+}
+
+function requireMbid(text: string, what: string): string {
+  const mbid = parseMbid(text);
+  if (mbid === undefined) throw invalidInput(`${what} ${JSON.stringify(text)} is not a valid MBID (a UUID such as 76df3287-6cda-33eb-8e9a-044b5e15ffdd)`);
+  return mbid;
+}
+
+async function requireRelease(db: Queryable, text: string): Promise<ReleaseRef> {
+  const mbid = requireMbid(text, 'release');
+  const release = await findRelease(db, mbid);
+  if (release === undefined) throw notFound(`no release ${mbid}; add it first with: sleeve release add ${mbid} --release-group RG_MBID`);
+  return release;
+}
+
+export interface PartialDate {
+  year: number;
+  month: number | null;
+  day: number | null;
+}
+
+/** Parses YYYY, YYYY-MM or YYYY-MM-DD. */
+export function parseDate(text: string): PartialDate {
+  const m = /^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$/.exec(text);
+  const fail = () => invalidInput(`date ${JSON.stringify(text)} must be YYYY, YYYY-MM or YYYY-MM-DD`);
+  if (m === null) throw fail();
+  const year = Number(m[1]);
+  const month = m[2] === undefined ? null : Number(m[2]);
+  const day = m[3] === undefined ? null : Number(m[3]);
+  if (month !== null && (month < 1 || month > 12)) throw fail();
+  if (day !== null && month !== null) {
+    const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
+    if (day < 1 || day > days) throw fail();
+  }
+  return { year, month, day };
+}
+
+export interface AddReleaseInput {
+  mbid: string;
+  releaseGroup: string;
+  title?: string;
+  date?: string;
+}
+
+/** Adds a release (and its release group when new). */
+export async function addRelease(deps: CoverArtDeps, input: AddReleaseInput): Promise<{ mbid: string; releaseGroup: string }> {
+  const mbid = requireMbid(input.mbid, 'release');
+  const rgMbid = requireMbid(input.releaseGroup, 'release group');
+  const date = input.date === undefined ? undefined : parseDate(input.date);
+  return deps.db.transaction().execute(async (trx) => {
+    if (await findRelease(trx, mbid)) throw new AppError('CONFLICT', `release ${mbid} already exists`);
+    let group = await findReleaseGroup(trx, rgMbid);
+    if (group === undefined) {
+      group = await trx.insertInto('release_group').values({ gid: rgMbid, name: '' }).returning(['id', 'gid']).executeTakeFirstOrThrow();
+    }
+    await trx
+      .insertInto('release')
+      .values({
+        gid: mbid,
+        release_group: group.id,
+        name: input.title ?? '',
+        date_year: date?.year ?? null,
+        date_month: date?.month ?? null,
+        date_day: date?.day ?? null,
+      })
+      .execute();
+    await bumpCatalogueVersion(trx);
+    return { mbid, releaseGroup: group.gid };
+  });
+}
+
+/** Makes the editor-chosen release of a group (it must belong to the group). */
+export async function setGroupCover(deps: CoverArtDeps, groupText: string, releaseText: string): Promise<void> {
+  const groupMbid = requireMbid(groupText, 'release group');
+  await deps.db.transaction().execute(async (trx) => {
+    const group = await findReleaseGroup(trx, groupMbid);
+    if (group === undefined) throw notFound(`no release group ${groupMbid}`);
+    const release = await requireRelease(trx, releaseText);
+    if (release.release_group !== group.id) throw invalidInput(`release ${release.gid} is not in release group ${group.gid}`);
+    const updated = await trx
+      .updateTable('release_group_cover_art')
+      .set({ release: release.id })
+      .where('release_group', '=', group.id)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) {
+      await trx.insertInto('release_group_cover_art').values({ release_group: group.id, release: release.id }).execute();
+    }
+    await bumpCatalogueVersion(trx);
+  });
+}
+
+/** Resolves type names case-insensitively to art type ids, naming the valid ones on a miss. */
+async function resolveTypes(db: Queryable, names: string[]): Promise<number[]> {
+  const all = await loadArtTypes(db);
+  const ids = new Set<number>();
+  for (const name of names) {
+    const hit = all.find((t) => t.name.toLowerCase() === name.trim().toLowerCase());
+    if (hit === undefined) throw invalidInput(`unknown art type ${JSON.stringify(name)}; known types: ${all.map((t) => t.name).join(', ')}`);
+    ids.add(hit.id);
+  }
+  return [...ids].sort((a, b) => a - b);
+}
+
+export interface AddArtInput {
+  release: string;
+  bytes: Buffer;
+  types?: string[];
+  comment?: string;
+  edit?: number;
+  approved?: boolean;
+}
+
+/**
+ * Adds an image: checks it, makes its thumbnails, allocates its id, stores the files,
+ * records it in one transaction and rewrites the release's index.json. On any failure
+ * before the commit, the files written are removed and nothing else has changed.
+ */
+export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<ListingImage> {
+  if (input.bytes.length > deps.limits.maxBytes) {
+    throw invalidInput(`file of ${input.bytes.length} bytes exceeds the limit of ${deps.limits.maxBytes} bytes (SLEEVE_UPLOAD_MAX_BYTES)`);
+  }
+  const edit = input.edit ?? 0;
+  if (!Number.isSafeInteger(edit) || edit < 0 || edit > 2_147_483_647) throw invalidInput('edit must be a whole number from 0 to 2147483647');
+  const release = await requireRelease(deps.db, input.release);
+  const typeIds = await resolveTypes(deps.db, input.types ?? []);
+  const image = await processImage(input.bytes, deps.limits.maxPixels);
+
+  const id = await allocateImageId(deps.db, deps.dialect, idForTime(deps.clock.now()));
+  const written: string[] = [];
+  try {
+    const files: [string, Buffer, string][] = [
+      [imageKey(release.gid, id, image.suffix, undefined), input.bytes, image.mime],
+      ...THUMBNAIL_SIZES.map((size): [string, Buffer, string] => [
+        imageKey(release.gid, id, image.suffix, size),
+        image.thumbnails.get(size) as Buffer,
+        'image/jpeg',
+      ]),
+    ];
+    for (const [key, bytes, mime] of files) {
+      written.push(key);
+      await deps.store.put(key, bytes, mime);
+    }
+    await deps.db.transaction().execute(async (trx) => {
+      const current = await findRelease(trx, release.gid);
+      if (current?.id !== release.id) throw new AppError('CONFLICT', `release ${release.gid} changed during the upload (merged?); try again`);
+      const last = await trx
+        .selectFrom('cover_art')
+        .select((eb) => eb.fn.max('ordering').as('max'))
+        .where('release', '=', release.id)
+        .executeTakeFirst();
+      await trx
+        .insertInto('cover_art')
+        .values({
+          id,
+          release: release.id,
+          comment: input.comment ?? '',
+          edit,
+          ordering: Number(last?.max ?? 0) + 1,
+          approved: input.approved === true ? 1 : 0,
+          mime_type: image.mime,
+          date_uploaded: deps.clock.now(),
+          filesize: input.bytes.length,
+          thumb_250_filesize: image.thumbnails.get(250)?.length ?? null,
+          thumb_500_filesize: image.thumbnails.get(500)?.length ?? null,
+          thumb_1200_filesize: image.thumbnails.get(1200)?.length ?? null,
+        })
+        .execute();
+      if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id, type_id }))).execute();
+      await markChanged(trx, release.id, deps.clock.now());
+    });
+  } catch (err) {
+    await Promise.all(written.map((key) => deps.store.delete(key).catch(() => {})));
+    throw err;
+  }
+  await writeIndex(deps, release.id);
+  return entryOf(deps, release, id);
+}
+
+async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Promise<ListingImage> {
+  const listing = buildListing(deps.urls, release.gid, await listImages(deps.db, release.id));
+  const entry = listing.images.find((i) => i.id === String(id));
+  if (entry === undefined) throw notFound(`cover image with id ${id} not found`);
+  return entry;
+}
+
+/** Flags the release's index.json for rewriting and tells serving processes the catalogue changed. */
+async function markChanged(trx: Queryable, releaseId: number, now: number): Promise<void> {
+  await trx.updateTable('release').set({ index_dirty: Math.max(1, now) }).where('id', '=', releaseId).execute();
+  await bumpCatalogueVersion(trx);
+}
+
+function parseImageId(text: string): number {
+  if (!/^\d{1,15}$/.test(text)) throw invalidInput(`image id ${JSON.stringify(text)} must be a number`);
+  return Number(text);
+}
+
+async function requireImage(db: Queryable, release: ReleaseRef, idText: string): Promise<{ id: number; suffix: string }> {
+  const id = parseImageId(idText);
+  const row = await db
+    .selectFrom('cover_art as ca')
+    .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+    .select(['ca.id', 'it.suffix'])
+    .where('ca.id', '=', id)
+    .where('ca.release', '=', release.id)
+    .executeTakeFirst();
+  if (row === undefined) throw notFound(`cover image with id ${id} not found on release ${release.gid}`);
+  return row;
+}
+
+export interface EditArtInput {
+  release: string;
+  imageId: string;
+  types?: string[];
+  comment?: string;
+  approved?: boolean;
+}
+
+/** Changes an image's types (replacing them when given), comment or approval. */
+export async function editArt(deps: CoverArtDeps, input: EditArtInput): Promise<ListingImage> {
+  const release = await requireRelease(deps.db, input.release);
+  const typeIds = input.types === undefined ? undefined : await resolveTypes(deps.db, input.types);
+  const image = await deps.db.transaction().execute(async (trx) => {
+    const image = await requireImage(trx, release, input.imageId);
+    const set: { comment?: string; approved?: number } = {};
+    if (input.comment !== undefined) set.comment = input.comment;
+    if (input.approved !== undefined) set.approved = input.approved ? 1 : 0;
+    if (Object.keys(set).length > 0) await trx.updateTable('cover_art').set(set).where('id', '=', image.id).execute();
+    if (typeIds !== undefined) {
+      await trx.deleteFrom('cover_art_type').where('id', '=', image.id).execute();
+      if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id: image.id, type_id }))).execute();
+    }
+    await markChanged(trx, release.id, deps.clock.now());
+    return image;
+  });
+  await writeIndex(deps, release.id);
+  return entryOf(deps, release, image.id);
+}
+
+/** Removes an image: the row first, then the listing, then its files. */
+export async function removeArt(deps: CoverArtDeps, releaseText: string, imageIdText: string): Promise<{ id: string }> {
+  const release = await requireRelease(deps.db, releaseText);
+  const image = await deps.db.transaction().execute(async (trx) => {
+    const image = await requireImage(trx, release, imageIdText);
+    await trx.deleteFrom('cover_art_type').where('id', '=', image.id).execute();
+    await trx.deleteFrom('cover_art').where('id', '=', image.id).execute();
+    await resequence(trx, release.id);
+    await markChanged(trx, release.id, deps.clock.now());
+    return image;
+  });
+  await writeIndex(deps, release.id);
+  await deleteImageFiles(deps.store, release.gid, image.id, image.suffix);
+  return { id: String(image.id) };
+}
+
+async function deleteImageFiles(store: ObjectStore, mbid: string, id: number, suffix: string): Promise<void> {
+  for (const size of [undefined, ...THUMBNAIL_SIZES]) await store.delete(imageKey(mbid, id, suffix, size));
+}
+
+/** Renumbers a release's orderings 1..n, keeping their order. */
+async function resequence(trx: Queryable, releaseId: number): Promise<void> {
+  const rows = await trx.selectFrom('cover_art').select(['id', 'ordering']).where('release', '=', releaseId).orderBy('ordering').orderBy('id').execute();
+  await setOrdering(trx, rows.map((r) => r.id), rows.map((r) => r.ordering));
+}
+
+async function setOrdering(trx: Queryable, ids: number[], current: number[] = []): Promise<void> {
+  for (const [i, id] of ids.entries()) {
+    if (current[i] !== i + 1) await trx.updateTable('cover_art').set({ ordering: i + 1 }).where('id', '=', id).execute();
+  }
+}
+
+/** Puts a release's images in the given order; every image of the release must be named once. */
+export async function reorderArt(deps: CoverArtDeps, releaseText: string, idTexts: string[]): Promise<{ order: string[] }> {
+  const release = await requireRelease(deps.db, releaseText);
+  const ids = idTexts.map(parseImageId);
+  await deps.db.transaction().execute(async (trx) => {
+    const existing = (await trx.selectFrom('cover_art').select('id').where('release', '=', release.id).execute()).map((r) => r.id);
+    const given = new Set(ids);
+    if (given.size !== ids.length) throw invalidInput('an image id is named more than once');
+    const missing = existing.filter((id) => !given.has(id));
+    const unknown = ids.filter((id) => !existing.includes(id));
+    if (unknown.length > 0) throw notFound(`cover image with id ${unknown.join(', ')} not found on release ${release.gid}`);
+    if (missing.length > 0) throw invalidInput(`every image of the release must be named; missing: ${missing.join(' ')}`);
+    await setOrdering(trx, ids);
+    await markChanged(trx, release.id, deps.clock.now());
+  });
+  await writeIndex(deps, release.id);
+  return { order: ids.map(String) };
+}
+
+/**
+ * Merges a release into another: the images move (files copied to the target's
+ * folder first), the old MBID then resolves to the target, and the old folder goes.
+ */
+export async function mergeRelease(deps: CoverArtDeps, oldText: string, intoText: string): Promise<{ moved: string[] }> {
+  const oldMbid = requireMbid(oldText, 'release');
+  const old = await deps.db.selectFrom('release').select(['id', 'gid', 'release_group']).where('gid', '=', oldMbid).executeTakeFirst();
+  if (old === undefined) throw notFound(`no release ${oldMbid} (a release already merged cannot be merged again)`);
+  const into = await requireRelease(deps.db, intoText);
+  if (into.id === old.id) throw invalidInput('a release cannot be merged into itself');
+
+  const images = await listImages(deps.db, old.id);
+  const copied: string[] = [];
+  try {
+    for (const image of images) {
+      for (const size of [undefined, ...THUMBNAIL_SIZES]) {
+        const from = imageKey(old.gid, image.id, image.suffix, size);
+        const to = imageKey(into.gid, image.id, image.suffix, size);
+        const object = await deps.store.get(from);
+        if (object === undefined) continue;
+        const chunks: Buffer[] = [];
+        for await (const chunk of object.body) chunks.push(chunk as Buffer);
+        copied.push(to);
+        await deps.store.put(to, Buffer.concat(chunks), size === undefined ? image.mime_type : 'image/jpeg');
+      }
+    }
+    await deps.db.transaction().execute(async (trx) => {
+      const last = await trx.selectFrom('cover_art').select((eb) => eb.fn.max('ordering').as('max')).where('release', '=', into.id).executeTakeFirst();
+      const offset = Number(last?.max ?? 0);
+      for (const [i, image] of images.entries()) {
+        await trx.updateTable('cover_art').set({ release: into.id, ordering: offset + i + 1 }).where('id', '=', image.id).execute();
+      }
+      await trx.updateTable('release_gid_redirect').set({ new_id: into.id }).where('new_id', '=', old.id).execute();
+      await trx.insertInto('release_gid_redirect').values({ gid: old.gid, new_id: into.id }).execute();
+      await trx
+        .updateTable('release_group_cover_art')
+        .set({ release: into.id })
+        .where('release', '=', old.id)
+        .where('release_group', '=', into.release_group)
+        .execute();
+      await trx.deleteFrom('release_group_cover_art').where('release', '=', old.id).execute();
+      await trx.deleteFrom('release').where('id', '=', old.id).execute();
+      await markChanged(trx, into.id, deps.clock.now());
+    });
+  } catch (err) {
+    await Promise.all(copied.map((key) => deps.store.delete(key).catch(() => {})));
+    throw err;
+  }
+  await writeIndex(deps, into.id);
+  for (const key of await deps.store.list(`${folderKey(old.gid)}/`)) await deps.store.delete(key);
+  return { moved: images.map((i) => String(i.id)) };
+}

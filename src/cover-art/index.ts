@@ -1,0 +1,24 @@
+/** The cover art module's public surface. */
+export { handleApiRequest, pathSegments, parseFilename, type ApiDeps, type ApiRequest } from './api.js';
+export {
+  addArt,
+  addRelease,
+  editArt,
+  mergeRelease,
+  parseDate,
+  removeArt,
+  reorderArt,
+  setGroupCover,
+  type CoverArtDeps,
+  type AddArtInput,
+  type EditArtInput,
+} from './catalogue.js';
+export { loadDemo, DEMO } from './demo.js';
+export { finishPendingIndexes, reindex, writeIndex } from './indexer.js';
+export { idForTime, timeOfId } from './ids.js';
+export { THUMBNAIL_SIZES, indexKey, imageKey, type ThumbnailSize } from './keys.js';
+export { buildListing, serializeListing, type Listing, type ListingImage, type ListingUrls } from './listing.js';
+export { findRelease, readCounter } from './repo.js';
+export { ResponseCache } from './response-cache.js';
+export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
+export { coverArtRoutes, type CoverArtRouteDeps } from './routes.js';

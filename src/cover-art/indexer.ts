@@ -1,0 +1,67 @@
+import type { Db } from '../db/schema.js';
+import type { ObjectStore } from '../storage/index.js';
+import { timeOfId } from './ids.js';
+import { indexKey, parseImageKey } from './keys.js';
+import { buildListing, serializeListing, type ListingUrls } from './listing.js';
+import { listImages } from './repo.js';
+
+interface IndexDeps {
+  db: Db;
+  store: ObjectStore;
+  urls: ListingUrls;
+}
+
+/**
+ * Rewrites a release's index.json from the database and clears its dirty flag, in one
+ * transaction that first takes the release's row lock (the write lock on SQLite), so
+ * concurrent writers take turns and the last one writes what was committed last. If
+ * the file cannot be written the flag stays set and a later pass retries.
+ */
+export async function writeIndex(deps: IndexDeps, releaseId: number): Promise<void> {
+  await deps.db.transaction().execute(async (trx) => {
+    const release = await trx.updateTable('release').set({ index_dirty: 0 }).where('id', '=', releaseId).returning('gid').executeTakeFirst();
+    if (release === undefined) return;
+    const listing = buildListing(deps.urls, release.gid, await listImages(trx, releaseId));
+    await deps.store.put(indexKey(release.gid), Buffer.from(serializeListing(listing), 'utf8'), 'application/json; charset=utf-8');
+  });
+}
+
+/**
+ * Rewrites every index.json left dirty by an interrupted change, or only those dirty
+ * since before `olderThan` (epoch ms), so a change still in progress is left to finish.
+ */
+export async function finishPendingIndexes(deps: IndexDeps, olderThan = Number.MAX_SAFE_INTEGER): Promise<number> {
+  const dirty = await deps.db.selectFrom('release').select('id').where('index_dirty', '!=', 0).where('index_dirty', '<', olderThan).execute();
+  for (const { id } of dirty) await writeIndex(deps, id);
+  return dirty.length;
+}
+
+/** Files older than this that no row names are leftovers of an interrupted upload. */
+const ORPHAN_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * Rebuilds index.json for one release (by internal id) or for all releases that have
+ * images, and removes image files no row names whose id and file are more than an hour old.
+ */
+export async function reindex(deps: IndexDeps & { now: number }, releaseIds?: number[]): Promise<{ releases: number; orphansRemoved: number }> {
+  const ids =
+    releaseIds ??
+    (await deps.db.selectFrom('release').select('id').where((eb) => eb.exists(eb.selectFrom('cover_art').select('id').whereRef('cover_art.release', '=', 'release.id'))).orderBy('id').execute()).map((r) => r.id);
+  let orphansRemoved = 0;
+  for (const id of ids) {
+    await writeIndex(deps, id);
+    const release = await deps.db.selectFrom('release').select('gid').where('id', '=', id).executeTakeFirst();
+    if (release === undefined) continue;
+    const known = new Set((await deps.db.selectFrom('cover_art').select('id').where('release', '=', id).execute()).map((r) => r.id));
+    for (const key of await deps.store.list(`mbid-${release.gid}/`)) {
+      const parsed = parseImageKey(key);
+      if (parsed === undefined || known.has(parsed.id) || deps.now - timeOfId(parsed.id) < ORPHAN_AGE_MS) continue;
+      // A merge copies old ids into the folder before its commit: judge by the file's age too.
+      const info = await deps.store.head(key);
+      if (info === undefined || deps.now - info.lastModified.getTime() < ORPHAN_AGE_MS) continue;
+      await deps.store.delete(key);
+      orphansRemoved++;
+    }
+  }
+  return { releases: ids.length, orphansRemoved };
+}

@@ -1,0 +1,75 @@
+import { BACK_TYPE, FRONT_TYPE, type ImageWithTypes } from './repo.js';
+
+/** One entry of a listing, as in reference §B. */
+export interface ListingImage {
+  approved: boolean;
+  back: boolean;
+  comment: string;
+  edit: number;
+  front: boolean;
+  id: string;
+  image: string;
+  thumbnails: { '1200': string; '250': string; '500': string; large: string; small: string };
+  types: string[];
+}
+
+export interface Listing {
+  images: ListingImage[];
+  release: string;
+}
+
+export interface ListingUrls {
+  /** {base_url}: the URLs in a listing point back at the cover art service. */
+  baseUrl: string;
+  musicBrainzUrl: string;
+}
+
+/** The listing of a release from its images (in ordering order). */
+export function buildListing(urls: ListingUrls, mbid: string, images: ImageWithTypes[]): Listing {
+  const front = images.find((i) => i.typeIds.includes(FRONT_TYPE));
+  const back = images.find((i) => i.typeIds.includes(BACK_TYPE));
+  const prefix = `${urls.baseUrl}/release/${mbid}/`;
+  return {
+    images: images.map((i) => {
+      const thumb = (size: number) => `${prefix}${i.id}-${size}.jpg`;
+      return {
+        approved: i.approved === 1,
+        back: i === back,
+        comment: i.comment,
+        edit: i.edit,
+        front: i === front,
+        id: String(i.id),
+        image: `${prefix}${i.id}.${i.suffix}`,
+        thumbnails: { '1200': thumb(1200), '250': thumb(250), '500': thumb(500), large: thumb(500), small: thumb(250) },
+        types: i.types,
+      };
+    }),
+    release: `${urls.musicBrainzUrl}/release/${mbid}`,
+  };
+}
+
+/**
+ * Serializes as the current indexer does (Python `json.dumps(sort_keys=True)`):
+ * keys sorted, `", "` and `": "` separators, one line, non-ASCII as \u escapes.
+ */
+export function serializeListing(value: unknown): string {
+  return pythonJson(value);
+}
+
+function pythonJson(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `[${value.map(pythonJson).join(', ')}]`;
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    case 'number':
+    case 'boolean':
+      return JSON.stringify(value);
+    case 'object': {
+      const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      return `{${entries.map(([k, v]) => `${pythonJson(k)}: ${pythonJson(v)}`).join(', ')}}`;
+    }
+    default:
+      throw new TypeError(`cannot serialize ${typeof value}`);
+  }
+}

@@ -1,0 +1,224 @@
+import { sql, type Transaction } from 'kysely';
+import type { DialectName } from '../db/connect.js';
+import type { Database, Db } from '../db/schema.js';
+
+/** A database or a transaction: repository functions take either. */
+export type Queryable = Db | Transaction<Database>;
+
+export const FRONT_TYPE = 1;
+export const BACK_TYPE = 2;
+export const RAW_TYPE = 14;
+
+export interface ReleaseRef {
+  id: number;
+  gid: string;
+  release_group: number;
+}
+
+export interface ImageRow {
+  id: number;
+  ordering: number;
+  comment: string;
+  edit: number;
+  approved: number;
+  mime_type: string;
+  suffix: string;
+}
+
+export interface ImageWithTypes extends ImageRow {
+  /** Art type ids, ascending. */
+  typeIds: number[];
+  types: string[];
+}
+
+/** The release with this MBID, or the one it was merged into. */
+export async function findRelease(db: Queryable, gid: string): Promise<ReleaseRef | undefined> {
+  const direct = await db.selectFrom('release').select(['id', 'gid', 'release_group']).where('gid', '=', gid).executeTakeFirst();
+  if (direct !== undefined) return direct;
+  return db
+    .selectFrom('release_gid_redirect as x')
+    .innerJoin('release as r', 'r.id', 'x.new_id')
+    .select(['r.id', 'r.gid', 'r.release_group'])
+    .where('x.gid', '=', gid)
+    .executeTakeFirst();
+}
+
+/** The release group with this MBID, or the one it was merged into. */
+export async function findReleaseGroup(db: Queryable, gid: string): Promise<{ id: number; gid: string } | undefined> {
+  const direct = await db.selectFrom('release_group').select(['id', 'gid']).where('gid', '=', gid).executeTakeFirst();
+  if (direct !== undefined) return direct;
+  return db
+    .selectFrom('release_group_gid_redirect as x')
+    .innerJoin('release_group as g', 'g.id', 'x.new_id')
+    .select(['g.id', 'g.gid'])
+    .where('x.gid', '=', gid)
+    .executeTakeFirst();
+}
+
+/** The lowest-ordered image of the release carrying this art type (front = 1, back = 2). */
+export async function findPrimaryImage(
+  db: Queryable,
+  releaseId: number,
+  typeId: number,
+): Promise<{ id: number; suffix: string } | undefined> {
+  return db
+    .selectFrom('cover_art as ca')
+    .innerJoin('cover_art_type as t', (j) => j.onRef('t.id', '=', 'ca.id').on('t.type_id', '=', typeId))
+    .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+    .select(['ca.id', 'it.suffix'])
+    .where('ca.release', '=', releaseId)
+    .orderBy('ca.ordering')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export async function findImage(db: Queryable, releaseId: number, imageId: number): Promise<{ id: number; suffix: string } | undefined> {
+  return db
+    .selectFrom('cover_art as ca')
+    .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+    .select(['ca.id', 'it.suffix'])
+    .where('ca.id', '=', imageId)
+    .where('ca.release', '=', releaseId)
+    .executeTakeFirst();
+}
+
+/** The release's images in listing order, with their types. */
+export async function listImages(db: Queryable, releaseId: number): Promise<ImageWithTypes[]> {
+  const rows = await db
+    .selectFrom('cover_art as ca')
+    .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+    .select(['ca.id', 'ca.ordering', 'ca.comment', 'ca.edit', 'ca.approved', 'ca.mime_type', 'it.suffix'])
+    .where('ca.release', '=', releaseId)
+    .orderBy('ca.ordering')
+    .orderBy('ca.id')
+    .execute();
+  if (rows.length === 0) return [];
+  const types = await db
+    .selectFrom('cover_art_type as t')
+    .innerJoin('cover_art as ca', 'ca.id', 't.id')
+    .innerJoin('art_type as a', 'a.id', 't.type_id')
+    .select(['t.id', 't.type_id', 'a.name'])
+    .where('ca.release', '=', releaseId)
+    .orderBy('t.type_id')
+    .execute();
+  const byImage = new Map<number, ImageWithTypes>(rows.map((r) => [r.id, { ...r, typeIds: [], types: [] }]));
+  for (const t of types) {
+    const image = byImage.get(t.id);
+    image?.typeIds.push(t.type_id);
+    image?.types.push(t.name);
+  }
+  return [...byImage.values()];
+}
+
+export async function hasImages(db: Queryable, releaseId: number): Promise<boolean> {
+  const row = await db.selectFrom('cover_art').select('id').where('release', '=', releaseId).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+interface Candidate {
+  id: number;
+  gid: string;
+  date_year: number | null;
+  date_month: number | null;
+  date_day: number | null;
+  front_id: number | null;
+}
+
+/**
+ * The release whose art represents the group (reference §A.4): among releases with a
+ * front image, the editor-chosen one first, then fronts not typed Raw/Unedited, then
+ * the earliest date (NULLs last), then the lowest internal id so ties are stable.
+ */
+export async function chooseGroupRelease(db: Queryable, groupId: number): Promise<{ id: number; gid: string } | undefined> {
+  const candidates: Candidate[] = await db
+    .selectFrom('release as r')
+    .select((eb) => [
+      'r.id',
+      'r.gid',
+      'r.date_year',
+      'r.date_month',
+      'r.date_day',
+      eb
+        .selectFrom('cover_art as ca')
+        .innerJoin('cover_art_type as t', (j) => j.onRef('t.id', '=', 'ca.id').on('t.type_id', '=', FRONT_TYPE))
+        .select('ca.id')
+        .whereRef('ca.release', '=', 'r.id')
+        .orderBy('ca.ordering')
+        .limit(1)
+        .as('front_id'),
+    ])
+    .where('r.release_group', '=', groupId)
+    .execute();
+  const withFront = candidates.filter((c) => c.front_id !== null);
+  if (withFront.length === 0) return undefined;
+  if (withFront.length === 1) return withFront[0];
+
+  const chosen = await db
+    .selectFrom('release_group_cover_art')
+    .select('release')
+    .where('release_group', '=', groupId)
+    .executeTakeFirst();
+  const raw = new Set(
+    (
+      await db
+        .selectFrom('cover_art_type')
+        .select('id')
+        .where('type_id', '=', RAW_TYPE)
+        .where(
+          'id',
+          'in',
+          withFront.map((c) => c.front_id as number),
+        )
+        .execute()
+    ).map((r) => r.id),
+  );
+  const rank = (c: Candidate): number[] => [
+    c.id === chosen?.release ? 0 : 1,
+    raw.has(c.front_id as number) ? 1 : 0,
+    ...[c.date_year, c.date_month, c.date_day].flatMap((v) => (v === null ? [1, 0] : [0, v])),
+    c.id,
+  ];
+  withFront.sort((a, b) => compareRanks(rank(a), rank(b)));
+  return withFront[0];
+}
+
+function compareRanks(a: number[], b: number[]): number {
+  for (let i = 0; i < a.length; i++) {
+    const d = (a[i] as number) - (b[i] as number);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** Current value of a counter row (catalogue_version, cover_art_id). */
+export async function readCounter(db: Queryable, name: string): Promise<number> {
+  const row = await db.selectFrom('counter').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  return Number(row.value);
+}
+
+/** Marks a change of the catalogue, for the caches of serving processes. Call inside the change's transaction. */
+export async function bumpCatalogueVersion(db: Queryable): Promise<void> {
+  await db
+    .updateTable('counter')
+    .set((eb) => ({ value: eb('value', '+', 1) }))
+    .where('name', '=', 'catalogue_version')
+    .execute();
+}
+
+/**
+ * Allocates the next image id: the interface's time formula, or one more than the
+ * last id when that is not larger. One atomic statement, so concurrent processes
+ * never get the same id, and ids never go back even if the clock does.
+ */
+export async function allocateImageId(db: Queryable, dialect: DialectName, candidate: number): Promise<number> {
+  const greatest = dialect === 'postgres' ? sql`GREATEST(value + 1, ${candidate})` : sql`MAX(value + 1, ${candidate})`;
+  const row = await sql<{ value: number }>`UPDATE counter SET value = ${greatest} WHERE name = 'cover_art_id' RETURNING value`.execute(db);
+  const value = row.rows[0]?.value;
+  if (value === undefined) throw new Error('counter cover_art_id is missing; run sleeve migrate');
+  return Number(value);
+}
+
+/** Art type names by id and ids by lower-case name. */
+export async function loadArtTypes(db: Queryable): Promise<{ id: number; name: string }[]> {
+  return db.selectFrom('art_type').select(['id', 'name']).orderBy('id').execute();
+}

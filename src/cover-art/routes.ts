@@ -1,0 +1,74 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ObjectStore } from '../storage/index.js';
+import { handleApiRequest, type ApiDeps } from './api.js';
+import { keyForDownloadPath, serveFile } from './file-server.js';
+import type { ResponseCache } from './response-cache.js';
+import { errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
+
+export interface CoverArtRouteDeps {
+  api: ApiDeps;
+  cache: ResponseCache;
+  /** Serve /download/* from this store (the built-in file server), or not at all. */
+  files: ObjectStore | undefined;
+}
+
+function header(req: FastifyRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** Sends an ApiResponse, answering a matching If-None-Match with 304. */
+export function sendApiResponse(reply: FastifyReply, response: ApiResponse, ifNoneMatch: string | undefined): FastifyReply {
+  const out = etagMatches(ifNoneMatch, response.headers.etag) ? notModified(response) : response;
+  return reply.code(out.status).headers(out.headers).send(out.body);
+}
+
+/** The cover art API and the file server, as a Fastify plugin. */
+export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDeps): Promise<void> {
+  // Request bodies mean nothing here; accept any type and ignore it (the method decides the answer).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, payload, done) => {
+    payload.resume();
+    payload.on('end', () => done(null, undefined));
+    payload.on('error', done);
+  });
+
+  if (deps.files !== undefined) {
+    const store = deps.files;
+    app.route({
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'],
+      url: '/download/*',
+      handler: async function downloadFile(req, reply) {
+        const rest = req.url.slice('/download/'.length);
+        const res = await serveFile(store, keyForDownloadPath(rest), req.method, {
+          ifNoneMatch: header(req, 'if-none-match'),
+          ifModifiedSince: header(req, 'if-modified-since'),
+          range: header(req, 'range'),
+          ifRange: header(req, 'if-range'),
+        });
+        reply.code(res.status).headers(res.headers);
+        return reply.send(res.body ?? '');
+      },
+    });
+  }
+
+  app.route({
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'],
+    url: '*',
+    handler: async function coverArtApi(req, reply) {
+      const generation = deps.cache.generation;
+      const response = await handleApiRequest(deps.api, {
+        method: req.method,
+        url: req.url,
+        httpVersion: req.raw.httpVersion,
+        accept: header(req, 'accept'),
+      });
+      if (req.method === 'GET' || req.method === 'HEAD') deps.cache.set(req.url, response, generation);
+      return sendApiResponse(reply, response, header(req, 'if-none-match'));
+    },
+  });
+
+  app.setNotFoundHandler(function unknownRoute(_req, reply) {
+    return sendApiResponse(reply, errorPage(404), undefined);
+  });
+}

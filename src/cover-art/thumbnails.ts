@@ -1,0 +1,87 @@
+import sharp, { type Metadata } from 'sharp';
+import { invalidInput } from '../shared/errors.js';
+import { THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
+
+// The only file that imports sharp.
+sharp.cache(false);
+
+const ACCEPTED = {
+  jpeg: { mime: 'image/jpeg', suffix: 'jpg' },
+  png: { mime: 'image/png', suffix: 'png' },
+  gif: { mime: 'image/gif', suffix: 'gif' },
+} as const;
+
+export interface ImageFacts {
+  mime: string;
+  suffix: string;
+  width: number;
+  height: number;
+}
+
+export interface ProcessedImage extends ImageFacts {
+  thumbnails: Map<ThumbnailSize, Buffer>;
+}
+
+const JPEG_QUALITY = 85;
+
+/**
+ * Checks that `bytes` is a whole JPEG, PNG or GIF within the pixel limit, and makes
+ * its 250/500/1200 px JPEG thumbnails (longest side, aspect kept, never upscaled).
+ * Throws an INVALID_INPUT AppError with a message fit for the user otherwise.
+ */
+export async function processImage(bytes: Buffer, maxPixels: number): Promise<ProcessedImage> {
+  if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') {
+    throw invalidInput('PDF files are not supported yet: sleeve accepts JPEG, PNG and GIF images');
+  }
+  let meta: Metadata;
+  try {
+    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
+  } catch {
+    throw invalidInput('not an image sleeve can read: it accepts JPEG, PNG and GIF images');
+  }
+  const format = meta.format as string | undefined;
+  const accepted = format !== undefined && format in ACCEPTED ? ACCEPTED[format as keyof typeof ACCEPTED] : undefined;
+  if (accepted === undefined) {
+    throw invalidInput(`unsupported image format ${format ?? 'unknown'}: sleeve accepts JPEG, PNG and GIF images`);
+  }
+  const width = meta.autoOrient?.width ?? meta.width;
+  const height = meta.autoOrient?.height ?? meta.height;
+  if (!width || !height) throw invalidInput('the image has no dimensions');
+  if (width * height > maxPixels) {
+    throw invalidInput(`image of ${width}×${height} pixels exceeds the limit of ${maxPixels} pixels (SLEEVE_UPLOAD_MAX_PIXELS)`);
+  }
+  try {
+    return { ...accepted, width, height, thumbnails: await makeThumbnails(bytes, maxPixels) };
+  } catch (err) {
+    throw invalidInput(`the image could not be decoded (truncated or corrupt): ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Decodes once to at most 1200 px, encodes that as the 1200 thumbnail and scales the
+ * same pixels down for 500 and 250, instead of decoding the original three times.
+ */
+async function makeThumbnails(bytes: Buffer, maxPixels: number): Promise<Map<ThumbnailSize, Buffer>> {
+  const largest = THUMBNAIL_SIZES[THUMBNAIL_SIZES.length - 1] as ThumbnailSize;
+  const { data, info } = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'truncated' })
+    .rotate()
+    .resize(largest, largest, { fit: 'inside', withoutEnlargement: true })
+    .flatten({ background: '#ffffff' })
+    .toColourspace('srgb')
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const raw = { raw: { width: info.width, height: info.height, channels: info.channels } };
+  const out = await Promise.all(
+    THUMBNAIL_SIZES.map((size) => {
+      let pipeline = sharp(data, raw);
+      if (size !== largest) pipeline = pipeline.resize(size, size, { fit: 'inside', withoutEnlargement: true });
+      return pipeline.jpeg({ quality: JPEG_QUALITY }).toBuffer();
+    }),
+  );
+  return new Map(THUMBNAIL_SIZES.map((size, i) => [size, out[i] as Buffer]));
+}
+
+/** Renders an SVG document to JPEG; used for the generated demo covers. */
+export async function renderSvgToJpeg(svg: string): Promise<Buffer> {
+  return sharp(Buffer.from(svg)).jpeg({ quality: 90 }).toBuffer();
+}

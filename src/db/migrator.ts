@@ -1,0 +1,32 @@
+import { Migrator, type Migration, type MigrationResultSet } from 'kysely';
+import type { Db } from './schema.js';
+import * as m20261121T0300 from './migrations/20261121T0300_cover_art.js';
+
+/** Every migration, in order. A static list, so a bundled build finds them too. */
+const MIGRATIONS: Record<string, Migration> = {
+  '20261121T0300_cover_art': m20261121T0300,
+};
+
+function migrator(db: Db): Migrator {
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => MIGRATIONS },
+    migrationTableName: 'sleeve_migration',
+    migrationLockTableName: 'sleeve_migration_lock',
+  });
+}
+
+/** Applies every pending migration; returns the names applied. Throws on failure. */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const result: MigrationResultSet = await migrator(db).migrateToLatest();
+  if (result.error !== undefined) {
+    throw new Error(`migration failed: ${(result.error as Error).message ?? String(result.error)}`, { cause: result.error });
+  }
+  return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Names of migrations not yet applied. */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const all = await migrator(db).getMigrations();
+  return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}

@@ -1,0 +1,90 @@
+import type { Generated, Kysely } from 'kysely';
+
+/*
+ * Stored forms are the same on SQLite and PostgreSQL: booleans are 0/1 integers,
+ * times are epoch milliseconds, BIGINT columns come back as JS numbers (ids fit
+ * well inside 2^53). See db/connect.ts for the type parsers that make pg agree.
+ */
+
+export interface ReleaseGroupTable {
+  id: Generated<number>;
+  gid: string;
+  name: string;
+}
+
+export interface ReleaseTable {
+  id: Generated<number>;
+  gid: string;
+  release_group: number;
+  name: string;
+  /** Earliest release event; NULLs rank last in the release-group choice. */
+  date_year: number | null;
+  date_month: number | null;
+  date_day: number | null;
+  /** When (epoch ms) the release last changed while its index.json may not match yet; 0 when it matches. */
+  index_dirty: Generated<number>;
+}
+
+export interface GidRedirectTable {
+  gid: string;
+  new_id: number;
+}
+
+export interface ReleaseGroupCoverArtTable {
+  release_group: number;
+  release: number;
+}
+
+export interface ArtTypeTable {
+  id: number;
+  name: string;
+  parent: number | null;
+  child_order: number;
+  description: string;
+  gid: string | null;
+}
+
+export interface ImageTypeTable {
+  mime_type: string;
+  suffix: string;
+}
+
+export interface CoverArtTable {
+  id: number;
+  release: number;
+  comment: string;
+  edit: number;
+  ordering: number;
+  approved: number;
+  mime_type: string;
+  date_uploaded: number;
+  filesize: number | null;
+  thumb_250_filesize: number | null;
+  thumb_500_filesize: number | null;
+  thumb_1200_filesize: number | null;
+}
+
+export interface CoverArtTypeTable {
+  id: number;
+  type_id: number;
+}
+
+export interface CounterTable {
+  name: string;
+  value: number;
+}
+
+export interface Database {
+  release_group: ReleaseGroupTable;
+  release: ReleaseTable;
+  release_gid_redirect: GidRedirectTable;
+  release_group_gid_redirect: GidRedirectTable;
+  release_group_cover_art: ReleaseGroupCoverArtTable;
+  art_type: ArtTypeTable;
+  image_type: ImageTypeTable;
+  cover_art: CoverArtTable;
+  cover_art_type: CoverArtTypeTable;
+  counter: CounterTable;
+}
+
+export type Db = Kysely<Database>;

@@ -1,0 +1,86 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { coverArtRoutes, type CoverArtRouteDeps } from '../cover-art/routes.js';
+import { acceptsJson, errorPage, etagMatches, handleApiRequest, notModified, type ApiResponse } from '../cover-art/index.js';
+import type { Clock } from '../shared/clock.js';
+import { clientAddress, type TrustedProxies } from './client-address.js';
+import type { RateLimiter } from './rate-limit.js';
+
+export interface CoverArtAppOptions {
+  routes: CoverArtRouteDeps;
+  logger: FastifyServerOptions['logger'];
+  rateLimiter: RateLimiter | undefined;
+  trustedProxies: TrustedProxies;
+  clock: Clock;
+  /** Log every request (at debug level), cached answers included. */
+  accessLog: boolean;
+}
+
+const WHOOPS = 'Whoops. Our bad.\n';
+
+function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse): void {
+  res.writeHead(response.status, response.headers);
+  res.end(req.method === 'HEAD' ? undefined : response.body);
+}
+
+/**
+ * The cover art listener. In front of Fastify sits a small door that, before any
+ * routing, applies the rate limit and replays cached answers to GET and HEAD; every
+ * other request (and every miss) goes through the Fastify routes, which fill the cache.
+ */
+export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
+  const { cache } = opts.routes;
+  const frontDoor = (req: IncomingMessage, res: ServerResponse): boolean => {
+    if (opts.rateLimiter !== undefined) {
+      const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
+      const decision = opts.rateLimiter.hit(client, opts.clock.now());
+      if (!decision.allowed) {
+        write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }));
+        return true;
+      }
+    }
+    const url = req.url ?? '/';
+    if (url === '*') {
+      // Asterisk-form (OPTIONS *) never reaches a router.
+      const answer = (): Promise<ApiResponse> =>
+        handleApiRequest(opts.routes.api, { method: req.method ?? 'GET', url, httpVersion: req.httpVersion, accept: undefined });
+      void answer().then((r) => write(req, res, req.method === 'OPTIONS' ? r : errorPage(400)));
+      return true;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    const hit = cache.get(url);
+    if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) return false;
+    const inm = req.headers['if-none-match'];
+    write(req, res, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit);
+    if (opts.accessLog) app.log.debug({ method: req.method, url, status: hit.status, cached: true }, 'request');
+    return true;
+  };
+
+  const app: FastifyInstance = Fastify({
+    logger: opts.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    bodyLimit: 64 * 1024,
+    routerOptions: { maxParamLength: 2048 },
+    requestTimeout: 30_000,
+    serverFactory: (handler) =>
+      http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000 }, (req, res) => {
+        if (!frontDoor(req, res)) handler(req, res);
+      }),
+  }) as unknown as FastifyInstance;
+
+  app.addHook('onResponse', async function accessLog(req, reply) {
+    if (opts.accessLog) req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+  });
+  app.setErrorHandler(function whoops(err, req, reply) {
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status !== undefined && status >= 400 && status < 500) {
+      return reply.code(status).headers({ 'access-control-allow-origin': '*' }).type('text/plain; charset=utf-8').send(`${(err as Error).message}\n`);
+    }
+    req.log.error({ err }, 'cover art request failed');
+    return reply.code(500).headers({ 'access-control-allow-origin': '*' }).type('text/plain; charset=utf-8').send(WHOOPS);
+  });
+  void app.register(coverArtRoutes, opts.routes);
+  return app;
+}

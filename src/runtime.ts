@@ -1,0 +1,52 @@
+import type { Config } from './config/load.js';
+import type { CoverArtDeps } from './cover-art/index.js';
+import { openDatabase, type DatabaseHandle } from './db/connect.js';
+import { migrateToLatest, pendingMigrations } from './db/migrator.js';
+import type { Clock } from './shared/clock.js';
+import { systemClock } from './shared/clock.js';
+import { createObjectStore, type ObjectStore } from './storage/index.js';
+
+/** The resources every command shares: database, store and the cover art deps built on them. */
+export interface Runtime {
+  config: Readonly<Config>;
+  database: DatabaseHandle;
+  store: ObjectStore;
+  coverArt: CoverArtDeps;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database and store the configuration names and applies pending migrations
+ * (`migrate: 'apply'`) or refuses to go on with them pending (`'require'`).
+ */
+export async function openRuntime(config: Readonly<Config>, options: { migrate: 'apply' | 'require'; clock?: Clock }): Promise<Runtime> {
+  const database = openDatabase(config.database);
+  const store = createObjectStore(config.storage);
+  try {
+    if (options.migrate === 'apply') await migrateToLatest(database.db);
+    else {
+      const pending = await pendingMigrations(database.db);
+      if (pending.length > 0) throw new Error(`the database needs migrating (${pending.join(', ')}); run: sleeve migrate`);
+    }
+  } catch (err) {
+    await database.close().catch(() => {});
+    throw err;
+  }
+  return {
+    config,
+    database,
+    store,
+    coverArt: {
+      db: database.db,
+      dialect: database.dialect,
+      store,
+      clock: options.clock ?? systemClock,
+      urls: { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl },
+      limits: { maxBytes: config.uploadMaxBytes, maxPixels: config.uploadMaxPixels },
+    },
+    async close() {
+      await store.close();
+      await database.close();
+    },
+  };
+}

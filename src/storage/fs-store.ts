@@ -1,0 +1,125 @@
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import type { BigIntStats } from 'node:fs';
+import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectStore } from './object-store.js';
+
+function infoOf(st: BigIntStats): ObjectInfo {
+  // inode + size + mtime in ns: an atomic rename always brings a new inode, so a rewrite changes the tag.
+  return {
+    size: Number(st.size),
+    etag: `"${st.ino.toString(36)}-${st.size.toString(36)}-${st.mtimeNs.toString(36)}"`,
+    lastModified: new Date(Number(st.mtimeMs)),
+  };
+}
+
+/** Objects as files under one root directory. */
+export class FsObjectStore implements ObjectStore {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = path.resolve(root);
+  }
+
+  private file(key: string): string {
+    if (!isValidKey(key)) throw new Error(`invalid storage key ${JSON.stringify(key)}`);
+    return path.join(this.root, key);
+  }
+
+  async put(key: string, body: Buffer): Promise<void> {
+    const target = this.file(key);
+    const dir = path.dirname(target);
+    await mkdir(dir, { recursive: true });
+    const tmp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`);
+    let fh: FileHandle | undefined = await open(tmp, 'wx', 0o644);
+    try {
+      await fh.writeFile(body);
+      await fh.sync();
+      await fh.close();
+      fh = undefined;
+      await rename(tmp, target);
+    } catch (err) {
+      await fh?.close().catch(() => {});
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    await syncDir(dir);
+  }
+
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    try {
+      const st = await stat(this.file(key), { bigint: true });
+      return st.isFile() ? infoOf(st) : undefined;
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async get(key: string, range?: ByteRange): Promise<ObjectBody | undefined> {
+    let fh: FileHandle;
+    try {
+      fh = await open(this.file(key), 'r');
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    try {
+      const st = await fh.stat({ bigint: true });
+      if (!st.isFile()) {
+        await fh.close();
+        return undefined;
+      }
+      const body = createReadStream('', { fd: fh.fd, autoClose: false, start: range?.start, end: range?.end });
+      const close = () => void fh.close().catch(() => {});
+      body.once('close', close);
+      return { info: infoOf(st), body };
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.file(key), { force: true });
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const out: string[] = [];
+    const walk = async (rel: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(path.join(this.root, rel), { withFileTypes: true });
+      } catch (err) {
+        if (isMissing(err)) return;
+        throw err;
+      }
+      for (const e of entries) {
+        if (e.name.startsWith('.')) continue;
+        const key = rel === '' ? e.name : `${rel}/${e.name}`;
+        if (e.isDirectory()) {
+          if (prefix.startsWith(`${key}/`) || key.startsWith(prefix) || `${key}/`.startsWith(prefix)) await walk(key);
+        } else if (key.startsWith(prefix)) out.push(key);
+      }
+    };
+    await walk('');
+    return out.sort();
+  }
+
+  async close(): Promise<void> {}
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+function isMissing(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}

@@ -1,0 +1,44 @@
+import type { Readable } from 'node:stream';
+
+/** What a store knows of one object without reading it. */
+export interface ObjectInfo {
+  size: number;
+  /** A strong validator, quoted as it goes in an ETag header. Changes whenever the bytes may have. */
+  etag: string;
+  lastModified: Date;
+}
+
+/** An inclusive byte range, as in HTTP. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface ObjectBody {
+  info: ObjectInfo;
+  body: Readable;
+}
+
+/**
+ * Where originals, thumbnails and index.json live. Keys are `/`-separated relative
+ * paths of safe characters (see isValidKey); the layout is archive.org's (DESIGN §4).
+ */
+export interface ObjectStore {
+  /** Stores the bytes atomically and durably: readers see the old object or the new one, never a part. */
+  put(key: string, body: Buffer, contentType: string): Promise<void>;
+  head(key: string): Promise<ObjectInfo | undefined>;
+  /** Opens the object (or the byte range of it); undefined when there is no such object. */
+  get(key: string, range?: ByteRange): Promise<ObjectBody | undefined>;
+  /** Removes the object; removing a missing object is not an error. */
+  delete(key: string): Promise<void>;
+  /** Keys that start with `prefix`. */
+  list(prefix: string): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+const KEY_RE = /^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/;
+
+/** True for keys made of safe segments: no empty, dot-led, `..` or absolute parts. */
+export function isValidKey(key: string): boolean {
+  return key.length <= 1024 && KEY_RE.test(key);
+}

@@ -1,0 +1,129 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { loadConfig } from '../../src/config/load.js';
+import { serve, type Server } from '../../src/serve.js';
+
+/** The repository root (tests run from dist/test/…). */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const CLI = path.join(ROOT, 'bin', 'sleeve.js');
+
+/** 'postgres' when the runner's PostgreSQL pass is on, else 'sqlite'. */
+export const DIALECT: 'sqlite' | 'postgres' = process.env.SLEEVE_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
+
+export interface TestEnv {
+  dir: string;
+  env: Record<string, string>;
+  /** Removes the data directory and drops the PostgreSQL database. */
+  cleanup(): Promise<void>;
+}
+
+function adminUrl(): string {
+  const url = process.env.SLEEVE_TEST_POSTGRES_URL;
+  if (url === undefined || url === '') throw new Error('SLEEVE_TEST_DB=postgres needs SLEEVE_TEST_POSTGRES_URL');
+  return url;
+}
+
+/**
+ * A fresh sleeve environment: its own data directory and its own database (a new
+ * SQLite file, or a new PostgreSQL database on the pass that uses PostgreSQL).
+ */
+export async function makeTestEnv(extra: Record<string, string> = {}): Promise<TestEnv> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sleeve-test-'));
+  const env: Record<string, string> = {
+    SLEEVE_DATA_DIR: dir,
+    SLEEVE_LOG_LEVEL: 'warn',
+    SLEEVE_DEMO: 'off',
+    SLEEVE_COVERART_LISTEN: '127.0.0.1:0',
+    SLEEVE_AUTH_LISTEN: '127.0.0.1:0',
+  };
+  let dropDb = async () => {};
+  if (DIALECT === 'postgres') {
+    const admin = adminUrl();
+    const name = `sleeve_test_${randomBytes(6).toString('hex')}`;
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    await client.query(`CREATE DATABASE ${name}`);
+    await client.end();
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    env.SLEEVE_DATABASE_URL = url.href;
+    dropDb = async () => {
+      const c = new pg.Client({ connectionString: admin });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    };
+  }
+  Object.assign(env, extra);
+  return {
+    dir,
+    env,
+    async cleanup() {
+      await dropDb();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `sleeve` binary with this environment. */
+export function runCli(env: Record<string, string>, args: string[], options: { stdin?: Buffer | string } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLEEVE_')));
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+/** Runs the CLI and fails with its output unless it exits 0; returns stdout parsed as JSON when --json was given. */
+export async function cliOk(env: Record<string, string>, args: string[], options: { stdin?: Buffer | string } = {}): Promise<any> {
+  const r = await runCli(env, args, options);
+  if (r.code !== 0) throw new Error(`sleeve ${args.join(' ')} exited ${r.code}\n${r.stderr}\n${r.stdout}`);
+  return args.includes('--json') ? JSON.parse(r.stdout) : r.stdout;
+}
+
+/** A TCP port free at the time of asking. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      s.close(() => (typeof addr === 'object' && addr !== null ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface RunningServer {
+  server: Server;
+  /** http://127.0.0.1:PORT of the cover art listener; also SLEEVE_BASE_URL. */
+  base: string;
+}
+
+/**
+ * Starts sleeve in this process on a free port, with SLEEVE_BASE_URL pointing at it,
+ * so redirects can be followed to the built-in file server.
+ */
+export async function startServer(t: TestEnv, extra: Record<string, string> = {}): Promise<RunningServer> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  Object.assign(t.env, { SLEEVE_COVERART_LISTEN: `127.0.0.1:${port}`, SLEEVE_BASE_URL: base, ...extra });
+  const server = await serve(loadConfig(t.env), { only: 'coverart' });
+  return { server, base };
+}
