@@ -18,7 +18,9 @@ function collect(dir) {
   return out.sort();
 }
 
-const files = collect(path.join(root, 'dist', 'test')).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)));
+// SLEEVE_TEST_DIST: test another build output (e.g. tsc --outDir dist-x) than dist/.
+const dist = path.resolve(root, process.env.SLEEVE_TEST_DIST || 'dist');
+const files = collect(path.join(dist, 'test')).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)));
 if (files.length === 0) {
   console.error('no test files found (did the build run?)');
   process.exit(1);

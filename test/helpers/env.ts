@@ -9,9 +9,11 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 
-/** The repository root (tests run from dist/test/…). */
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-export const CLI = path.join(ROOT, 'bin', 'sleeve.js');
+/** The build output these tests were compiled into (dist/ or another --outDir), and the repository root. */
+export const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const ROOT = path.resolve(DIST, '..');
+/** The CLI of the same build (what bin/sleeve.js loads when the build is dist/). */
+export const CLI = path.join(DIST, 'src', 'cli', 'index.js');
 
 /** 'postgres' when the runner's PostgreSQL pass is on, else 'sqlite'. */
 export const DIALECT: 'sqlite' | 'postgres' = process.env.SLEEVE_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
