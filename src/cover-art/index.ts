@@ -21,4 +21,4 @@ export { buildListing, serializeListing, type Listing, type ListingImage, type L
 export { findRelease, readCounter } from './repo.js';
 export { ResponseCache } from './response-cache.js';
 export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
-export { coverArtRoutes, type CoverArtRouteDeps } from './routes.js';
+export { coverArtRoutes, sendApiResponse, type CoverArtRouteDeps } from './routes.js';

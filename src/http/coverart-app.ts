@@ -1,7 +1,16 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { coverArtRoutes, type CoverArtRouteDeps } from '../cover-art/routes.js';
-import { acceptsJson, errorPage, etagMatches, handleApiRequest, notModified, type ApiResponse } from '../cover-art/index.js';
+import {
+  acceptsJson,
+  coverArtRoutes,
+  errorPage,
+  etagMatches,
+  handleApiRequest,
+  notModified,
+  sendApiResponse,
+  type ApiResponse,
+  type CoverArtRouteDeps,
+} from '../cover-art/index.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -64,6 +73,10 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     bodyLimit: 64 * 1024,
     routerOptions: { maxParamLength: 2048 },
     requestTimeout: 30_000,
+    // Malformed percent-escapes and the like: the API's own 400 page, with its CORS header.
+    frameworkErrors: function badRequest(_err, _req, reply) {
+      return sendApiResponse(reply, errorPage(400), undefined);
+    },
     serverFactory: (handler) =>
       http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000 }, (req, res) => {
         if (!frontDoor(req, res)) handler(req, res);
