@@ -1,3 +1,4 @@
+import type { AuthDeps } from './auth/accounts.js';
 import type { Config } from './config/load.js';
 import type { CoverArtDeps } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';
@@ -6,12 +7,13 @@ import type { Clock } from './shared/clock.js';
 import { systemClock } from './shared/clock.js';
 import { createObjectStore, type ObjectStore } from './storage/index.js';
 
-/** The resources every command shares: database, store and the cover art deps built on them. */
+/** The resources every command shares: database, store and the deps of both modules built on them. */
 export interface Runtime {
   config: Readonly<Config>;
   database: DatabaseHandle;
   store: ObjectStore;
   coverArt: CoverArtDeps;
+  auth: AuthDeps;
   close(): Promise<void>;
 }
 
@@ -32,15 +34,17 @@ export async function openRuntime(config: Readonly<Config>, options: { migrate: 
     await database.close().catch(() => {});
     throw err;
   }
+  const clock = options.clock ?? systemClock;
   return {
     config,
     database,
     store,
+    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl },
     coverArt: {
       db: database.db,
       dialect: database.dialect,
       store,
-      clock: options.clock ?? systemClock,
+      clock,
       urls: { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl },
       limits: { maxBytes: config.uploadMaxBytes, maxPixels: config.uploadMaxPixels },
     },

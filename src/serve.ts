@@ -4,7 +4,7 @@ import { buildAuthApp } from './auth/app.js';
 import { loadTlsMaterial } from './auth/tls.js';
 import { finishPendingIndexes, loadDemo, readCounter, ResponseCache } from './cover-art/index.js';
 import { buildCoverArtApp } from './http/coverart-app.js';
-import { TrustedProxies } from './http/client-address.js';
+import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { openRuntime, type Runtime } from './runtime.js';
 
@@ -108,7 +108,14 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         dataDir: config.dataDir,
         hostnames: [new URL(config.authUrl).hostname, config.authListen.host],
       });
-      const app = buildAuthApp({ tls, logger });
+      const trusted = new TrustedProxies(config.trustProxy);
+      const app = buildAuthApp({
+        tls,
+        logger,
+        deps: runtime.auth,
+        trustsProxy: (address) => trusted.trusts(address),
+        clientAddress: (peer, forwardedFor) => clientAddress(peer, forwardedFor, trusted),
+      });
       apps.push(app);
       await app.listen({ host: config.authListen.host, port: config.authListen.port });
       authAddress = addressOf(app, 'https');

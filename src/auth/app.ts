@@ -1,25 +1,94 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TLSSocket } from 'node:tls';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { AuthDeps } from './accounts.js';
+import { HTTPS_ONLY, OAuthError } from './errors.js';
+import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
+import { pageRoutes, renderLoginInterstitial, sendPage, type PageContext } from './routes/pages.js';
 import type { TlsMaterial } from './tls.js';
+import { errorPage } from './views/pages.js';
+
+export interface AuthAppOptions {
+  deps: AuthDeps;
+  tls: TlsMaterial;
+  logger: FastifyServerOptions['logger'];
+  /** Whether a peer's X-Forwarded-* headers are believed (SLEEVE_TRUST_PROXY). */
+  trustsProxy(address: string): boolean;
+  /** The client's address behind trusted proxies. */
+  clientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined): string;
+}
+
+const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-known\/)/;
 
 /**
- * The authorization service's listener (DESIGN §2). HTTPS only; the OAuth endpoints
- * and website pages arrive with the authorization issue, until then every path is 404.
+ * The authorization service (DESIGN §2): HTTPS only. A request that reached it over
+ * plain HTTP (a trusted proxy saying X-Forwarded-Proto: http) is refused with 400
+ * invalid_request before anything else, so bearer tokens in it are never looked at.
  */
-export function buildAuthApp(opts: { tls: TlsMaterial; logger: FastifyServerOptions['logger'] }): FastifyInstance {
+export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   const app = Fastify({
     https: { cert: opts.tls.cert, key: opts.tls.key },
     logger: opts.logger,
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    bodyLimit: 64 * 1024,
+    requestTimeout: 30_000,
   }) as unknown as FastifyInstance;
-  app.addHook('onSend', async function securityHeaders(_req, reply) {
-    reply.header('strict-transport-security', 'max-age=31536000');
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('cache-control', 'no-store');
+
+  const isSecure = (req: FastifyRequest): boolean => {
+    const encrypted = (req.raw.socket as TLSSocket).encrypted === true;
+    const peer = req.raw.socket.remoteAddress ?? '';
+    if (!opts.trustsProxy(peer)) return encrypted;
+    const proto = req.headers['x-forwarded-proto'];
+    if (proto === undefined) return encrypted;
+    return String(proto).split(',')[0]?.trim().toLowerCase() === 'https';
+  };
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, function parseForm(req, body, done) {
+    req.form = new URLSearchParams(body as string);
+    done(null, undefined);
   });
-  app.setNotFoundHandler(function notYet(_req, reply) {
-    return reply.code(404).send({ error: 'not_found', error_description: 'The authorization service is not available in this version of sleeve yet.' });
+  // Other bodies (JSON, multipart…) carry no parameters here: read and ignored.
+  app.addContentTypeParser('*', function ignoreBody(_req, payload, done) {
+    payload.resume();
+    payload.on('end', () => done(null, undefined));
+    payload.on('error', done);
+  });
+
+  app.addHook('onRequest', async function httpsOnly(req, reply) {
+    reply.headers({ 'strict-transport-security': 'max-age=31536000', 'x-content-type-options': 'nosniff', 'referrer-policy': 'strict-origin-when-cross-origin' });
+    if (isSecure(req)) return;
+    const err = new OAuthError('invalid_request', HTTPS_ONLY);
+    if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, err);
+    return sendPage(reply, 400, errorPage({ error: err.error, description: err.message }));
+  });
+
+  const ctx: PageContext = {
+    deps: opts.deps,
+    clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
+    loginInterstitial: renderLoginInterstitial,
+  };
+  void app.register(pageRoutes, ctx);
+  void app.register(oauthRoutes, ctx);
+
+  app.setNotFoundHandler(function notFound(req: FastifyRequest, reply: FastifyReply) {
+    if (JSON_ENDPOINTS.test(req.url) || req.url.startsWith('/oauth2/')) {
+      return reply.code(404).headers({ 'cache-control': 'no-store' }).type('application/json; charset=utf-8').send('{"error":"not_found","error_description":"No such endpoint"}');
+    }
+    return sendPage(reply, 404, errorPage({ error: 'not_found', description: 'There is no such page.' }));
+  });
+  app.setErrorHandler(function failed(err, req, reply) {
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status !== undefined && status >= 400 && status < 500) {
+      const e = new OAuthError('invalid_request', status === 413 ? 'The request body is too large' : 'The request could not be understood', status);
+      if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, e);
+      return sendPage(reply, status, errorPage({ error: e.error, description: e.message }));
+    }
+    req.log.error({ err }, 'auth request failed');
+    const e = new OAuthError('server_error', 'Something went wrong; try again later');
+    if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, e);
+    return sendPage(reply, 500, errorPage({ error: e.error, description: e.message }));
   });
   return app;
 }

@@ -16,6 +16,8 @@ import {
   setGroupCover,
   type ListingImage,
 } from '../cover-art/index.js';
+import { addUser, findAccountByName } from '../auth/accounts.js';
+import { registerApp } from '../auth/applications.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrator.js';
 import { invalidInput, notFound } from '../shared/errors.js';
@@ -290,6 +292,74 @@ const artReindex: Command = {
   },
 };
 
+async function readPassword(): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    size += (chunk as Buffer).length;
+    if (size > 4096) throw invalidInput('the password on standard input is too long');
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  const line = text.split(/\r?\n/)[0] ?? '';
+  if (line === '') throw invalidInput('no password on standard input (use: printf %s "$PASSWORD" | sleeve user add NAME --email E --password-stdin)');
+  return line;
+}
+
+const userAdd: Command = {
+  name: 'user add',
+  options: {
+    email: { type: 'string' },
+    'password-stdin': { type: 'boolean' },
+    'email-verified': { type: 'boolean' },
+    website: { type: 'string' },
+    gender: { type: 'string' },
+    zoneinfo: { type: 'string' },
+    'birth-date': { type: 'string' },
+    country: { type: 'string' },
+  },
+  async run(ctx) {
+    const [name = ''] = want(ctx, 1, 'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]');
+    if (ctx.options['password-stdin'] !== true) throw invalidInput('--password-stdin is required: the password is read from standard input, never from the command line');
+    const password = await readPassword();
+    const account = await withRuntime(ctx, (rt) =>
+      addUser(rt.auth, {
+        name,
+        email: str(ctx, 'email'),
+        emailVerified: ctx.options['email-verified'] === true,
+        password,
+        website: str(ctx, 'website'),
+        gender: str(ctx, 'gender'),
+        zoneinfo: str(ctx, 'zoneinfo'),
+        birthDate: str(ctx, 'birth-date'),
+        country: str(ctx, 'country'),
+      }),
+    );
+    ctx.out(`added user ${account.name}`, { id: account.id, name: account.name });
+    return 0;
+  },
+};
+
+const appAdd: Command = {
+  name: 'app add',
+  options: { owner: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' }, 'redirect-uri': { type: 'string' } },
+  async run(ctx) {
+    want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]');
+    const ownerName = str(ctx, 'owner');
+    if (ownerName === undefined) throw invalidInput('--owner NAME is required');
+    const result = await withRuntime(ctx, async (rt) => {
+      const owner = await findAccountByName(rt.auth, ownerName);
+      if (owner === undefined) throw notFound(`no user ${ownerName}; add one with: sleeve user add NAME --email E --password-stdin`);
+      return registerApp(rt.auth, { ownerId: owner.id, name: str(ctx, 'name'), kind: str(ctx, 'type'), redirectUri: str(ctx, 'redirect-uri') });
+    });
+    ctx.out(
+      `registered ${result.app.kind} application ${result.app.name}\n  client_id:     ${result.app.client_id}\n  client_secret: ${result.clientSecret}  (shown once; stored hashed)`,
+      { client_id: result.app.client_id, client_secret: result.clientSecret },
+    );
+    return 0;
+  },
+};
+
 function notYet(name: string, issue: string): Command {
   return {
     name,
@@ -314,8 +384,8 @@ export const COMMANDS: Record<string, Command> = Object.fromEntries(
     artRemove,
     artReorder,
     artReindex,
-    notYet('user add', 'the authorization service'),
-    notYet('app add', 'the authorization service'),
+    userAdd,
+    appAdd,
     notYet('import musicbrainz', 'MusicBrainz data import'),
   ].map((c) => [c.name, c]),
 );

@@ -16,6 +16,9 @@ const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   art remove RELEASE_MBID IMAGE_ID
   art reorder RELEASE_MBID IMAGE_ID...
   art reindex [RELEASE_MBID]            rewrite index.json from the database
+  user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL]
+           [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]
+  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]
 
 Configuration comes from SLEEVE_* environment variables (see README) and --config FILE.
 `;
@@ -42,10 +45,12 @@ export async function main(argv: string[]): Promise<number> {
     });
     json = globals.values.json === true;
     const positionals = globals.positionals;
-    if (globals.values.help === true || positionals.length === 0) {
+    if (globals.values.help === true) {
       process.stdout.write(USAGE);
-      return positionals.length === 0 && globals.values.help !== true ? 2 : 0;
+      return 0;
     }
+    // A usage error like any other: the message on stderr (and --json's error object on stdout), exit 2.
+    if (positionals.length === 0) throw new UsageError('no command given');
     const [first = '', second = ''] = positionals;
     const command = COMMANDS[`${first} ${second}`] ?? COMMANDS[first];
     if (command === undefined) throw new UsageError(`unknown command: ${positionals.slice(0, 2).join(' ')}`);

@@ -32,6 +32,8 @@ export function keyForDownloadPath(rest: string): string | undefined {
   const q = key.indexOf('?');
   if (q !== -1) key = key.slice(0, q);
   if (key.length > 200) return undefined;
+  // An encoded slash is part of a name, not a separator (RFC 3986 §2.2): no file of the layout has one.
+  if (/%2f/i.test(key)) return undefined;
   try {
     key = decodeURIComponent(key);
   } catch {

@@ -3,7 +3,7 @@ import type { ObjectStore } from '../storage/index.js';
 import { handleApiRequest, type ApiDeps } from './api.js';
 import { keyForDownloadPath, serveFile } from './file-server.js';
 import type { ResponseCache } from './response-cache.js';
-import { errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
+import { etagMatches, notModified, type ApiResponse } from './responses.js';
 
 export interface CoverArtRouteDeps {
   api: ApiDeps;
@@ -47,7 +47,8 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
           ifRange: header(req, 'if-range'),
         });
         reply.code(res.status).headers(res.headers);
-        return reply.send(res.body ?? '');
+        // No body (HEAD, 304) is sent as none: an empty string would make Fastify add a charset to the type.
+        return reply.send(res.body);
       },
     });
   }
@@ -68,7 +69,15 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
     },
   });
 
-  app.setNotFoundHandler(function unknownRoute(_req, reply) {
-    return sendApiResponse(reply, errorPage(404), undefined);
+  // Only methods no route lists get here (TRACE, SEARCH, PROPFIND…): the API answers
+  // them too, so its endpoints say 405 (DESIGN §6) rather than 404.
+  app.setNotFoundHandler(async function otherMethod(req, reply) {
+    const response = await handleApiRequest(deps.api, {
+      method: req.method,
+      url: req.url,
+      httpVersion: req.raw.httpVersion,
+      accept: header(req, 'accept'),
+    });
+    return sendApiResponse(reply, response, undefined);
   });
 }

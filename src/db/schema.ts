@@ -74,6 +74,79 @@ export interface CounterTable {
   value: number;
 }
 
+export interface AccountTable {
+  id: Generated<number>;
+  name: string;
+  /** Lower-cased name, unique: names differ by more than case. */
+  name_key: string;
+  email: string | null;
+  email_verified: number;
+  password_hash: string;
+  website: string | null;
+  gender: string | null;
+  zoneinfo: string;
+  birth_date: string | null;
+  country: string | null;
+  created_at: number;
+}
+
+export interface WebSessionTable {
+  id_hash: string;
+  account_id: number;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface LoginThrottleTable {
+  key: string;
+  failures: number;
+  window_start: number;
+  locked_until: number;
+}
+
+export interface OAuthApplicationTable {
+  id: Generated<number>;
+  owner_id: number;
+  name: string;
+  kind: 'confidential' | 'public';
+  client_id: string;
+  secret_hash: string;
+  redirect_uri: string | null;
+  created_at: number;
+}
+
+export interface OAuthGrantTable {
+  id: Generated<number>;
+  account_id: number;
+  application_id: number;
+  scope: number;
+  offline: number;
+  refresh_hash: string | null;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface OAuthCodeTable {
+  code_hash: string;
+  account_id: number;
+  application_id: number;
+  scope: number;
+  offline: number;
+  redirect_uri: string;
+  code_challenge: string | null;
+  code_challenge_method: 'plain' | 'S256' | null;
+  expires_at: number;
+  used_at: number | null;
+  grant_id: number | null;
+}
+
+export interface OAuthAccessTokenTable {
+  token_hash: string;
+  grant_id: number;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface Database {
   release_group: ReleaseGroupTable;
   release: ReleaseTable;
@@ -85,6 +158,13 @@ export interface Database {
   cover_art: CoverArtTable;
   cover_art_type: CoverArtTypeTable;
   counter: CounterTable;
+  account: AccountTable;
+  web_session: WebSessionTable;
+  login_throttle: LoginThrottleTable;
+  oauth_application: OAuthApplicationTable;
+  oauth_grant: OAuthGrantTable;
+  oauth_code: OAuthCodeTable;
+  oauth_access_token: OAuthAccessTokenTable;
 }
 
 export type Db = Kysely<Database>;

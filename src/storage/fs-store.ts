@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -71,9 +70,8 @@ export class FsObjectStore implements ObjectStore {
         await fh.close();
         return undefined;
       }
-      const body = createReadStream('', { fd: fh.fd, autoClose: false, start: range?.start, end: range?.end });
-      const close = () => void fh.close().catch(() => {});
-      body.once('close', close);
+      // The stream owns the handle from here and closes it at the end, on error or when destroyed.
+      const body = fh.createReadStream({ start: range?.start, end: range?.end });
       return { info: infoOf(st), body };
     } catch (err) {
       await fh.close();
@@ -82,7 +80,12 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async delete(key: string): Promise<void> {
-    await rm(this.file(key), { force: true });
+    try {
+      await rm(this.file(key), { force: true });
+    } catch (err) {
+      // A folder's name, or a key under an object (a file where a folder would be), names no object either.
+      if (!isMissing(err) && (err as NodeJS.ErrnoException).code !== 'ERR_FS_EISDIR') throw err;
+    }
   }
 
   async list(prefix: string): Promise<string[]> {

@@ -1,0 +1,29 @@
+/** RFC 6749/7009/6750 error codes sleeve answers with. */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'unsupported_response_type'
+  | 'invalid_scope'
+  | 'access_denied'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'server_error'
+  | 'temporarily_unavailable';
+
+/** An OAuth protocol error: the wire code, the description shown, and the HTTP status. */
+export class OAuthError extends Error {
+  readonly error: OAuthErrorCode;
+  readonly status: number;
+
+  constructor(error: OAuthErrorCode, description: string, status?: number) {
+    super(description);
+    this.name = 'OAuthError';
+    this.error = error;
+    this.status = status ?? (error === 'invalid_client' ? 401 : error === 'temporarily_unavailable' ? 503 : error === 'server_error' ? 500 : 400);
+  }
+}
+
+export const HTTPS_ONLY = 'Invalid protocol, only HTTPS is allowed';

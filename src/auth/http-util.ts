@@ -1,0 +1,69 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { constantTimeEqual, randomToken } from './crypto.js';
+
+/** Form bodies keep every value of a repeated field, so duplicates can be refused. */
+declare module 'fastify' {
+  interface FastifyRequest {
+    form?: URLSearchParams;
+  }
+}
+
+export function queryParams(req: FastifyRequest): URLSearchParams {
+  const q = req.url.indexOf('?');
+  return new URLSearchParams(q === -1 ? '' : req.url.slice(q + 1));
+}
+
+export function formParams(req: FastifyRequest): URLSearchParams {
+  return req.form ?? new URLSearchParams();
+}
+
+export function cookies(req: FastifyRequest): Map<string, string> {
+  const out = new Map<string, string>();
+  const header = req.headers.cookie;
+  if (header === undefined) return out;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq === -1) continue;
+    const name = part.slice(0, eq).trim();
+    if (!out.has(name)) out.set(name, part.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+export const SESSION_COOKIE = '__Host-sleeve-session';
+export const CSRF_COOKIE = '__Host-sleeve-csrf';
+
+export function setCookie(reply: FastifyReply, name: string, value: string, opts: { maxAge?: number; sameSite?: 'Lax' | 'Strict' } = {}): void {
+  const parts = [`${name}=${value}`, 'Path=/', 'Secure', 'HttpOnly', `SameSite=${opts.sameSite ?? 'Lax'}`];
+  if (opts.maxAge !== undefined) parts.push(`Max-Age=${opts.maxAge}`);
+  const existing = reply.getHeader('set-cookie');
+  const list = existing === undefined ? [] : Array.isArray(existing) ? existing.map(String) : [String(existing)];
+  reply.header('set-cookie', [...list, parts.join('; ')]);
+}
+
+/**
+ * The CSRF token for forms: a random value in a `__Host-` cookie (which no other site
+ * or subdomain can set), repeated in a hidden field and compared on submission.
+ */
+export function csrfToken(req: FastifyRequest, reply: FastifyReply): string {
+  const existing = cookies(req).get(CSRF_COOKIE);
+  if (existing !== undefined && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
+  const token = randomToken();
+  setCookie(reply, CSRF_COOKIE, token, { sameSite: 'Strict' });
+  // Later calls in the same request reuse it.
+  (req.headers as Record<string, string>).cookie = `${req.headers.cookie ?? ''}; ${CSRF_COOKIE}=${token}`;
+  return token;
+}
+
+export function csrfValid(req: FastifyRequest): boolean {
+  const cookie = cookies(req).get(CSRF_COOKIE);
+  const field = formParams(req).get('csrf_token');
+  return cookie !== undefined && field !== null && cookie.length === 43 && constantTimeEqual(cookie, field);
+}
+
+/** Appends parameters to a redirect URI, replacing same-named ones and keeping the rest. */
+export function withParams(uri: string, params: Record<string, string | undefined>): string {
+  const url = new URL(uri);
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, v);
+  return url.href;
+}

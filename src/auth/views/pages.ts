@@ -1,0 +1,146 @@
+import type { Application } from '../applications.js';
+import type { UserGrant } from '../grants.js';
+import { scopeTexts } from '../scopes.js';
+import { html, SafeHtml } from './html.js';
+import { page } from './layout.js';
+
+export interface Viewer {
+  name: string;
+  csrf: string;
+}
+
+export function homePage(viewer: Viewer | undefined): string {
+  const body = html`<p>This is the authorization service of <strong>sleeve</strong>. Applications send you here to ask for access to your account; you decide what they may do.</p>
+${viewer ? html`<p><a href="/account/applications">Your applications</a>: the ones you authorized, and the ones you develop.</p>` : html`<p><a href="/login">Sign in</a> to manage your applications.</p>`}`;
+  return page({ title: 'sleeve accounts', body, user: viewer?.name, csrf: viewer?.csrf });
+}
+
+export function loginPage(opts: { csrf: string; returnTo: string; error?: string; notice?: string; name?: string }): string {
+  const body = html`${opts.notice ? html`<p>${opts.notice}</p>` : ''}
+${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<form class="stack" method="post" action="/login">
+<input type="hidden" name="csrf_token" value="${opts.csrf}">
+<input type="hidden" name="return_to" value="${opts.returnTo}">
+<label>User name<input type="text" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${opts.name ?? ''}"></label>
+<label>Password<input type="password" name="password" autocomplete="current-password" required></label>
+<div class="actions"><button type="submit">Sign in</button></div>
+</form>`;
+  return page({ title: 'Sign in', body });
+}
+
+export function consentPage(opts: { viewer: Viewer; app: Application; scope: number; offlineBullet: boolean; redirectHost: string; error?: string }): string {
+  const items = scopeTexts(opts.scope).map((t) => html`<li>${t}</li>`);
+  if (opts.offlineBullet) items.push(html`<li>Perform the above operations when I'm not using the application</li>`);
+  const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<p><strong>${opts.app.name}</strong> is requesting permission to:</p>
+<ul class="scopes">${items.length > 0 ? items : html`<li class="muted">nothing beyond knowing that you use it</li>`}</ul>
+<p class="muted">You will be sent back to <code>${opts.redirectHost}</code>. You can revoke access at any time on your <a href="/account/applications">applications page</a>.</p>
+<form method="post" name="confirm">
+<input type="hidden" name="csrf_token" value="${opts.viewer.csrf}">
+<div class="actions">
+<button type="submit" name="decision" value="allow">Allow access</button>
+<button type="submit" name="decision" value="deny" class="secondary">No thanks</button>
+</div>
+</form>`;
+  return page({ title: 'OAuth authorization', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
+
+export function errorPage(opts: { error: string; description: string; viewer?: Viewer }): string {
+  const body = html`<p class="error" role="alert"><strong>Error: ${opts.error}</strong></p>
+<p>${opts.description}</p>
+<p class="muted">The application that sent you here made a request sleeve cannot accept. Nothing was shared with it.</p>`;
+  return page({ title: 'OAuth authorization error', body, user: opts.viewer?.name, csrf: opts.viewer?.csrf });
+}
+
+export function oobPage(opts: { appName: string; code: string; state?: string; viewer: Viewer }): string {
+  const body = html`<h2>Success!</h2>
+<p>You have granted access to <strong>${opts.appName}</strong>. Next, return to ${opts.appName} and copy this token to complete the authorization process:</p>
+<p><code id="code">${opts.code}</code></p>
+${opts.state !== undefined ? html`<p class="muted">State: <code>${opts.state}</code></p>` : ''}`;
+  return page({ title: 'Authorization code', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
+
+/** The inline script of the form_post page; its hash goes in that page's CSP. */
+export const FORM_POST_SCRIPT = 'document.forms[0].submit();';
+
+export function formPostPage(opts: { appName: string; action: string; fields: Record<string, string | undefined> }): string {
+  const inputs = Object.entries(opts.fields)
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`);
+  return html`<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Redirecting to ${opts.appName}</title></head>
+<body>
+<form action="${opts.action}" method="post">${inputs}<noscript><p>Redirecting to ${opts.appName}…</p></noscript><button type="submit">Continue</button></form>
+<script>${new SafeHtml(FORM_POST_SCRIPT)}</script>
+</body>
+</html>
+`.value;
+}
+
+function dateText(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+}
+
+export function applicationsPage(opts: { viewer: Viewer; grants: UserGrant[]; apps: Application[]; notice?: string; secret?: { appName: string; clientId: string; secret: string } }): string {
+  const grants =
+    opts.grants.length === 0
+      ? html`<p class="muted">You have not authorized any applications.</p>`
+      : opts.grants.map(
+          (g) => html`<div class="card"><h3>${g.appName}</h3>
+<ul class="scopes">${scopeTexts(g.scope).map((t) => html`<li>${t}</li>`)}${g.offline ? html`<li>Offline access: it can act for you when you are not using it</li>` : ''}</ul>
+<p class="muted">Granted ${dateText(g.createdAt)}${g.offline ? ' · offline' : ' · online'}</p>
+<form method="post" action="/account/applications/revoke/${g.id}"><input type="hidden" name="csrf_token" value="${opts.viewer.csrf}"><button type="submit" class="secondary">Revoke access</button></form></div>`,
+        );
+  const secret = opts.secret
+    ? html`<div class="notice" role="status"><p><strong>${opts.secret.appName}</strong>: copy the client secret now; it is shown only once.</p>
+<dl><dt>Client ID</dt><dd><code>${opts.secret.clientId}</code></dd><dt>Client secret</dt><dd><code>${opts.secret.secret}</code></dd></dl></div>`
+    : '';
+  const apps =
+    opts.apps.length === 0
+      ? html`<p class="muted">You do not have any registered applications.</p>`
+      : opts.apps.map(
+          (a) => html`<div class="card"><h3>${a.name}</h3>
+<dl><dt>Type</dt><dd>${a.kind === 'confidential' ? 'Confidential (web application)' : 'Public (installed application)'}</dd>
+<dt>Client ID</dt><dd><code>${a.client_id}</code></dd>
+<dt>Redirect URL</dt><dd>${a.redirect_uri === null ? html`<span class="muted">none (out-of-band and loopback only)</span>` : html`<code>${a.redirect_uri}</code>`}</dd></dl>
+<div class="actions"><a href="/account/applications/edit/${a.id}">Edit</a>
+<form class="inline" method="post" action="/account/applications/reset-secret/${a.id}"><input type="hidden" name="csrf_token" value="${opts.viewer.csrf}"><button type="submit" class="link">Reset secret</button></form>
+<form class="inline" method="post" action="/account/applications/remove/${a.id}"><input type="hidden" name="csrf_token" value="${opts.viewer.csrf}"><button type="submit" class="link">Remove</button></form></div></div>`,
+        );
+  const body = html`${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : ''}${secret}
+<h2>Authorized applications</h2>
+<p>These applications can act for you with the permissions listed. Revoking ends their access at once.</p>
+${grants}
+<h2>Developer applications</h2>
+<p><a href="/account/applications/register">Register an application</a></p>
+${apps}`;
+  return page({ title: 'Applications', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
+
+export function applicationFormPage(opts: {
+  viewer: Viewer;
+  mode: 'register' | 'edit';
+  action: string;
+  values: { name?: string; kind?: string; redirectUri?: string };
+  error?: string;
+}): string {
+  const kind = opts.values.kind ?? 'confidential';
+  const kindField =
+    opts.mode === 'register'
+      ? html`<label>Type<select name="kind">
+<option value="confidential"${kind === 'confidential' ? new SafeHtml(' selected') : ''}>Confidential: a web application that keeps its secret on a server</option>
+<option value="public"${kind === 'public' ? new SafeHtml(' selected') : ''}>Public: an installed or in-browser application</option>
+</select></label>`
+      : html`<p><strong>Type:</strong> ${kind === 'confidential' ? 'Confidential (web application)' : 'Public (installed application)'}</p>`;
+  const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<form class="stack" method="post" action="${opts.action}">
+<input type="hidden" name="csrf_token" value="${opts.viewer.csrf}">
+<label>Name<input type="text" name="name" required maxlength="100" value="${opts.values.name ?? ''}"></label>
+${kindField}
+<label>Redirect URL<input type="text" name="redirect_uri" inputmode="url" autocapitalize="none" spellcheck="false" value="${opts.values.redirectUri ?? ''}">
+<span class="hint">Required for confidential applications (https; http only for localhost). Optional for public ones: a reverse-DNS scheme such as org.example.app://auth; out-of-band (urn:ietf:wg:oauth:2.0:oob) and http://localhost, http://127.0.0.1, http://[::1] on any port need no registration.</span></label>
+<div class="actions"><button type="submit">${opts.mode === 'register' ? 'Register application' : 'Update'}</button><a href="/account/applications">Cancel</a></div>
+</form>`;
+  return page({ title: opts.mode === 'register' ? 'Register an application' : 'Edit application', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
