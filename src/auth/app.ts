@@ -1,3 +1,6 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { AuthDeps } from './accounts.js';
@@ -25,8 +28,16 @@ const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-kn
  * invalid_request before anything else, so bearer tokens in it are never looked at.
  */
 export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
+  let plain: http.Server | undefined;
   const app = Fastify({
-    https: { cert: opts.tls.cert, key: opts.tls.key },
+    // One port for both: a TLS ClientHello goes to HTTPS, anything else to a plain HTTP
+    // server whose every request is refused by the httpsOnly hook below.
+    serverFactory: (handler) => {
+      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, handler);
+      plain = http.createServer(handler);
+      sniffProtocol(secure, plain);
+      return secure;
+    },
     logger: opts.logger,
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: 'idle',
@@ -64,6 +75,10 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     return sendPage(reply, 400, errorPage({ error: err.error, description: err.message }));
   });
 
+  app.addHook('onClose', async function closePlain() {
+    plain?.closeAllConnections();
+  });
+
   const ctx: PageContext = {
     deps: opts.deps,
     clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
@@ -91,4 +106,25 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     return sendPage(reply, 500, errorPage({ error: e.error, description: e.message }));
   });
   return app;
+}
+
+/**
+ * Routes each new connection of `secure` by its first byte: 0x16 (a TLS handshake)
+ * to the TLS server's own handling, anything else to `plain`. Silent connections are
+ * dropped after 10 s.
+ */
+function sniffProtocol(secure: https.Server, plain: http.Server): void {
+  const tlsListeners = secure.listeners('connection') as ((socket: Socket) => void)[];
+  secure.removeAllListeners('connection');
+  secure.on('connection', function sniff(socket: Socket) {
+    socket.setTimeout(10_000, () => socket.destroy());
+    socket.once('data', (chunk: Buffer) => {
+      socket.setTimeout(0);
+      socket.pause();
+      socket.unshift(chunk);
+      if (chunk[0] === 0x16) for (const listener of tlsListeners) listener.call(secure, socket);
+      else plain.emit('connection', socket);
+      process.nextTick(() => socket.resume());
+    });
+  });
 }
