@@ -21,8 +21,11 @@ export interface Runtime {
  * Opens the database and store the configuration names and applies pending migrations
  * (`migrate: 'apply'`) or refuses to go on with them pending (`'require'`).
  */
-export async function openRuntime(config: Readonly<Config>, options: { migrate: 'apply' | 'require'; clock?: Clock }): Promise<Runtime> {
-  const database = openDatabase(config.database);
+export async function openRuntime(
+  config: Readonly<Config>,
+  options: { migrate: 'apply' | 'require'; clock?: Clock; durability?: 'full' | 'normal' },
+): Promise<Runtime> {
+  const database = openDatabase(config.database, { durability: options.durability });
   const store = createObjectStore(config.storage);
   try {
     if (options.migrate === 'apply') await migrateToLatest(database.db);

@@ -67,7 +67,7 @@ function addressOf(app: FastifyInstance, scheme: string): string {
 
 /** Starts the listeners of DESIGN §2 on one runtime. */
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<Server> {
-  const runtime = await openRuntime(config, { migrate: 'apply' });
+  const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal' });
   const logger = { level: config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) };
   const apps: FastifyInstance[] = [];
   let stopWatching = () => {};

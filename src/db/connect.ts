@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config/load.js';
 import type { Database, Db } from './schema.js';
@@ -17,17 +17,44 @@ export interface DatabaseHandle {
 
 const INT8_OID = 20;
 
+/**
+ * SQLite transactions that take the write lock at BEGIN (waiting up to busy_timeout).
+ * A deferred transaction that reads first and writes later fails at once with
+ * "database is locked" when another process committed in between, instead of waiting.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
+}
+
 /** Opens SQLite (creating its directory) or a PostgreSQL pool, with the type parsers of db/schema.ts. */
-export function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number } = {}): DatabaseHandle {
+/**
+ * `durability: 'full'` (the default, for the CLI's changes to the catalogue) makes SQLite
+ * sync every commit; 'normal' (for a serving process, whose writes are sessions and
+ * tokens) syncs at checkpoints: a power cut may lose the last moments' tokens, never
+ * corrupt the file. PostgreSQL keeps its own settings.
+ */
+export function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number; durability?: 'full' | 'normal' } = {}): DatabaseHandle {
   if (cfg.kind === 'sqlite') {
     if (cfg.file !== ':memory:') mkdirSync(path.dirname(cfg.file), { recursive: true });
     const sqlite = new SqliteDatabase(cfg.file);
     sqlite.pragma('journal_mode = WAL');
-    // FULL: a committed upload survives power loss, not just a crash of the process.
-    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma(options.durability === 'normal' ? 'synchronous = NORMAL' : 'synchronous = FULL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 15000');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }
   const pool = new pg.Pool({
