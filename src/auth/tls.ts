@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { readFile, writeFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { generate } from 'selfsigned';
@@ -21,7 +22,10 @@ export async function loadTlsMaterial(opts: { certFile?: string; keyFile?: strin
   const certFile = path.join(dir, 'self-signed-cert.pem');
   const keyFile = path.join(dir, 'self-signed-key.pem');
   try {
-    return { cert: await readFile(certFile, 'utf8'), key: await readFile(keyFile, 'utf8'), generated: true };
+    const cert = await readFile(certFile, 'utf8');
+    const key = await readFile(keyFile, 'utf8');
+    // A generated certificate close to its end is replaced rather than served expired.
+    if (Date.parse(new X509Certificate(cert).validTo) - Date.now() > 30 * 24 * 3600 * 1000) return { cert, key, generated: true };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }

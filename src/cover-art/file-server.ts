@@ -71,6 +71,7 @@ export async function serveFile(
   key: string | undefined,
   method: string,
   headers: { ifNoneMatch?: string; ifModifiedSince?: string; range?: string; ifRange?: string },
+  attempt = 1,
 ): Promise<FileResponse> {
   const base = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
   if (method !== 'GET' && method !== 'HEAD') {
@@ -111,7 +112,9 @@ export async function serveFile(
   if (object.info.etag !== info.etag) {
     // Replaced between the two looks (index.json rewritten): describe what is being sent.
     object.body.destroy();
-    return serveFile(store, key, method, headers);
+    if (attempt < 3) return serveFile(store, key, method, headers, attempt + 1);
+    return { status: 503, headers: { ...base, 'retry-after': '1', 'content-type': 'text/plain; charset=utf-8' }, body: 'The file is changing; try again.
+' };
   }
   return { status, headers: out, body: object.body };
 }

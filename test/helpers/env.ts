@@ -129,3 +129,62 @@ export async function startServer(t: TestEnv, extra: Record<string, string> = {}
   const server = await serve(loadConfig(t.env), { only: 'coverart' });
   return { server, base };
 }
+
+export interface RawResponse {
+  /** The status line, e.g. `HTTP/1.1 200 OK`. */
+  statusLine: string;
+  status: number;
+  /** Header names lower-cased; repeated headers joined with `, `. */
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/**
+ * Sends `request` verbatim (request line, headers, blank line) over a new TCP
+ * connection to `base` and reads until the server closes it, for what fetch cannot
+ * send: HTTP/1.0, `OPTIONS *`, odd request targets. Ask HTTP/1.1 with `Connection: close`.
+ */
+export async function rawHttp(base: string, request: string, timeoutMs = 5000): Promise<RawResponse> {
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  const raw = await new Promise<Buffer>((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname);
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(new Error(`no complete answer to ${JSON.stringify(request.split('\r\n')[0])} within ${timeoutMs} ms`)), timeoutMs);
+    socket.on('connect', () => socket.write(request));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    });
+  });
+  const end = raw.indexOf('\r\n\r\n');
+  if (end === -1) throw new Error(`incomplete HTTP answer: ${JSON.stringify(raw.toString('latin1'))}`);
+  const [statusLine = '', ...lines] = raw.subarray(0, end).toString('latin1').split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+  }
+  return { statusLine, status: Number(statusLine.split(' ')[1]), headers, body: raw.subarray(end + 4) };
+}
+
+/**
+ * Calls `probe` until `done` holds for its result or `timeoutMs` passes; returns the
+ * last result either way (so the caller's assertion shows what was seen).
+ */
+export async function pollUntil<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 3000, intervalMs = 50): Promise<{ value: T; ms: number }> {
+  const start = Date.now();
+  for (;;) {
+    const value = await probe();
+    const ms = Date.now() - start;
+    if (done(value) || ms >= timeoutMs) return { value, ms };
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

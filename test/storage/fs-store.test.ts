@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { FsObjectStore, type ObjectStore } from '../../src/storage/index.js';
+import { readAll, runObjectStoreContract } from './object-store.contract.js';
+
+const dirs: string[] = [];
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sleeve-fs-store-'));
+  dirs.push(dir);
+  return dir;
+}
+
+after(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+runObjectStoreContract('FsObjectStore', async () => new FsObjectStore(path.join(await tempDir(), 'files')));
+
+/** Every file under dir, dot files included, as /-separated relative paths. */
+async function allFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+    .sort();
+}
+
+/** How many file descriptors this process holds. */
+function openFds(): number {
+  return readdirSync('/dev/fd').length;
+}
+
+describe('FsObjectStore on disk', () => {
+  let base: string;
+  let root: string;
+  let store: ObjectStore;
+
+  before(async () => {
+    base = await tempDir();
+    root = path.join(base, 'files');
+    store = new FsObjectStore(root);
+  });
+
+  it('keeps an object as the file its key names under the root', async () => {
+    const bytes = Buffer.from('layout');
+    await store.put('mbid-a/mbid-a-1.jpg', bytes, 'image/jpeg');
+    assert.deepEqual(await readFile(path.join(root, 'mbid-a', 'mbid-a-1.jpg')), bytes);
+  });
+
+  it('works before its root directory exists', async () => {
+    const fresh: ObjectStore = new FsObjectStore(path.join(base, 'not-yet', 'files'));
+    assert.deepEqual(await fresh.list(''), []);
+    assert.equal(await fresh.head('a/b'), undefined);
+    assert.equal(await fresh.get('a/b'), undefined);
+    await fresh.delete('a/b');
+    await fresh.put('a/b', Buffer.from('made'), 'text/plain');
+    assert.equal((await readFile(path.join(base, 'not-yet', 'files', 'a', 'b'))).toString(), 'made');
+  });
+
+  it('leaves no temporary file behind after puts, rewrites and concurrent puts', async () => {
+    const dir = path.join(await tempDir(), 'files');
+    const s: ObjectStore = new FsObjectStore(dir);
+    await s.put('mbid-a/index.json', Buffer.from('1'), 'application/json');
+    await s.put('mbid-a/index.json', Buffer.from('22'), 'application/json');
+    await Promise.all(Array.from({ length: 20 }, (_, i) => s.put('mbid-a/index.json', Buffer.alloc(100 + i, i), 'application/json')));
+    await Promise.all(Array.from({ length: 5 }, (_, i) => s.put(`mbid-b/f${i}.jpg`, Buffer.alloc(10, i), 'image/jpeg')));
+    assert.deepEqual(await allFiles(dir), ['mbid-a/index.json', 'mbid-b/f0.jpg', 'mbid-b/f1.jpg', 'mbid-b/f2.jpg', 'mbid-b/f3.jpg', 'mbid-b/f4.jpg']);
+  });
+
+  it('a put that fails while writing leaves the old object intact and no temporary file', async () => {
+    const dir = path.join(await tempDir(), 'files');
+    const s: ObjectStore = new FsObjectStore(dir);
+    const old = Buffer.from('the old index');
+    await s.put('mbid-a/index.json', old, 'application/json');
+    const before = await s.head('mbid-a/index.json');
+    // A body that fails half way through, as a full disk would: part of it reaches the temporary file.
+    async function* failing(): AsyncGenerator<Buffer> {
+      yield Buffer.alloc(64 * 1024, 0x78);
+      throw new Error('disk on fire');
+    }
+    await assert.rejects(s.put('mbid-a/index.json', failing() as unknown as Buffer, 'application/json'), /disk on fire/);
+    const got = await s.get('mbid-a/index.json');
+    assert.ok(got);
+    assert.deepEqual(await readAll(got.body), old);
+    assert.deepEqual(await s.head('mbid-a/index.json'), before, 'the object was not touched');
+    assert.deepEqual(await allFiles(dir), ['mbid-a/index.json']);
+  });
+
+  it('a put that fails at the rename (a folder is in the way) leaves everything as it was', async () => {
+    const dir = path.join(await tempDir(), 'files');
+    const s: ObjectStore = new FsObjectStore(dir);
+    await s.put('a/b', Buffer.from('inside'), 'text/plain');
+    await assert.rejects(s.put('a', Buffer.from('over the folder'), 'text/plain'));
+    const got = await s.get('a/b');
+    assert.ok(got);
+    assert.equal((await readAll(got.body)).toString(), 'inside');
+    assert.deepEqual(await allFiles(dir), ['a/b']);
+  });
+
+  it('does not list leftovers of an interrupted put nor other dot files', async () => {
+    const dir = path.join(await tempDir(), 'files');
+    const s: ObjectStore = new FsObjectStore(dir);
+    await s.put('mbid-a/index.json', Buffer.from('{}'), 'application/json');
+    await writeFile(path.join(dir, 'mbid-a', '.tmp-0123456789abcdef'), 'half');
+    await writeFile(path.join(dir, '.DS_Store'), 'x');
+    await mkdir(path.join(dir, '.trash'));
+    await writeFile(path.join(dir, '.trash', 'old.jpg'), 'x');
+    assert.deepEqual(await s.list(''), ['mbid-a/index.json']);
+    assert.deepEqual(await s.list('mbid-a/'), ['mbid-a/index.json']);
+    assert.deepEqual(await s.list('.'), []);
+  });
+
+  it('a refused key creates and removes nothing outside the root', async () => {
+    const b = await tempDir();
+    const s: ObjectStore = new FsObjectStore(path.join(b, 'files'));
+    await writeFile(path.join(b, 'victim'), 'precious');
+    await assert.rejects(s.put('../escape', Buffer.from('x'), 'text/plain'));
+    await assert.rejects(s.put('../../escape', Buffer.from('x'), 'text/plain'));
+    await assert.rejects(s.put(path.join(b, 'abs-escape'), Buffer.from('x'), 'text/plain'));
+    await assert.rejects(s.delete('../victim'));
+    await assert.rejects(s.get('../victim'));
+    await assert.rejects(s.head('../victim'));
+    assert.deepEqual((await readdir(b)).sort(), ['victim']);
+    assert.equal(await readFile(path.join(b, 'victim'), 'utf8'), 'precious');
+  });
+
+  it('a body opened before a rewrite still streams the old bytes in full', async () => {
+    const old = Buffer.alloc(512 * 1024, 0x6f);
+    await store.put('swap/index.json', old, 'application/json');
+    const got = await store.get('swap/index.json');
+    assert.ok(got);
+    await store.put('swap/index.json', Buffer.alloc(10, 0x6e), 'application/json');
+    assert.deepEqual(await readAll(got.body), old);
+    assert.equal(got.info.size, old.length);
+  });
+
+  it('closes the file of every body read to the end', async () => {
+    await store.put('fd/obj.bin', Buffer.alloc(100_000, 1), 'application/octet-stream');
+    const warmup = await store.get('fd/obj.bin');
+    assert.ok(warmup);
+    await readAll(warmup.body);
+    const before = openFds();
+    for (let i = 0; i < 40; i++) {
+      const got = await store.get('fd/obj.bin', i % 2 === 0 ? undefined : { start: 10, end: 5000 });
+      assert.ok(got);
+      await readAll(got.body);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const leaked = openFds() - before;
+    assert.ok(leaked < 5, `${leaked} file descriptors left open after 40 reads`);
+  });
+
+  it('closes the file of a body given up before its end', async () => {
+    await store.put('fd/big.bin', Buffer.alloc(2_000_000, 2), 'application/octet-stream');
+    const before = openFds();
+    for (let i = 0; i < 40; i++) {
+      const got = await store.get('fd/big.bin');
+      assert.ok(got);
+      got.body.destroy();
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const leaked = openFds() - before;
+    assert.ok(leaked < 5, `${leaked} file descriptors left open after 40 abandoned reads`);
+  });
+});
