@@ -113,8 +113,7 @@ export async function serveFile(
     // Replaced between the two looks (index.json rewritten): describe what is being sent.
     object.body.destroy();
     if (attempt < 3) return serveFile(store, key, method, headers, attempt + 1);
-    return { status: 503, headers: { ...base, 'retry-after': '1', 'content-type': 'text/plain; charset=utf-8' }, body: 'The file is changing; try again.
-' };
+    return { status: 503, headers: { ...base, 'retry-after': '1', 'content-type': 'text/plain; charset=utf-8' }, body: 'The file is changing; try again.\n' };
   }
   return { status, headers: out, body: object.body };
 }
