@@ -35,21 +35,18 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
 
   if (deps.files !== undefined) {
     const store = deps.files;
-    app.route({
-      method: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'],
-      url: '/download/*',
-      handler: async function downloadFile(req, reply) {
-        const rest = req.url.slice('/download/'.length);
-        const res = await serveFile(store, keyForDownloadPath(rest), req.method, {
-          ifNoneMatch: header(req, 'if-none-match'),
-          ifModifiedSince: header(req, 'if-modified-since'),
-          range: header(req, 'range'),
-          ifRange: header(req, 'if-range'),
-        });
-        reply.code(res.status).headers(res.headers);
-        // No body (HEAD, 304) is sent as none: an empty string would make Fastify add a charset to the type.
-        return reply.send(res.body);
-      },
+    // Every method: the file server answers those it does not serve with 405.
+    app.all('/download/*', async function downloadFile(req, reply) {
+      const rest = req.url.slice('/download/'.length);
+      const res = await serveFile(store, keyForDownloadPath(rest), req.method, {
+        ifNoneMatch: header(req, 'if-none-match'),
+        ifModifiedSince: header(req, 'if-modified-since'),
+        range: header(req, 'range'),
+        ifRange: header(req, 'if-range'),
+      });
+      reply.code(res.status).headers(res.headers);
+      // No body (HEAD, 304) is sent as none: an empty string would make Fastify add a charset to the type.
+      return reply.send(res.body);
     });
   }
 
