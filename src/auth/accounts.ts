@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError, invalidInput } from '../shared/errors.js';
@@ -61,23 +62,31 @@ export async function addUser(deps: AuthDeps, input: AddUserInput): Promise<Acco
   const password_hash = await hashPassword(input.password);
   const existing = await deps.db.selectFrom('account').select('id').where('name_key', '=', name.toLowerCase()).executeTakeFirst();
   if (existing !== undefined) throw new AppError('CONFLICT', `user ${name} already exists`);
-  return deps.db
-    .insertInto('account')
-    .values({
-      name,
-      name_key: name.toLowerCase(),
-      email: input.email ?? null,
-      email_verified: input.emailVerified === true ? 1 : 0,
-      password_hash,
-      website: input.website ?? null,
-      gender: input.gender?.toLowerCase() ?? null,
-      zoneinfo: input.zoneinfo ?? 'UTC',
-      birth_date: input.birthDate ?? null,
-      country: input.country ?? null,
-      created_at: deps.clock.now(),
-    })
-    .returning(ACCOUNT_COLUMNS)
-    .executeTakeFirstOrThrow();
+  try {
+    return await deps.db
+      .insertInto('account')
+      .values({
+        name,
+        name_key: name.toLowerCase(),
+        email: input.email ?? null,
+        email_verified: input.emailVerified === true ? 1 : 0,
+        password_hash,
+        website: input.website ?? null,
+        gender: input.gender?.toLowerCase() ?? null,
+        zoneinfo: input.zoneinfo ?? 'UTC',
+        birth_date: input.birthDate ?? null,
+        country: input.country ?? null,
+        created_at: deps.clock.now(),
+      })
+      .returning(ACCOUNT_COLUMNS)
+      .executeTakeFirstOrThrow();
+  } catch (err) {
+    // Two runs adding the same name at once: the unique index decides, the loser hears why.
+    if (await deps.db.selectFrom('account').select('id').where('name_key', '=', name.toLowerCase()).executeTakeFirst()) {
+      throw new AppError('CONFLICT', `user ${name} already exists`);
+    }
+    throw err;
+  }
 }
 
 export async function findAccountByName(deps: AuthDeps, name: string): Promise<Account | undefined> {
@@ -99,16 +108,26 @@ async function lockedFor(deps: AuthDeps, key: string, now: number): Promise<numb
   return row !== undefined && row.locked_until > now ? row.locked_until - now : 0;
 }
 
+/**
+ * Counts one failure in a single atomic upsert, so that concurrent failures are all
+ * counted and never collide on the insert (a read-then-write lost counts on PostgreSQL
+ * and failed with a duplicate key, answering 500).
+ */
 async function recordFailure(deps: AuthDeps, key: string, limit: number, now: number): Promise<void> {
-  await deps.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('login_throttle').selectAll().where('key', '=', key).executeTakeFirst();
-    const fresh = row === undefined || now - row.window_start >= WINDOW_MS;
-    const failures = fresh ? 1 : row.failures + 1;
-    const window_start = fresh ? now : row.window_start;
-    const locked_until = failures >= limit ? window_start + WINDOW_MS : 0;
-    if (row === undefined) await trx.insertInto('login_throttle').values({ key, failures, window_start, locked_until }).execute();
-    else await trx.updateTable('login_throttle').set({ failures, window_start, locked_until }).where('key', '=', key).execute();
-  });
+  const at = sql<number>`CAST(${now} AS BIGINT)`;
+  const expired = sql<boolean>`${at} - login_throttle.window_start >= ${sql.lit(WINDOW_MS)}`;
+  const lockedIfFirst = limit <= 1 ? sql<number>`${at} + ${sql.lit(WINDOW_MS)}` : sql<number>`0`;
+  await deps.db
+    .insertInto('login_throttle')
+    .values({ key, failures: 1, window_start: now, locked_until: limit <= 1 ? now + WINDOW_MS : 0 })
+    .onConflict((oc) =>
+      oc.column('key').doUpdateSet({
+        failures: sql<number>`CASE WHEN ${expired} THEN 1 ELSE login_throttle.failures + 1 END`,
+        window_start: sql<number>`CASE WHEN ${expired} THEN ${at} ELSE login_throttle.window_start END`,
+        locked_until: sql<number>`CASE WHEN ${expired} THEN ${lockedIfFirst} WHEN login_throttle.failures + 1 >= ${sql.lit(limit)} THEN login_throttle.window_start + ${sql.lit(WINDOW_MS)} ELSE 0 END`,
+      }),
+    )
+    .execute();
 }
 
 export type LoginResult = { ok: true; account: Account } | { ok: false; reason: 'invalid' | 'throttled'; retryAfterSeconds?: number };

@@ -60,11 +60,9 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     req.form = new URLSearchParams(body as string);
     done(null, undefined);
   });
-  // Other bodies (JSON, multipart…) carry no parameters here: read and ignored.
-  app.addContentTypeParser('*', function ignoreBody(_req, payload, done) {
-    payload.resume();
-    payload.on('end', () => done(null, undefined));
-    payload.on('error', done);
+  // Other bodies (JSON, multipart…) carry no parameters here: read (within bodyLimit) and ignored.
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, function ignoreBody(_req, _body, done) {
+    done(null, undefined);
   });
 
   app.addHook('onRequest', async function httpsOnly(req, reply) {

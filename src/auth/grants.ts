@@ -251,30 +251,55 @@ export interface UserGrant {
   createdAt: number;
 }
 
-/** The user's active grants, for the authorized-applications page. */
+/**
+ * The user's authorizations, for the authorized-applications page: one entry per
+ * application and scope set (a user who approved an application twice sees it once),
+ * named by its newest grant, offline when any of those grants is.
+ */
 export async function listUserGrants(deps: AuthDeps, accountId: number): Promise<UserGrant[]> {
   const rows = await deps.db
     .selectFrom('oauth_grant as g')
     .innerJoin('oauth_application as a', 'a.id', 'g.application_id')
-    .select(['g.id', 'a.name', 'g.scope', 'g.offline', 'g.created_at'])
+    .select(['g.id', 'g.application_id', 'a.name', 'g.scope', 'g.offline', 'g.created_at'])
     .where('g.account_id', '=', accountId)
     .where('g.revoked_at', 'is', null)
     .orderBy('a.name')
     .orderBy('g.created_at', 'desc')
+    .orderBy('g.id', 'desc')
     .execute();
-  return rows.map((r) => ({ id: r.id, appName: r.name, scope: r.scope, offline: r.offline === 1, createdAt: r.created_at }));
+  const groups = new Map<string, UserGrant>();
+  for (const r of rows) {
+    const key = `${r.application_id}/${r.scope}`;
+    const seen = groups.get(key);
+    if (seen === undefined) groups.set(key, { id: r.id, appName: r.name, scope: r.scope, offline: r.offline === 1, createdAt: r.created_at });
+    else if (r.offline === 1) seen.offline = true;
+  }
+  return [...groups.values()];
 }
 
-/** The user ends one of their grants. Returns false when it is not theirs or already ended. */
+/**
+ * The user ends an authorization: the named grant and every other active grant of the
+ * same application with the same scopes. Returns false when it is not theirs or already ended.
+ */
 export async function revokeUserGrant(deps: AuthDeps, accountId: number, grantId: number): Promise<boolean> {
   const grant = await deps.db
     .selectFrom('oauth_grant')
-    .select('id')
+    .select(['id', 'application_id', 'scope'])
     .where('id', '=', grantId)
     .where('account_id', '=', accountId)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   if (grant === undefined) return false;
-  await deps.db.transaction().execute((trx) => revokeGrant(deps, grant.id, trx));
+  await deps.db.transaction().execute(async (trx) => {
+    const all = await trx
+      .selectFrom('oauth_grant')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('application_id', '=', grant.application_id)
+      .where('scope', '=', grant.scope)
+      .where('revoked_at', 'is', null)
+      .execute();
+    for (const g of all) await revokeGrant(deps, g.id, trx);
+  });
   return true;
 }

@@ -141,7 +141,8 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
         return reply.redirect(withParams(`${deps.authUrl}/oauth2/oob`, fields), 302);
       }
       if (mode === 'form_post' && fields.error === undefined) {
-        reply.header('content-security-policy', FORM_POST_CSP);
+        // A page like the others (no framing, not cached: it carries the code), with its own script allowed.
+        reply.headers({ 'content-security-policy': FORM_POST_CSP, 'x-frame-options': 'DENY', 'cache-control': 'no-store' });
         return reply.code(200).type('text/html; charset=utf-8').send(formPostPage({ appName: client.name, action: redirectUri, fields }));
       }
       return reply.redirect(withParams(redirectUri, fields), 302);

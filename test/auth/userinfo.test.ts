@@ -1,0 +1,299 @@
+/*
+ * /oauth2/userinfo (reference §A.5, D.10; DESIGN §6 and docs/decisions.md), RFC 7662
+ * introspection and RFC 8414 metadata.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { addApp, addUser, request, startAuthServer, type AuthServer, type Browser, type HttpsResponse } from '../helpers/auth.js';
+import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { assertOAuthError, grant, OOB, revoke, signIn, sleep, startSibling, type Client, type Tokens } from './support.js';
+
+const ALL = 'profile email tag rating collection submit_isrc submit_barcode';
+const BIRTH = '1990-06-15';
+
+function ageToday(birth: string): number {
+  const [y, m, d] = birth.split('-').map(Number) as [number, number, number];
+  const now = new Date();
+  let age = now.getUTCFullYear() - y;
+  if (now.getUTCMonth() + 1 < m || (now.getUTCMonth() + 1 === m && now.getUTCDate() < d)) age--;
+  return age;
+}
+
+function assertInvalidToken(res: HttpsResponse): void {
+  assertOAuthError(res, 401, 'invalid_token');
+  const challenge = String(res.headers['www-authenticate']);
+  assert.match(challenge, /^Bearer realm="sleeve"/);
+  assert.match(challenge, /error="invalid_token"/);
+  assert.equal(res.headers['cache-control'], 'no-store');
+}
+
+describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
+  let t: TestEnv;
+  let s: AuthServer;
+  let short: AuthServer;
+  let desktop: Client;
+  let web: Client;
+  /** editor1's tokens by scope string. */
+  const editor1: Record<string, Tokens> = {};
+  let editor2: Tokens;
+  let editor2Email: Tokens;
+  let unicode: Tokens;
+  let editor1Id: number;
+  let b2: Browser;
+  /** A token of the short-lived server, and when it was issued. */
+  let shortTokens: Tokens;
+  let shortIssued: number;
+  const whenExpired = () => sleep(Math.max(0, shortIssued + 1200 - Date.now()));
+
+  before(async () => {
+    t = await makeTestEnv();
+    s = await startAuthServer(t);
+    short = await startSibling(t, { SLEEVE_ACCESS_TOKEN_TTL: '1' });
+    await Promise.all([
+      addUser(t, 'editor1', ['--email-verified', '--website', 'http://www.mysite.com/', '--gender', 'Male', '--zoneinfo', 'Europe/Bratislava', '--birth-date', BIRTH, '--country', 'GB']),
+      addUser(t, 'editor2'),
+      addUser(t, 'æditorⅣ'),
+    ]);
+    [desktop, web] = await Promise.all([addApp(t, 'editor1', 'public', undefined, 'Test Desktop'), addApp(t, 'editor1', 'confidential', 'https://client.example/cb', 'Test Web')]);
+    let b1: Browser;
+    let b3: Browser;
+    [b1, b2, b3] = await Promise.all([signIn(s.base, 'editor1'), signIn(s.base, 'editor2'), signIn(s.base, 'æditorⅣ')]);
+    // The session works on both servers (one database).
+    shortTokens = await grant(b2, short.base, desktop, { redirect_uri: OOB });
+    shortIssued = Date.now();
+    for (const scope of [ALL, 'profile', 'email', '', 'profile tag']) editor1[scope] = await grant(b1, s.base, desktop, { redirect_uri: OOB, scope });
+    editor2 = await grant(b2, s.base, desktop, { redirect_uri: OOB, scope: 'profile' });
+    editor2Email = await grant(b2, s.base, desktop, { redirect_uri: OOB, scope: 'profile email' });
+    unicode = await grant(b3, s.base, desktop, { redirect_uri: OOB, scope: 'profile' });
+    const introspected = await request(`${s.base}/oauth2/userinfo`, { headers: { authorization: `Bearer ${editor1.profile?.access_token}` } });
+    editor1Id = introspected.json().metabrainz_user_id;
+  });
+
+  after(async () => {
+    await short?.server.close();
+    await s?.server.close();
+    await t?.cleanup();
+  });
+
+  const info = (tok: string) => request(`${s.base}/oauth2/userinfo`, { headers: { authorization: `Bearer ${tok}` } });
+
+  describe('userinfo', () => {
+    it('answers OPTIONS for a CORS preflight (D.10)', async () => {
+      const res = await request(`${s.base}/oauth2/userinfo`, { method: 'OPTIONS' });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.allow, 'GET, POST, OPTIONS');
+      assert.equal(res.headers['access-control-allow-headers'], 'authorization');
+      assert.equal(res.headers['access-control-allow-origin'], '*');
+    });
+
+    it('asks for a token with 401 and a Bearer challenge without error when none is sent', async () => {
+      for (const res of [await request(`${s.base}/oauth2/userinfo`), await request(`${s.base}/oauth2/userinfo`, { form: {} }), await request(`${s.base}/oauth2/userinfo`, { headers: { authorization: 'Basic Zm9vOmJhcg==' } })]) {
+        assert.equal(res.status, 401);
+        assert.equal(res.headers['www-authenticate'], 'Bearer realm="sleeve"');
+        assert.equal(res.headers['access-control-allow-origin'], '*');
+      }
+    });
+
+    it('answers unknown tokens 401 invalid_token in every position (D.10)', async () => {
+      assertInvalidToken(await info('x'.repeat(43)));
+      assertInvalidToken(await request(`${s.base}/oauth2/userinfo?access_token=unknown`));
+      assertInvalidToken(await request(`${s.base}/oauth2/userinfo`, { form: { access_token: 'unknown' } }));
+      assertInvalidToken(await info(editor1.profile?.refresh_token as string));
+    });
+
+    it('answers an expired token 401 invalid_token (D.10)', async () => {
+      assert.equal(shortTokens.expires_in, 1);
+      await whenExpired();
+      assertInvalidToken(await request(`${short.base}/oauth2/userinfo?access_token=${shortTokens.access_token}`));
+      assertInvalidToken(await request(`${short.base}/oauth2/userinfo`, { headers: { authorization: `Bearer ${shortTokens.access_token}` } }));
+    });
+
+    it('answers a revoked token 401 invalid_token', async () => {
+      const tokens = await grant(b2, s.base, desktop, { redirect_uri: OOB });
+      assert.equal((await info(tokens.access_token)).status, 200);
+      assert.equal((await revoke(s.base, desktop, tokens.refresh_token as string)).status, 200);
+      assertInvalidToken(await info(tokens.access_token));
+    });
+
+    it('gives every claim with all scopes (D.10, DESIGN §6)', async () => {
+      const res = await info(editor1[ALL]?.access_token as string);
+      assert.equal(res.status, 200, res.body);
+      assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+      assert.equal(res.headers['cache-control'], 'no-store');
+      assert.equal(res.headers['access-control-allow-origin'], '*');
+      assert.deepEqual(res.json(), {
+        sub: 'editor1',
+        profile: `${s.base}/user/editor1`,
+        metabrainz_user_id: editor1Id,
+        website: 'http://www.mysite.com/',
+        gender: 'male',
+        zoneinfo: 'Europe/Bratislava',
+        age: ageToday(BIRTH),
+        country: 'GB',
+        email: 'editor1@example.com',
+        email_verified: true,
+      });
+      assert.equal(typeof editor1Id, 'number');
+    });
+
+    it('leaves email and email_verified out without the email scope', async () => {
+      for (const scope of ['profile', 'profile tag']) {
+        const res = await info(editor1[scope]?.access_token as string);
+        assert.equal(res.status, 200);
+        assert.deepEqual(res.json(), {
+          sub: 'editor1',
+          profile: `${s.base}/user/editor1`,
+          metabrainz_user_id: editor1Id,
+          website: 'http://www.mysite.com/',
+          gender: 'male',
+          zoneinfo: 'Europe/Bratislava',
+          age: ageToday(BIRTH),
+          country: 'GB',
+        });
+      }
+    });
+
+    it('gives only what is known: zoneinfo defaults to UTC, email_verified false when unconfirmed', async () => {
+      const minimal = (await info(editor2.access_token)).json();
+      assert.deepEqual(Object.keys(minimal).sort(), ['metabrainz_user_id', 'profile', 'sub', 'zoneinfo']);
+      assert.equal(minimal.sub, 'editor2');
+      assert.equal(minimal.zoneinfo, 'UTC');
+      assert.notEqual(minimal.metabrainz_user_id, editor1Id);
+      const withEmail = (await info(editor2Email.access_token)).json();
+      assert.equal(withEmail.email, 'editor2@example.com');
+      assert.equal(withEmail.email_verified, false);
+    });
+
+    it('percent-encodes a non-ASCII name in profile and sends it as UTF-8 in sub (D.10)', async () => {
+      const res = await info(unicode.access_token);
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.json(), { sub: 'æditorⅣ', profile: `${s.base}/user/%C3%A6ditor%E2%85%A3`, metabrainz_user_id: res.json().metabrainz_user_id, zoneinfo: 'UTC' });
+      const profile = await request(res.json().profile);
+      assert.equal(profile.status, 200);
+      assert.ok(profile.body.includes('æditorⅣ'));
+    });
+
+    it('answers 403 insufficient_scope without the profile scope', async () => {
+      for (const scope of ['email', '']) {
+        const res = await info(editor1[scope]?.access_token as string);
+        assertOAuthError(res, 403, 'insufficient_scope');
+        assert.match(String(res.headers['www-authenticate']), /^Bearer realm="sleeve".*error="insufficient_scope"/);
+        assert.ok(!res.body.includes('editor1'), 'no claims');
+      }
+    });
+
+    it('takes the token from the header (any case of Bearer), a form body or the query (D.10)', async () => {
+      const tok = editor1.profile?.access_token as string;
+      const expected = (await info(tok)).json();
+      const ways: Promise<HttpsResponse>[] = [
+        request(`${s.base}/oauth2/userinfo`, { headers: { authorization: `bearer ${tok}` } }),
+        request(`${s.base}/oauth2/userinfo`, { headers: { authorization: `BEARER ${tok}` } }),
+        request(`${s.base}/oauth2/userinfo`, { method: 'POST', headers: { authorization: `Bearer ${tok}` } }),
+        request(`${s.base}/oauth2/userinfo`, { form: { access_token: tok } }),
+        request(`${s.base}/oauth2/userinfo?access_token=${tok}`),
+        request(`${s.base}/oauth2/userinfo?access_token=${tok}`, { method: 'POST' }),
+      ];
+      for (const res of await Promise.all(ways)) {
+        assert.equal(res.status, 200, res.body);
+        assert.deepEqual(res.json(), expected);
+      }
+    });
+
+    it('refuses a token sent in more than one way with 400 (RFC 6750 §2)', async () => {
+      const tok = editor1.profile?.access_token as string;
+      const cases = [
+        request(`${s.base}/oauth2/userinfo?access_token=${tok}`, { headers: { authorization: `Bearer ${tok}` } }),
+        request(`${s.base}/oauth2/userinfo`, { headers: { authorization: `Bearer ${tok}` }, form: { access_token: tok } }),
+        request(`${s.base}/oauth2/userinfo?access_token=${tok}`, { form: { access_token: tok } }),
+        request(`${s.base}/oauth2/userinfo?access_token=${tok}&access_token=${tok}`),
+        request(`${s.base}/oauth2/userinfo`, { form: [['access_token', tok], ['access_token', tok]] }),
+      ];
+      for (const res of await Promise.all(cases)) {
+        assertOAuthError(res, 400, 'invalid_request');
+        assert.ok(!res.body.includes('editor1'));
+      }
+    });
+  });
+
+  describe('introspection (RFC 7662)', () => {
+    const introspect = (form: Record<string, string>, headers: Record<string, string> = {}) => request(`${s.base}/oauth2/introspect`, { form, headers });
+    const as = (app: Client) => ({ client_id: app.client_id, client_secret: app.client_secret });
+
+    it('describes an active access token to any authenticated client', async () => {
+      const tok = editor1[ALL] as Tokens;
+      for (const client of [desktop, web]) {
+        const res = await introspect({ token: tok.access_token, ...as(client) });
+        assert.equal(res.status, 200, res.body);
+        assert.equal(res.headers['cache-control'], 'no-store');
+        const body = res.json();
+        assert.equal(body.active, true);
+        assert.deepEqual(body.scope.split(' ').sort(), ALL.split(' ').sort());
+        assert.equal(body.client_id, desktop.client_id);
+        assert.equal(body.username, 'editor1');
+        assert.equal(typeof body.exp, 'number');
+        assert.ok(Math.abs(body.exp - (Date.now() / 1000 + 3600)) < 120, `exp ${body.exp}`);
+      }
+    });
+
+    it('describes an active refresh token', async () => {
+      const res = await introspect({ token: editor1.profile?.refresh_token as string, token_type_hint: 'refresh_token', ...as(web) });
+      assert.equal(res.status, 200);
+      assert.equal(res.json().active, true);
+      assert.equal(res.json().scope, 'profile');
+      assert.equal(res.json().client_id, desktop.client_id);
+      assert.equal(res.json().username, 'editor1');
+    });
+
+    it('answers {"active":false} for unknown, revoked and expired tokens', async () => {
+      assert.deepEqual((await introspect({ token: 'nope', ...as(web) })).json(), { active: false });
+      const tokens = await grant(b2, s.base, desktop, { redirect_uri: OOB });
+      await revoke(s.base, desktop, tokens.refresh_token as string);
+      for (const tok of [tokens.access_token, tokens.refresh_token as string]) {
+        const res = await introspect({ token: tok, ...as(web) });
+        assert.equal(res.status, 200);
+        assert.deepEqual(res.json(), { active: false });
+      }
+      await whenExpired();
+      assert.deepEqual((await request(`${short.base}/oauth2/introspect`, { form: { token: shortTokens.access_token, ...as(web) } })).json(), { active: false });
+    });
+
+    it('requires client authentication (body or Basic) and a token', async () => {
+      const tok = editor1.profile?.access_token as string;
+      for (const res of [await introspect({ token: tok }), await introspect({ token: tok, client_id: web.client_id, client_secret: 'wrong' })]) {
+        assertOAuthError(res, 401, 'invalid_client');
+        assert.equal(res.headers['www-authenticate'], 'Basic realm="OAuth2-Client"');
+        assert.ok(!res.body.includes('editor1'));
+      }
+      const viaBasic = await introspect({ token: tok }, { authorization: `Basic ${Buffer.from(`${web.client_id}:${web.client_secret}`).toString('base64')}` });
+      assert.equal(viaBasic.json().active, true);
+      assertOAuthError(await introspect({ ...as(web) }), 400, 'invalid_request', 'Required parameter is missing: token');
+      assertOAuthError(await request(`${s.base}/oauth2/introspect?token=${tok}&client_id=${web.client_id}&client_secret=${web.client_secret}`), 400, 'invalid_request');
+    });
+  });
+
+  describe('authorization server metadata (RFC 8414)', () => {
+    it('describes the endpoints, scopes and methods sleeve offers', async () => {
+      const res = await request(`${s.base}/.well-known/oauth-authorization-server`);
+      assert.equal(res.status, 200);
+      assert.match(String(res.headers['content-type']), /^application\/json/);
+      const m = res.json();
+      assert.equal(m.issuer, s.base);
+      assert.equal(m.authorization_endpoint, `${s.base}/oauth2/authorize`);
+      assert.equal(m.token_endpoint, `${s.base}/oauth2/token`);
+      assert.equal(m.revocation_endpoint, `${s.base}/oauth2/revoke`);
+      assert.equal(m.introspection_endpoint, `${s.base}/oauth2/introspect`);
+      assert.equal(m.userinfo_endpoint, `${s.base}/oauth2/userinfo`);
+      assert.deepEqual([...m.scopes_supported].sort(), ALL.split(' ').sort());
+      assert.deepEqual(m.response_types_supported, ['code']);
+      assert.deepEqual([...m.grant_types_supported].sort(), ['authorization_code', 'refresh_token']);
+      assert.deepEqual([...m.code_challenge_methods_supported].sort(), ['S256', 'plain']);
+      assert.deepEqual([...m.response_modes_supported].sort(), ['form_post', 'query']);
+      for (const key of ['token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'introspection_endpoint_auth_methods_supported']) {
+        assert.deepEqual([...m[key]].sort(), ['client_secret_basic', 'client_secret_post'], key);
+      }
+      for (const endpoint of [m.token_endpoint, m.revocation_endpoint, m.userinfo_endpoint, m.introspection_endpoint]) {
+        assert.equal((await request(endpoint, { method: 'OPTIONS' })).status, 200, endpoint);
+      }
+    });
+  });
+});
