@@ -27,10 +27,8 @@ export function sendApiResponse(reply: FastifyReply, response: ApiResponse, ifNo
 export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDeps): Promise<void> {
   // Request bodies mean nothing here; accept any type and ignore it (the method decides the answer).
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', (_req, payload, done) => {
-    payload.resume();
-    payload.on('end', () => done(null, undefined));
-    payload.on('error', done);
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, function ignoreBody(_req, _body, done) {
+    done(null, undefined);
   });
 
   if (deps.files !== undefined) {
