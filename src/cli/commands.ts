@@ -23,7 +23,6 @@ import { migrateToLatest } from '../db/migrator.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
-import { serve } from '../serve.js';
 
 export interface CommandContext {
   args: string[];
@@ -103,6 +102,8 @@ const serveCommand: Command = {
     const only = str(ctx, 'only');
     if (only !== undefined && only !== 'coverart' && only !== 'auth') throw invalidInput('--only must be coverart or auth');
     const config = ctx.config();
+    // Loaded here, so the other commands do not pay for the servers' code at start-up.
+    const { serve } = await import('../serve.js');
     const server = await serve(config, { only });
     printBanner(config, server.coverArtAddress, server.authAddress, server.demoLoaded);
     let stopping = false;

@@ -117,7 +117,7 @@ function reportError(err: unknown, json: boolean): number {
     message = (err as Error)?.stack ?? String(err);
     exit = 1;
   }
-  if (json) process.stdout.write(`${JSON.stringify({ error: { code, message: message.split('\n')[0] } })}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ error: { code, message: code === 'USAGE' ? message.split('\n')[0] : message } })}\n`);
   process.stderr.write(`sleeve: ${message}\n`);
   return exit;
 }

@@ -166,7 +166,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const tlsCert = get('SLEEVE_TLS_CERT');
   const tlsKey = get('SLEEVE_TLS_KEY');
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
-    bad(tlsCert === undefined ? 'SLEEVE_TLS_CERT' : 'SLEEVE_TLS_KEY', 'SLEEVE_TLS_CERT and SLEEVE_TLS_KEY go together');
+    problems.push(`${tlsCert === undefined ? 'SLEEVE_TLS_CERT' : 'SLEEVE_TLS_KEY'}: missing; SLEEVE_TLS_CERT and SLEEVE_TLS_KEY go together`);
   }
 
   const trustProxy = (get('SLEEVE_TRUST_PROXY') ?? '')

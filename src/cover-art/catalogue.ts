@@ -171,6 +171,8 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
       await deps.store.put(key, bytes, mime);
     }
     await deps.db.transaction().execute(async (trx) => {
+      // First, so concurrent changes to the release take turns and read each other's orderings.
+      await markChanged(trx, release.id, deps.clock.now());
       const current = await findRelease(trx, release.gid);
       if (current?.id !== release.id) throw new AppError('CONFLICT', `release ${release.gid} changed during the upload (merged?); try again`);
       const last = await trx
@@ -196,7 +198,6 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
         })
         .execute();
       if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id, type_id }))).execute();
-      await markChanged(trx, release.id, deps.clock.now());
     });
   } catch (err) {
     await Promise.all(written.map((key) => deps.store.delete(key).catch(() => {})));
@@ -213,7 +214,14 @@ async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Pro
   return entry;
 }
 
-/** Flags the release's index.json for rewriting and tells serving processes the catalogue changed. */
+/**
+ * Flags the release's index.json for rewriting and tells serving processes the catalogue
+ * changed. Called first in a change's transaction: the update takes the release's row
+ * lock, so concurrent changes to one release are serialized (PostgreSQL reads committed
+ * data per statement, and max(ordering) + 1 would otherwise be computed twice alike), and
+ * every change takes its locks in one order (release rows, the catalogue counter, then
+ * image rows), so concurrent changes wait for each other instead of deadlocking.
+ */
 async function markChanged(trx: Queryable, releaseId: number, now: number): Promise<void> {
   await trx.updateTable('release').set({ index_dirty: Math.max(1, now) }).where('id', '=', releaseId).execute();
   await bumpCatalogueVersion(trx);
@@ -250,6 +258,7 @@ export async function editArt(deps: CoverArtDeps, input: EditArtInput): Promise<
   const release = await requireRelease(deps.db, input.release);
   const typeIds = input.types === undefined ? undefined : await resolveTypes(deps.db, input.types);
   const image = await deps.db.transaction().execute(async (trx) => {
+    await markChanged(trx, release.id, deps.clock.now());
     const image = await requireImage(trx, release, input.imageId);
     const set: { comment?: string; approved?: number } = {};
     if (input.comment !== undefined) set.comment = input.comment;
@@ -259,7 +268,6 @@ export async function editArt(deps: CoverArtDeps, input: EditArtInput): Promise<
       await trx.deleteFrom('cover_art_type').where('id', '=', image.id).execute();
       if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id: image.id, type_id }))).execute();
     }
-    await markChanged(trx, release.id, deps.clock.now());
     return image;
   });
   await writeIndex(deps, release.id);
@@ -270,11 +278,11 @@ export async function editArt(deps: CoverArtDeps, input: EditArtInput): Promise<
 export async function removeArt(deps: CoverArtDeps, releaseText: string, imageIdText: string): Promise<{ id: string }> {
   const release = await requireRelease(deps.db, releaseText);
   const image = await deps.db.transaction().execute(async (trx) => {
+    await markChanged(trx, release.id, deps.clock.now());
     const image = await requireImage(trx, release, imageIdText);
     await trx.deleteFrom('cover_art_type').where('id', '=', image.id).execute();
     await trx.deleteFrom('cover_art').where('id', '=', image.id).execute();
     await resequence(trx, release.id);
-    await markChanged(trx, release.id, deps.clock.now());
     return image;
   });
   await writeIndex(deps, release.id);
@@ -303,6 +311,7 @@ export async function reorderArt(deps: CoverArtDeps, releaseText: string, idText
   const release = await requireRelease(deps.db, releaseText);
   const ids = idTexts.map(parseImageId);
   await deps.db.transaction().execute(async (trx) => {
+    await markChanged(trx, release.id, deps.clock.now());
     const existing = (await trx.selectFrom('cover_art').select('id').where('release', '=', release.id).execute()).map((r) => r.id);
     const given = new Set(ids);
     if (given.size !== ids.length) throw invalidInput('an image id is named more than once');
@@ -311,7 +320,6 @@ export async function reorderArt(deps: CoverArtDeps, releaseText: string, idText
     if (unknown.length > 0) throw notFound(`cover image with id ${unknown.join(', ')} not found on release ${release.gid}`);
     if (missing.length > 0) throw invalidInput(`every image of the release must be named; missing: ${missing.join(' ')}`);
     await setOrdering(trx, ids);
-    await markChanged(trx, release.id, deps.clock.now());
   });
   await writeIndex(deps, release.id);
   return { order: ids.map(String) };
@@ -344,6 +352,16 @@ export async function mergeRelease(deps: CoverArtDeps, oldText: string, intoText
       }
     }
     await deps.db.transaction().execute(async (trx) => {
+      // Locks in the order every change takes them: the release rows (here both, lowest id
+      // first), then the catalogue counter.
+      const dirty = Math.max(1, deps.clock.now());
+      for (const id of [old.id, into.id].sort((a, b) => a - b)) await trx.updateTable('release').set({ index_dirty: dirty }).where('id', '=', id).execute();
+      await bumpCatalogueVersion(trx);
+      // An image added to the old release since the files were copied would go with its row (ON DELETE CASCADE).
+      const current = (await trx.selectFrom('cover_art').select('id').where('release', '=', old.id).execute()).map((r) => r.id);
+      if (current.length !== images.length || images.some((i) => !current.includes(i.id))) {
+        throw new AppError('CONFLICT', `release ${old.gid} changed during the merge; try again`);
+      }
       const last = await trx.selectFrom('cover_art').select((eb) => eb.fn.max('ordering').as('max')).where('release', '=', into.id).executeTakeFirst();
       const offset = Number(last?.max ?? 0);
       for (const [i, image] of images.entries()) {
@@ -359,7 +377,6 @@ export async function mergeRelease(deps: CoverArtDeps, oldText: string, intoText
         .execute();
       await trx.deleteFrom('release_group_cover_art').where('release', '=', old.id).execute();
       await trx.deleteFrom('release').where('id', '=', old.id).execute();
-      await markChanged(trx, into.id, deps.clock.now());
     });
   } catch (err) {
     await Promise.all(copied.map((key) => deps.store.delete(key).catch(() => {})));

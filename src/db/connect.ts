@@ -39,9 +39,9 @@ class ImmediateSqliteDialect extends SqliteDialect {
   }
 }
 
-/** Opens SQLite (creating its directory) or a PostgreSQL pool, with the type parsers of db/schema.ts. */
 /**
- * `durability: 'full'` (the default, for the CLI's changes to the catalogue) makes SQLite
+ * Opens SQLite (creating its directory) or a PostgreSQL pool, with the type parsers of
+ * db/schema.ts. `durability: 'full'` (the default, for the CLI's changes to the catalogue) makes SQLite
  * sync every commit; 'normal' (for a serving process, whose writes are sessions and
  * tokens) syncs at checkpoints: a power cut may lose the last moments' tokens, never
  * corrupt the file. PostgreSQL keeps its own settings.
