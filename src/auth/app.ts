@@ -38,6 +38,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       sniffProtocol(secure, plain);
       return secure;
     },
+    // Not used to make the server (serverFactory does); it makes Fastify log https:// addresses.
+    https: { cert: opts.tls.cert, key: opts.tls.key },
     logger: opts.logger,
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: 'idle',
