@@ -7,6 +7,7 @@ import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { openRuntime, type Runtime } from './runtime.js';
+import { WriteBatcher } from './db/write-batch.js';
 
 export interface Server {
   runtime: Runtime;
@@ -112,7 +113,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       const app = buildAuthApp({
         tls,
         logger,
-        deps: runtime.auth,
+        deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db) },
         trustsProxy: (address) => trusted.trusts(address),
         clientAddress: (peer, forwardedFor) => clientAddress(peer, forwardedFor, trusted),
       });

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema.js';
+import type { WriteBatcher } from '../db/write-batch.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError, invalidInput } from '../shared/errors.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, randomToken, tokenHash, verifyPassword } from './crypto.js';
@@ -12,6 +13,8 @@ export interface AuthDeps {
   authUrl: string;
   accessTokenTtl: number;
   authCodeTtl: number;
+  /** Group commit for the hot small writes (token refresh), when the process serves many clients. */
+  writes?: WriteBatcher;
 }
 
 export interface Account {

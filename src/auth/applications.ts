@@ -1,3 +1,4 @@
+import { preparedQuery } from '../db/prepared.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import type { AuthDeps } from './accounts.js';
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
@@ -103,13 +104,11 @@ export async function findAppByClientId(deps: AuthDeps, clientId: string): Promi
 }
 
 /** The application if the secret is its secret (compared in constant time, as hashes). */
+const appWithSecret = preparedQuery(['clientId'] as const, (db, p) => db.selectFrom('oauth_application').select([...APP_COLUMNS, 'secret_hash']).where('client_id', '=', p.clientId));
+
 export async function authenticateClient(deps: AuthDeps, clientId: string, secret: string): Promise<Application | undefined> {
   if (clientId.length > 200 || secret.length > 200) return undefined;
-  const row = await deps.db
-    .selectFrom('oauth_application')
-    .select([...APP_COLUMNS, 'secret_hash'])
-    .where('client_id', '=', clientId)
-    .executeTakeFirst();
+  const row = (await appWithSecret(deps.db, { clientId })).rows[0];
   const candidate = tokenHash(secret);
   if (row === undefined) {
     constantTimeEqual(candidate, candidate);

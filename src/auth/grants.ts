@@ -1,3 +1,4 @@
+import { preparedQuery } from '../db/prepared.js';
 import type { Account, AuthDeps } from './accounts.js';
 import { redirectUriAllowed, type Application } from './applications.js';
 import { constantTimeEqual, randomToken, s256, tokenHash } from './crypto.js';
@@ -62,20 +63,35 @@ export interface TokenResponse {
   refresh_token?: string;
 }
 
-async function newAccessToken(deps: AuthDeps, grantId: number, db = deps.db): Promise<{ token: string; expiresIn: number }> {
-  const token = randomToken();
-  const now = deps.clock.now();
-  await db
-    .insertInto('oauth_access_token')
-    .values({ token_hash: tokenHash(token), grant_id: grantId, created_at: now, expires_at: now + deps.accessTokenTtl * 1000 })
-    .execute();
-  return { token, expiresIn: deps.accessTokenTtl };
+/*
+ * A grant holds at most one access token (as at MusicBrainz) and, when offline, one
+ * refresh token. Both are `{grant id in base 36}.{256 random bits}`: the prefix finds the
+ * grant row by its primary key, and the SHA-256 hash of the whole token, kept on that
+ * row, is compared in constant time. So the hashes need no index, and a refresh is one
+ * UPDATE of one row.
+ */
+
+const GRANT_TOKEN_RE = /^([0-9a-z]{1,10})\.[A-Za-z0-9_-]{43}$/;
+
+function grantToken(grantId: number): { token: string; hash: string } {
+  const token = `${grantId.toString(36)}.${randomToken()}`;
+  return { token, hash: tokenHash(token) };
 }
 
-/** Ends a grant: its refresh token and every access token stop working. */
+/** The grant id a token names, or undefined when it is not a token of this form. */
+function grantIdOf(token: string): number | undefined {
+  const m = GRANT_TOKEN_RE.exec(token);
+  return m === null ? undefined : parseInt(m[1] as string, 36);
+}
+
+/** Whether `token` hashes to the stored hash (constant-time; a missing hash never matches). */
+function tokenMatches(token: string, stored: string | null): boolean {
+  return stored !== null && constantTimeEqual(tokenHash(token), stored);
+}
+
+/** Ends a grant: its refresh token and its access token stop working. */
 async function revokeGrant(deps: AuthDeps, grantId: number, db = deps.db): Promise<void> {
-  await db.updateTable('oauth_grant').set({ revoked_at: deps.clock.now(), refresh_hash: null }).where('id', '=', grantId).execute();
-  await db.deleteFrom('oauth_access_token').where('grant_id', '=', grantId).execute();
+  await db.updateTable('oauth_grant').set({ revoked_at: deps.clock.now(), refresh_hash: null, access_hash: null }).where('id', '=', grantId).execute();
 }
 
 const CODE_RE = /^[A-Za-z0-9_-]+$/;
@@ -109,7 +125,6 @@ export async function exchangeCode(
   return deps.db.transaction().execute(async (trx) => {
     const claimed = await trx.updateTable('oauth_code').set({ used_at: now }).where('code_hash', '=', row.code_hash).where('used_at', 'is', null).executeTakeFirst();
     if (Number(claimed.numUpdatedRows) !== 1) throw new OAuthError('invalid_grant', 'Invalid authorization code');
-    const refresh = row.offline === 1 ? randomToken() : undefined;
     const grant = await trx
       .insertInto('oauth_grant')
       .values({
@@ -117,37 +132,55 @@ export async function exchangeCode(
         application_id: app.id,
         scope: row.scope,
         offline: row.offline,
-        refresh_hash: refresh === undefined ? null : tokenHash(refresh),
+        refresh_hash: null,
+        access_hash: null,
+        access_created_at: null,
+        access_expires_at: null,
         created_at: now,
         revoked_at: null,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
+    const access = grantToken(grant.id);
+    const refresh = row.offline === 1 ? grantToken(grant.id) : undefined;
+    await trx
+      .updateTable('oauth_grant')
+      .set({ access_hash: access.hash, access_created_at: now, access_expires_at: now + deps.accessTokenTtl * 1000, refresh_hash: refresh?.hash ?? null })
+      .where('id', '=', grant.id)
+      .execute();
     await trx.updateTable('oauth_code').set({ grant_id: grant.id }).where('code_hash', '=', row.code_hash).execute();
-    const access = await newAccessToken(deps, grant.id, trx);
-    const body: TokenResponse = { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn };
-    if (refresh !== undefined) body.refresh_token = refresh;
+    const body: TokenResponse = { access_token: access.token, token_type: 'Bearer', expires_in: deps.accessTokenTtl };
+    if (refresh !== undefined) body.refresh_token = refresh.token;
     return body;
   });
 }
 
-/** `grant_type=refresh_token`: a new access token (the grant's previous ones end); the refresh token stays. */
+const grantById = preparedQuery(['id'] as const, (db, p) =>
+  db.selectFrom('oauth_grant').select(['id', 'application_id', 'offline', 'refresh_hash', 'access_hash', 'revoked_at']).where('id', '=', p.id),
+);
+
+/** Replaces a grant's access token, unless the grant ended or its refresh token changed meanwhile. */
+const replaceAccessToken = preparedQuery(['id', 'hash', 'createdAt', 'expiresAt', 'refresh'] as const, (db, p) =>
+  db
+    .updateTable('oauth_grant')
+    .set({ access_hash: p.hash, access_created_at: p.createdAt, access_expires_at: p.expiresAt })
+    .where('id', '=', p.id)
+    .where('refresh_hash', '=', p.refresh)
+    .where('revoked_at', 'is', null),
+);
+
+/** `grant_type=refresh_token`: a new access token (the grant's previous one ends); the refresh token stays. */
 export async function refreshGrant(deps: AuthDeps, app: Application, refreshToken: string): Promise<TokenResponse> {
-  const grant =
-    refreshToken.length > 200
-      ? undefined
-      : await deps.db
-          .selectFrom('oauth_grant')
-          .select(['id', 'application_id'])
-          .where('refresh_hash', '=', tokenHash(refreshToken))
-          .where('revoked_at', 'is', null)
-          .executeTakeFirst();
-  if (grant === undefined || grant.application_id !== app.id) throw new OAuthError('invalid_grant', 'Invalid refresh token');
-  return deps.db.transaction().execute(async (trx) => {
-    await trx.deleteFrom('oauth_access_token').where('grant_id', '=', grant.id).execute();
-    const access = await newAccessToken(deps, grant.id, trx);
-    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, refresh_token: refreshToken };
-  });
+  const invalid = () => new OAuthError('invalid_grant', 'Invalid refresh token');
+  const id = grantIdOf(refreshToken);
+  const grant = id === undefined ? undefined : (await grantById(deps.db, { id })).rows[0];
+  if (grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null || !tokenMatches(refreshToken, grant.refresh_hash)) throw invalid();
+  const access = grantToken(grant.id);
+  const now = deps.clock.now();
+  const values = { id: grant.id, hash: access.hash, createdAt: now, expiresAt: now + deps.accessTokenTtl * 1000, refresh: grant.refresh_hash };
+  const result = deps.writes === undefined ? await replaceAccessToken(deps.db, values) : await deps.writes.run((trx) => replaceAccessToken(trx, values));
+  if (result.numAffectedRows !== 1n) throw invalid();
+  return { access_token: access.token, token_type: 'Bearer', expires_in: deps.accessTokenTtl, refresh_token: refreshToken };
 }
 
 /**
@@ -157,29 +190,20 @@ export async function refreshGrant(deps: AuthDeps, app: Application, refreshToke
  * change nothing.
  */
 export async function revokeToken(deps: AuthDeps, app: Application, token: string): Promise<void> {
-  if (token.length > 200) return;
-  const hash = tokenHash(token);
-  const byRefresh = await deps.db
-    .selectFrom('oauth_grant')
-    .select('id')
-    .where('refresh_hash', '=', hash)
-    .where('application_id', '=', app.id)
-    .executeTakeFirst();
-  if (byRefresh !== undefined) return deps.db.transaction().execute((trx) => revokeGrant(deps, byRefresh.id, trx));
-  const byAccess = await deps.db
-    .selectFrom('oauth_access_token as t')
-    .innerJoin('oauth_grant as g', 'g.id', 't.grant_id')
-    .select(['g.id as grant_id', 'g.offline'])
-    .where('t.token_hash', '=', hash)
-    .where('g.application_id', '=', app.id)
-    .executeTakeFirst();
-  if (byAccess === undefined) return;
-  if (byAccess.offline === 1) await deps.db.deleteFrom('oauth_access_token').where('token_hash', '=', hash).execute();
-  else await deps.db.transaction().execute((trx) => revokeGrant(deps, byAccess.grant_id, trx));
+  const id = grantIdOf(token);
+  const grant = id === undefined ? undefined : (await grantById(deps.db, { id })).rows[0];
+  if (grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null) return;
+  if (tokenMatches(token, grant.refresh_hash)) return revokeGrant(deps, grant.id);
+  if (!tokenMatches(token, grant.access_hash)) return;
+  if (grant.offline === 1) {
+    await deps.db.updateTable('oauth_grant').set({ access_hash: null }).where('id', '=', grant.id).where('access_hash', '=', grant.access_hash).execute();
+  } else {
+    await revokeGrant(deps, grant.id);
+  }
 }
 
 export interface ActiveToken {
-  accountId: number;
+  account: Account;
   grantId: number;
   scope: number;
   offline: boolean;
@@ -188,59 +212,58 @@ export interface ActiveToken {
   expiresAt: number;
 }
 
-/** The grant behind a valid, unexpired access token. */
-export async function findAccessToken(deps: AuthDeps, token: string): Promise<ActiveToken | undefined> {
-  if (token.length === 0 || token.length > 200) return undefined;
-  const row = await deps.db
-    .selectFrom('oauth_access_token as t')
-    .innerJoin('oauth_grant as g', 'g.id', 't.grant_id')
+const grantOwner = preparedQuery(['id'] as const, (db, p) =>
+  db
+    .selectFrom('oauth_grant as g')
     .innerJoin('oauth_application as a', 'a.id', 'g.application_id')
-    .select(['g.account_id', 'g.id as grant_id', 'g.scope', 'g.offline', 'a.client_id', 't.created_at', 't.expires_at'])
-    .where('t.token_hash', '=', tokenHash(token))
-    .where('g.revoked_at', 'is', null)
-    .executeTakeFirst();
-  if (row === undefined || row.expires_at <= deps.clock.now()) return undefined;
-  return {
-    accountId: row.account_id,
-    grantId: row.grant_id,
-    scope: row.scope,
-    offline: row.offline === 1,
-    clientId: row.client_id,
-    issuedAt: row.created_at,
-    expiresAt: row.expires_at,
-  };
+    .innerJoin('account as u', 'u.id', 'g.account_id')
+    .select([
+      'g.id as grant_id',
+      'g.scope',
+      'g.offline',
+      'g.access_hash',
+      'g.refresh_hash',
+      'g.created_at as granted_at',
+      'a.client_id',
+      'g.access_created_at',
+      'g.access_expires_at',
+      'u.id',
+      'u.name',
+      'u.email',
+      'u.email_verified',
+      'u.website',
+      'u.gender',
+      'u.zoneinfo',
+      'u.birth_date',
+      'u.country',
+    ])
+    .where('g.id', '=', p.id)
+    .where('g.revoked_at', 'is', null),
+);
+
+async function activeGrantOf(deps: AuthDeps, token: string) {
+  const id = grantIdOf(token);
+  return id === undefined ? undefined : (await grantOwner(deps.db, { id })).rows[0];
+}
+
+/** The grant (and user) behind a valid, unexpired access token, in one query. */
+export async function findAccessToken(deps: AuthDeps, token: string): Promise<ActiveToken | undefined> {
+  const row = await activeGrantOf(deps, token);
+  if (row === undefined || !tokenMatches(token, row.access_hash) || row.access_expires_at === null || row.access_expires_at <= deps.clock.now()) return undefined;
+  const { grant_id, scope, offline, client_id, access_created_at, access_expires_at, access_hash: _a, refresh_hash: _r, granted_at: _g, ...account } = row;
+  return { account, grantId: grant_id, scope, offline: offline === 1, clientId: client_id, issuedAt: access_created_at ?? 0, expiresAt: access_expires_at };
 }
 
 /** RFC 7662 introspection of an access or refresh token, for any authenticated client. */
-export async function introspect(deps: AuthDeps, token: string, hint: string | undefined): Promise<Record<string, unknown>> {
-  const inactive = { active: false };
-  if (token.length === 0 || token.length > 200) return inactive;
-  const describe = async (accountId: number, scope: number, clientId: string, extra: Record<string, unknown>) => {
-    const account = await deps.db.selectFrom('account').select('name').where('id', '=', accountId).executeTakeFirst();
-    return { active: true, scope: scopeNames(scope).join(' '), client_id: clientId, username: account?.name, sub: account?.name, ...extra };
-  };
-  const tryAccess = async () => {
-    const t = await findAccessToken(deps, token);
-    return t === undefined
-      ? undefined
-      : describe(t.accountId, t.scope, t.clientId, { token_type: 'Bearer', exp: Math.floor(t.expiresAt / 1000), iat: Math.floor(t.issuedAt / 1000), iss: deps.authUrl });
-  };
-  const tryRefresh = async () => {
-    const g = await deps.db
-      .selectFrom('oauth_grant as g')
-      .innerJoin('oauth_application as a', 'a.id', 'g.application_id')
-      .select(['g.account_id', 'g.scope', 'a.client_id', 'g.created_at'])
-      .where('g.refresh_hash', '=', tokenHash(token))
-      .where('g.revoked_at', 'is', null)
-      .executeTakeFirst();
-    return g === undefined ? undefined : describe(g.account_id, g.scope, g.client_id, { token_type: 'refresh_token', iat: Math.floor(g.created_at / 1000), iss: deps.authUrl });
-  };
-  const order = hint === 'refresh_token' ? [tryRefresh, tryAccess] : [tryAccess, tryRefresh];
-  for (const attempt of order) {
-    const found = await attempt();
-    if (found !== undefined) return found;
+export async function introspect(deps: AuthDeps, token: string): Promise<Record<string, unknown>> {
+  const row = await activeGrantOf(deps, token);
+  if (row === undefined) return { active: false };
+  const common = { active: true, scope: scopeNames(row.scope).join(' '), client_id: row.client_id, username: row.name, sub: row.name, iss: deps.authUrl };
+  if (tokenMatches(token, row.refresh_hash)) return { ...common, token_type: 'refresh_token', iat: Math.floor(row.granted_at / 1000) };
+  if (tokenMatches(token, row.access_hash) && row.access_expires_at !== null && row.access_expires_at > deps.clock.now()) {
+    return { ...common, token_type: 'Bearer', exp: Math.floor(row.access_expires_at / 1000), iat: Math.floor((row.access_created_at ?? 0) / 1000) };
   }
-  return inactive;
+  return { active: false };
 }
 
 export interface UserGrant {

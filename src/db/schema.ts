@@ -122,6 +122,9 @@ export interface OAuthGrantTable {
   scope: number;
   offline: number;
   refresh_hash: string | null;
+  access_hash: string | null;
+  access_created_at: number | null;
+  access_expires_at: number | null;
   created_at: number;
   revoked_at: number | null;
 }
@@ -138,13 +141,6 @@ export interface OAuthCodeTable {
   expires_at: number;
   used_at: number | null;
   grant_id: number | null;
-}
-
-export interface OAuthAccessTokenTable {
-  token_hash: string;
-  grant_id: number;
-  created_at: number;
-  expires_at: number;
 }
 
 export interface Database {
@@ -164,7 +160,6 @@ export interface Database {
   oauth_application: OAuthApplicationTable;
   oauth_grant: OAuthGrantTable;
   oauth_code: OAuthCodeTable;
-  oauth_access_token: OAuthAccessTokenTable;
 }
 
 export type Db = Kysely<Database>;

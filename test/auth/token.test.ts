@@ -10,7 +10,8 @@ import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { assertErrorPage, assertOAuthError, codeOf, exchange, grant, isConsent, OOB, refresh, s256, signIn, sleep, startSibling, userinfoStatus, type Client } from './support.js';
 
 const WEB_URI = 'https://client.example/callback';
-const TOKEN_RE = /^[A-Za-z0-9_-]{43,}$/;
+/** Access and refresh tokens: `{grant id, base 36}.{256 random bits, base64url}` (an RFC 6750 b64token). */
+const TOKEN_RE = /^[0-9a-z]{1,10}\.[A-Za-z0-9_-]{43}$/;
 const V = Buffer.from('...never gonna guess this code..').toString('base64url');
 
 function assertNoStore(res: HttpsResponse): void {

@@ -293,12 +293,7 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
         const err = new OAuthError('insufficient_scope', 'The access token lacks the profile scope', 403);
         return sendOAuthError(reply, err, { 'www-authenticate': bearerChallenge(err, 'profile') });
       }
-      const account = await findAccount(deps, active.accountId);
-      if (account === undefined) {
-        const err = new OAuthError('invalid_token', 'The access token is invalid, expired or revoked', 401);
-        return sendOAuthError(reply, err, { 'www-authenticate': bearerChallenge(err) });
-      }
-      return sendJson(reply, userinfoClaims(deps, account, active.scope), CORS);
+      return sendJson(reply, userinfoClaims(deps, active.account, active.scope), CORS);
     },
   });
 
@@ -311,7 +306,7 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
         if (req.method !== 'POST') throw new OAuthError('invalid_request', 'Only POST requests are allowed');
         const params = checkParams(req, ['token', 'token_type_hint', 'client_id', 'client_secret'], new Set(['token']), 'body');
         await requireClient(deps, req, params);
-        return sendJson(reply, await introspect(deps, params.get('token') as string, params.get('token_type_hint')), CORS);
+        return sendJson(reply, await introspect(deps, params.get('token') as string), CORS);
       } catch (err) {
         if (err instanceof OAuthError) return sendOAuthError(reply, err);
         throw err;

@@ -62,7 +62,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('application_id', 'integer', (c) => c.notNull().references('oauth_application.id').onDelete('cascade'))
     .addColumn('scope', 'integer', (c) => c.notNull())
     .addColumn('offline', 'integer', (c) => c.notNull())
-    .addColumn('refresh_hash', 'text', (c) => c.unique())
+    // Tokens name their grant (`{id base 36}.{random}`), so their hashes need no index.
+    .addColumn('refresh_hash', 'text')
+    // The grant's one access token (a refresh replaces it; revoking it clears it).
+    .addColumn('access_hash', 'text')
+    .addColumn('access_created_at', 'bigint')
+    .addColumn('access_expires_at', 'bigint')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('revoked_at', 'bigint')
     .execute();
@@ -82,19 +87,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('used_at', 'bigint')
     .addColumn('grant_id', 'integer', (c) => c.references('oauth_grant.id').onDelete('set null'))
     .execute();
-
-  await db.schema
-    .createTable('oauth_access_token')
-    .addColumn('token_hash', 'text', (c) => c.primaryKey())
-    .addColumn('grant_id', 'integer', (c) => c.notNull().references('oauth_grant.id').onDelete('cascade'))
-    .addColumn('created_at', 'bigint', (c) => c.notNull())
-    .addColumn('expires_at', 'bigint', (c) => c.notNull())
-    .execute();
-  await db.schema.createIndex('oauth_access_token_idx_grant').on('oauth_access_token').column('grant_id').execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['oauth_access_token', 'oauth_code', 'oauth_grant', 'oauth_application', 'login_throttle', 'web_session', 'account']) {
+  for (const table of ['oauth_code', 'oauth_grant', 'oauth_application', 'login_throttle', 'web_session', 'account']) {
     await db.schema.dropTable(table).execute();
   }
 }
