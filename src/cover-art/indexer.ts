@@ -31,7 +31,8 @@ export async function writeIndex(deps: IndexDeps, releaseId: number): Promise<vo
  * since before `olderThan` (epoch ms), so a change still in progress is left to finish.
  */
 export async function finishPendingIndexes(deps: IndexDeps, olderThan = Number.MAX_SAFE_INTEGER): Promise<number> {
-  const dirty = await deps.db.selectFrom('release').select('id').where('index_dirty', '!=', 0).where('index_dirty', '<', olderThan).execute();
+  // `> 0`, not `!= 0`: a range the index answers directly, however many clean releases there are.
+  const dirty = await deps.db.selectFrom('release').select('id').where('index_dirty', '>', 0).where('index_dirty', '<', olderThan).execute();
   for (const { id } of dirty) await writeIndex(deps, id);
   return dirty.length;
 }

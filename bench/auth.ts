@@ -1,0 +1,204 @@
+/**
+ * auth: the token endpoint's refresh grant and userinfo, sleeve on the embedded default
+ * (`sleeve serve --only auth`, SQLite) against oidc-provider with its in-memory adapter
+ * doing the same work, both over HTTPS with the same certificate, pinned to the same
+ * core, wrk on the other, rounds interleaved. Goal: sleeve ≥ 1.5× oidc-provider's
+ * requests/s for both; p99 printed.
+ */
+import { writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { addUser } from '../src/auth/accounts.js';
+import { registerApp } from '../src/auth/applications.js';
+import { exchangeCode, issueCode } from '../src/auth/grants.js';
+import { loadTlsMaterial } from '../src/auth/tls.js';
+import { loadConfig } from '../src/config/load.js';
+import { openRuntime } from '../src/runtime.js';
+import { parseWrk, type LoadResult } from './lib/load.js';
+import type { Options } from './lib/options.js';
+import { benchScript, SLEEVE_CLI } from './lib/paths.js';
+import { cleanEnv, pinned, run, startServer, which, type Server } from './lib/proc.js';
+import { mediansTable, runsTable, seriesSummary, type Series } from './lib/rounds.js';
+import { LOAD_CORE, nodeFlags, SERVER_CORE, sleeveEnv } from './lib/servers.js';
+import { fmtMs, fmtRatio, passFail } from './lib/stats.js';
+
+const GOAL = 1.5;
+const REDIRECT = 'https://app.example/cb';
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+interface Tokens {
+  accessToken: string;
+  refreshToken: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+/** A user, a confidential application and an offline grant, made through sleeve's own functions. */
+async function prepareSleeve(dataDir: string): Promise<Tokens> {
+  const config = loadConfig({ SLEEVE_DATA_DIR: dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' });
+  const rt = await openRuntime(config, { migrate: 'apply' });
+  try {
+    const account = await addUser(rt.auth, { name: 'alice', email: 'alice@example.com', emailVerified: true, password: 'benchmark password', website: 'https://alice.example' });
+    const { app, clientSecret } = await registerApp(rt.auth, { ownerId: account.id, name: 'Bench', kind: 'confidential', redirectUri: REDIRECT });
+    // Two grants: each refresh ends its grant's earlier access tokens, so userinfo gets a grant of its own.
+    const grant = async () => {
+      const code = await issueCode(rt.auth, { account, app, scope: 1 | 2, offline: true, redirectUri: REDIRECT, codeChallenge: undefined, codeChallengeMethod: undefined });
+      return exchangeCode(rt.auth, app, { code, redirectUri: REDIRECT, codeVerifier: undefined });
+    };
+    const forUserinfo = await grant();
+    const forRefresh = await grant();
+    return { accessToken: forUserinfo.access_token, refreshToken: forRefresh.refresh_token as string, clientId: app.client_id, clientSecret };
+  } finally {
+    await rt.close();
+  }
+}
+
+interface Scenario {
+  label: string;
+  server: Server;
+  path: string;
+  script: string;
+}
+
+function writeScript(dir: string, name: string, lua: string): string {
+  const file = path.join(dir, `${name}.lua`);
+  writeFileSync(file, lua);
+  return file;
+}
+
+function refreshLua(t: Tokens): string {
+  const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: t.refreshToken, client_id: t.clientId, client_secret: t.clientSecret }).toString();
+  return `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/x-www-form-urlencoded"\n`;
+}
+
+function userinfoLua(t: Tokens): string {
+  return `wrk.method = "GET"\nwrk.headers["Authorization"] = ${JSON.stringify(`Bearer ${t.accessToken}`)}\n`;
+}
+
+async function wrkOnce(wrk: string, s: Scenario, durationS: number, connections: number): Promise<LoadResult> {
+  const cpu0 = s.server.cpuSeconds();
+  const t0 = process.hrtime.bigint();
+  const [cmd, args] = pinned(LOAD_CORE, wrk, ['-t1', `-c${connections}`, `-d${durationS}s`, '--latency', '-s', s.script, `${s.server.url}${s.path}`]);
+  const r = await run(cmd, args);
+  if (r.code !== 0) throw new Error(`wrk failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  return { ...parseWrk(r.stdout), tool: 'wrk', serverCpu: ((s.server.cpuSeconds() - cpu0) / seconds) * 100 };
+}
+
+/** Checks one request of the scenario answers 200 before loading it. */
+async function check(s: Scenario, init: { method: string; headers: Record<string, string>; body?: string }): Promise<void> {
+  const { request } = await import('node:https');
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = request(`${s.server.url}${s.path}`, { method: init.method, headers: init.headers, rejectUnauthorized: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+  if (status !== 200) throw new Error(`${s.label}: answered ${status}, not 200`);
+}
+
+export async function authBench(opts: Options): Promise<{ markdown: string; data: unknown; goalsMet: boolean }> {
+  const wrk = which('wrk');
+  if (wrk === undefined) throw new Error('the auth benchmark needs wrk (apt-get install wrk): autocannon cannot send these requests over TLS the same way');
+  const durationS = opts.duration ?? 8;
+  const rounds = opts.rounds ?? 5;
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'sleeve-bench-auth-'));
+  const servers: Server[] = [];
+  try {
+    const sleeveTokens = await prepareSleeve(dataDir);
+    // The certificate sleeve makes on first start, made now so the peer can use the same one.
+    await loadTlsMaterial({ dataDir, hostnames: ['127.0.0.1'] });
+    const certFile = path.join(dataDir, 'tls', 'self-signed-cert.pem');
+    const keyFile = path.join(dataDir, 'tls', 'self-signed-key.pem');
+
+    const [sCmd, sArgs] = pinned(SERVER_CORE, process.execPath, [...nodeFlags(opts.cpuProf, 'sleeve-auth'), SLEEVE_CLI, 'serve', '--only', 'auth']);
+    const sleeve = await startServer({
+      name: 'sleeve',
+      cmd: sCmd,
+      args: sArgs,
+      env: sleeveEnv(dataDir, { SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_LOG_LEVEL: 'info' }),
+      ready: /Server listening at (https:\/\/[^"\s]+)/,
+      timeoutMs: 60_000,
+    });
+    servers.push(sleeve);
+    const [pCmd, pArgs] = pinned(SERVER_CORE, process.execPath, [benchScript('oidc-peer.js'), certFile, keyFile]);
+    const peer = await startServer({ name: 'oidc-provider', cmd: pCmd, args: pArgs, env: cleanEnv({ NODE_ENV: 'production' }), ready: /listening (https:\/\/\S+)/, timeoutMs: 30_000 });
+    servers.push(peer);
+    const peerTokens = JSON.parse(/listening https:\/\/\S+ (\{.*\})/.exec(peer.output())?.[1] ?? '{}') as Tokens;
+
+    const dir = dataDir;
+    const scenarios = {
+      refresh: [
+        { label: 'oidc-provider refresh', server: peer, path: '/token', script: writeScript(dir, 'peer-refresh', refreshLua(peerTokens)) },
+        { label: 'sleeve refresh', server: sleeve, path: '/oauth2/token', script: writeScript(dir, 'sleeve-refresh', refreshLua(sleeveTokens)) },
+      ],
+      userinfo: [
+        { label: 'oidc-provider userinfo', server: peer, path: '/me', script: writeScript(dir, 'peer-userinfo', userinfoLua(peerTokens)) },
+        { label: 'sleeve userinfo', server: sleeve, path: '/oauth2/userinfo', script: writeScript(dir, 'sleeve-userinfo', userinfoLua(sleeveTokens)) },
+      ],
+    };
+    const form = (t: Tokens) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: t.refreshToken, client_id: t.clientId, client_secret: t.clientSecret }).toString(),
+    });
+    await check(scenarios.refresh[0] as Scenario, form(peerTokens));
+    await check(scenarios.refresh[1] as Scenario, form(sleeveTokens));
+    await check(scenarios.userinfo[0] as Scenario, { method: 'GET', headers: { authorization: `Bearer ${peerTokens.accessToken}` } });
+    await check(scenarios.userinfo[1] as Scenario, { method: 'GET', headers: { authorization: `Bearer ${sleeveTokens.accessToken}` } });
+
+    const sections: string[] = [];
+    const data: Record<string, unknown> = {};
+    let allOk = true;
+    for (const name of ['userinfo', 'refresh'] as const) {
+      const pair = scenarios[name] as Scenario[];
+      for (const s of pair) {
+        log(`  warm-up ${s.label} (${opts.warmup} s)`);
+        await wrkOnce(wrk, s, opts.warmup, opts.connections);
+      }
+      const series: Series[] = pair.map((s) => ({ label: s.label, runs: [] }));
+      for (let r = 0; r < rounds; r++) {
+        for (let k = 0; k < pair.length; k++) {
+          const i = (r + k) % pair.length;
+          const res = await wrkOnce(wrk, pair[i] as Scenario, durationS, opts.connections);
+          (series[i] as Series).runs.push(res);
+          log(`  round ${r + 1}/${rounds} ${(pair[i] as Scenario).label.padEnd(24)} ${Math.round(res.rps)} req/s  p99 ${fmtMs(res.p99)}${res.errors > 0 ? `  ERRORS ${res.errors}` : ''}`);
+        }
+      }
+      const [p, s] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>];
+      const ratio = s.rps.median / p.rps.median;
+      const ok = ratio >= GOAL && s.errors === 0;
+      allOk &&= ok;
+      data[name] = { peer: p, sleeve: s, ratio, ok };
+      sections.push(
+        [
+          `#### ${name === 'refresh' ? 'POST token endpoint, grant_type=refresh_token' : 'GET userinfo with a bearer token'}`,
+          '',
+          runsTable(series),
+          '',
+          mediansTable(series),
+          '',
+          `- sleeve/oidc-provider requests/s (ratio of medians): **${fmtRatio(ratio)}** (goal ≥ ${GOAL}): **${passFail(ok)}**; p99 sleeve ${fmtMs(s.p99.median)}, oidc-provider ${fmtMs(p.p99.median)}; errors ${s.errors}/${p.errors}`,
+        ].join('\n'),
+      );
+    }
+    const markdown = [
+      '### auth: refresh grant and userinfo vs oidc-provider 8.8.1 (in-memory adapter)',
+      '',
+      `${rounds} interleaved rounds × ${durationS} s per server after ${opts.warmup} s warm-up each; ${opts.connections} connections; HTTPS with the same self-signed P-256 certificate, keep-alive; servers on core ${SERVER_CORE}, wrk on core ${LOAD_CORE}.`,
+      'sleeve: `sleeve serve --only auth` on SQLite (client secret checked as a SHA-256 hash; each refresh deletes the previous access token and stores the new one\'s hash in one transaction). oidc-provider: confidential client (client_secret_post), refresh token without `openid` so no ID token is signed, userinfo at `/me` with an `openid profile email` token.',
+      '',
+      ...sections,
+    ].join('\n');
+    return { markdown, data, goalsMet: allOk };
+  } finally {
+    await Promise.all(servers.map((x) => x.stop()));
+    if (!opts.keep) await rm(dataDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,125 @@
+import { parseArgs } from 'node:util';
+
+export const BENCHMARKS = ['redirect', 'ingest', 'scale'] as const;
+export type BenchName = (typeof BENCHMARKS)[number];
+
+/** Settings of one benchmark run; each can come from a flag or a SLEEVE_BENCH_* variable. */
+export interface Options {
+  which: BenchName[];
+  /** Seconds of each measured load run (undefined: each benchmark's default). */
+  duration: number | undefined;
+  /** Measured rounds of load runs (each round runs every server once). */
+  rounds: number | undefined;
+  /** Seconds of warm-up load before each measured run (fresh processes) or once per server. */
+  warmup: number;
+  /** One server process per server for all rounds (the anchors' method) instead of a new one per run. */
+  sameProcess: boolean;
+  connections: number;
+  /** Rounds of the in-process ingest comparison. */
+  ingestRounds: number;
+  /** Rounds of the CLI-process ingest comparison. */
+  cliRounds: number;
+  /** Catalogue sizes of the scale benchmark. */
+  small: number;
+  large: number;
+  /** Random MBIDs the uncached scale runs pick from. */
+  sample: number;
+  /** Rebuild the cached scale catalogues. */
+  rebuild: boolean;
+  /** Run sleeve's processes with --cpu-prof, writing into bench/.work/profiles/. */
+  cpuProf: boolean;
+  /** Keep the temporary data directories. */
+  keep: boolean;
+  /** Also write the results as JSON to this file. */
+  json: string | undefined;
+}
+
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale ...] [options]
+
+With no benchmark named, all three run (redirect, ingest, scale).
+
+options (environment variable in brackets):
+  --duration S      seconds per measured load run      [SLEEVE_BENCH_DURATION]  (redirect 8, scale 6)
+  --rounds N        interleaved rounds of load runs     [SLEEVE_BENCH_ROUNDS]    (5)
+  --warmup S        warm-up seconds before each run     [SLEEVE_BENCH_WARMUP]    (3; 5 with --same-process)
+  --same-process    keep one process per server for all rounds, warmed once,
+                    instead of a new process (warmed) for every run
+  --connections N   concurrent connections              [SLEEVE_BENCH_CONNECTIONS] (50)
+  --ingest-rounds N in-process ingest rounds            [SLEEVE_BENCH_INGEST_ROUNDS] (9)
+  --cli-rounds N    CLI-process ingest rounds           [SLEEVE_BENCH_CLI_ROUNDS] (5)
+  --small N         small scale catalogue (releases)    [SLEEVE_BENCH_SMALL]     (1000)
+  --large N         large scale catalogue (releases)    [SLEEVE_BENCH_LARGE]     (1000000)
+  --sample N        MBIDs the uncached runs pick from   [SLEEVE_BENCH_SAMPLE]    (10000)
+  --rebuild         rebuild the cached scale catalogues in bench/.work/
+  --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
+  --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
+  --keep            keep the temporary data directories
+  --json FILE       also write the results as JSON
+Set SLEEVE_BENCH_LOADGEN=autocannon to use autocannon even when wrk is installed.
+`;
+
+function num(name: string, flag: string | undefined, env: string | undefined, fallback: number): number;
+function num(name: string, flag: string | undefined, env: string | undefined, fallback: number | undefined): number | undefined;
+function num(name: string, flag: string | undefined, env: string | undefined, fallback: number | undefined): number | undefined {
+  const raw = flag ?? (env === '' ? undefined : env);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, not ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** Parses the command line; returns undefined after printing the usage for --help. */
+export function parseOptions(argv: string[]): Options | undefined {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      duration: { type: 'string' },
+      rounds: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      'ingest-rounds': { type: 'string' },
+      'cli-rounds': { type: 'string' },
+      small: { type: 'string' },
+      large: { type: 'string' },
+      sample: { type: 'string' },
+      rebuild: { type: 'boolean' },
+      'same-process': { type: 'boolean' },
+      quick: { type: 'boolean' },
+      'cpu-prof': { type: 'boolean' },
+      keep: { type: 'boolean' },
+      json: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help === true) {
+    process.stdout.write(USAGE);
+    return undefined;
+  }
+  const which: BenchName[] = [];
+  for (const p of positionals) {
+    if (p === 'all') which.push(...BENCHMARKS);
+    else if ((BENCHMARKS as readonly string[]).includes(p)) which.push(p as BenchName);
+    else throw new Error(`unknown benchmark ${JSON.stringify(p)}\n\n${USAGE}`);
+  }
+  const e = process.env;
+  const quick = values.quick === true;
+  return {
+    which: which.length === 0 ? [...BENCHMARKS] : [...new Set(which)],
+    duration: num('--duration', values.duration, e.SLEEVE_BENCH_DURATION, quick ? 3 : undefined),
+    rounds: num('--rounds', values.rounds, e.SLEEVE_BENCH_ROUNDS, quick ? 3 : undefined),
+    warmup: num('--warmup', values.warmup, e.SLEEVE_BENCH_WARMUP, quick ? 2 : values['same-process'] === true ? 5 : 3),
+    sameProcess: values['same-process'] === true,
+    connections: num('--connections', values.connections, e.SLEEVE_BENCH_CONNECTIONS, 50),
+    ingestRounds: num('--ingest-rounds', values['ingest-rounds'], e.SLEEVE_BENCH_INGEST_ROUNDS, quick ? 3 : 9),
+    cliRounds: num('--cli-rounds', values['cli-rounds'], e.SLEEVE_BENCH_CLI_ROUNDS, quick ? 2 : 5),
+    small: num('--small', values.small, e.SLEEVE_BENCH_SMALL, 1000),
+    large: num('--large', values.large, e.SLEEVE_BENCH_LARGE, 1_000_000),
+    sample: num('--sample', values.sample, e.SLEEVE_BENCH_SAMPLE, 10_000),
+    rebuild: values.rebuild === true,
+    cpuProf: values['cpu-prof'] === true,
+    keep: values.keep === true,
+    json: values.json,
+  };
+}

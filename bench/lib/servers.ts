@@ -1,0 +1,74 @@
+import { benchScript, SLEEVE_CLI, workDir } from './paths.js';
+import { cleanEnv, pinned, startServer, type Server } from './proc.js';
+
+/** The core the servers run on and the one the load generator runs on. */
+export const SERVER_CORE = 0;
+export const LOAD_CORE = 1;
+
+/** The SLEEVE_* settings every benchmark process gets. */
+export function sleeveEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return cleanEnv({
+    SLEEVE_DATA_DIR: dataDir,
+    SLEEVE_LOG_LEVEL: 'warn',
+    SLEEVE_DEMO: 'off',
+    ...extra,
+  });
+}
+
+/** Node flags for sleeve's processes: --cpu-prof into bench/.work/profiles/ when asked. */
+export function nodeFlags(cpuProf: boolean, name: string): string[] {
+  return cpuProf ? ['--cpu-prof', '--cpu-prof-dir', workDir('profiles'), '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : [];
+}
+
+/**
+ * `sleeve serve` as a child process on the server core, on a free port. `only`
+ * leaves out the auth listener (it takes no part in these measurements).
+ */
+export function startSleeve(opts: {
+  name: string;
+  dataDir: string;
+  env?: Record<string, string>;
+  only?: 'coverart';
+  cpuProf: boolean;
+}): Promise<Server> {
+  const args = [...nodeFlags(opts.cpuProf, opts.name), SLEEVE_CLI, 'serve', ...(opts.only === undefined ? [] : ['--only', opts.only])];
+  const [cmd, full] = pinned(SERVER_CORE, process.execPath, args);
+  return startServer({
+    name: opts.name,
+    cmd,
+    args: full,
+    env: sleeveEnv(opts.dataDir, {
+      SLEEVE_COVERART_LISTEN: '127.0.0.1:0',
+      SLEEVE_AUTH_LISTEN: '127.0.0.1:0',
+      ...opts.env,
+    }),
+    ready: /cover art:\s+(http:\/\/\S+)/,
+    timeoutMs: 60_000,
+  });
+}
+
+/** The bare node:http 307 server, on the server core; with `replay`, answering with that 307 instead. */
+export function startBare(replay?: Captured307): Promise<Server> {
+  const [cmd, full] = pinned(SERVER_CORE, process.execPath, [benchScript('bare-307.js')]);
+  const env: Record<string, string> = replay === undefined ? {} : { BENCH_RESPONSE: JSON.stringify({ headers: replay.headers, body: replay.body }) };
+  return startServer({ name: replay === undefined ? 'bare' : 'replay', cmd, args: full, env: cleanEnv(env), ready: /listening (http:\/\/\S+)/ });
+}
+
+/** A 307 as received: its own headers (not the connection's) and body. */
+export interface Captured307 {
+  location: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const CONNECTION_HEADERS = new Set(['connection', 'keep-alive', 'date', 'transfer-encoding']);
+
+/** Checks that `path` on the server answers with a 307 and returns it. */
+export async function expect307(server: Server, path: string): Promise<Captured307> {
+  const res = await fetch(`${server.url}${path}`, { redirect: 'manual' });
+  const body = await res.text();
+  if (res.status !== 307) throw new Error(`${server.name}: GET ${path} answered ${res.status}, not 307`);
+  const headers: Record<string, string> = {};
+  for (const [k, v] of res.headers) if (!CONNECTION_HEADERS.has(k)) headers[k] = v;
+  return { location: res.headers.get('location') ?? '', headers, body };
+}

@@ -1,0 +1,59 @@
+/**
+ * sleeve's benchmarks (issue: performance section). `npm run bench` runs all three;
+ * `npm run bench -- redirect|ingest|scale` runs some; `--help` lists the options.
+ * Progress goes to stderr, the report (markdown) to stdout.
+ */
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { ingestBench } from './ingest.js';
+import { describeMachine, machineInfo } from './lib/machine.js';
+import { parseOptions, type BenchName, type Options } from './lib/options.js';
+import { redirectBench } from './redirect.js';
+import { scaleBench } from './scale.js';
+
+type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench };
+
+async function main(): Promise<number> {
+  let opts: Options | undefined;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`bench: ${(err as Error).message}\n`);
+    return 2;
+  }
+  if (opts === undefined) return 0;
+
+  const machine = await machineInfo();
+  const started = Date.now();
+  const command = `node ${process.argv.slice(1).map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ')}`;
+  process.stdout.write(`## sleeve benchmark\n\n\`\`\`\n${describeMachine(machine)}\ncommand:         ${command}\n\`\`\`\n\n`);
+
+  const results: Record<string, unknown> = {};
+  const verdicts: [string, boolean][] = [];
+  for (const name of opts.which) {
+    process.stderr.write(`\n=== ${name} ===\n`);
+    const t0 = Date.now();
+    const r = await BENCHES[name](opts);
+    results[name] = r.data;
+    verdicts.push([name, r.goalsMet]);
+    process.stdout.write(`${r.markdown}\n\n(${name} took ${((Date.now() - t0) / 1000).toFixed(0)} s)\n\n`);
+  }
+  const total = (Date.now() - started) / 1000;
+  process.stdout.write(`### verdict\n\n${verdicts.map(([n, ok]) => `- ${n}: ${ok ? 'all goals met' : 'GOAL MISSED'}`).join('\n')}\n\ntotal ${total.toFixed(0)} s; load average at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  if (opts.json !== undefined) {
+    writeFileSync(opts.json, `${JSON.stringify({ machine, command, options: opts, results, totalSeconds: total }, null, 2)}\n`);
+    process.stderr.write(`bench: results written to ${opts.json}\n`);
+  }
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`bench: ${(err as Error)?.stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
