@@ -1,2 +1,3 @@
 #!/usr/bin/env node
-import '../dist/src/cli/index.js';
+// The bundled CLI (npm run build makes it: tsc, then scripts/bundle.mjs).
+import '../dist/bundle/index.js';

@@ -25,13 +25,14 @@ export async function openRuntime(
   config: Readonly<Config>,
   options: { migrate: 'apply' | 'require'; clock?: Clock; durability?: 'full' | 'normal' },
 ): Promise<Runtime> {
-  const database = openDatabase(config.database, { durability: options.durability });
+  const database = await openDatabase(config.database, { durability: options.durability });
   const store = createObjectStore(config.storage);
   try {
-    if (options.migrate === 'apply') await migrateToLatest(database.db);
-    else {
-      const pending = await pendingMigrations(database.db);
-      if (pending.length > 0) throw new Error(`the database needs migrating (${pending.join(', ')}); run: sleeve migrate`);
+    // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
+    const pending = await pendingMigrations(database.db);
+    if (pending.length > 0) {
+      if (options.migrate === 'apply') await migrateToLatest(database.db);
+      else throw new Error(`the database needs migrating (${pending.join(', ')}); run: sleeve migrate`);
     }
   } catch (err) {
     await database.close().catch(() => {});

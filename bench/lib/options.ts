@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
 
 /** Settings of one benchmark run; each can come from a flag or a SLEEVE_BENCH_* variable. */
@@ -34,10 +34,10 @@ export interface Options {
   json: string | undefined;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth ...] [options]
 
-With no benchmark named, all three run (redirect, ingest, scale).
+With no benchmark named, all four run (redirect, ingest, scale, auth).
 
 options (environment variable in brackets):
   --duration S      seconds per measured load run      [SLEEVE_BENCH_DURATION]  (redirect 8, scale 6)

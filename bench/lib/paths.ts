@@ -8,8 +8,8 @@ export const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** The repository: the build output's parent when it holds package.json, else the working directory. */
 export const ROOT = existsSync(path.join(DIST, '..', 'package.json')) ? path.resolve(DIST, '..') : process.cwd();
 
-/** sleeve's CLI entry point in the same build. */
-export const SLEEVE_CLI = path.join(DIST, 'src', 'cli', 'index.js');
+/** sleeve's CLI in the same build: the bundle bin/sleeve.js runs, or the plain tsc output when there is none. */
+export const SLEEVE_CLI = existsSync(path.join(DIST, 'bundle', 'index.js')) ? path.join(DIST, 'bundle', 'index.js') : path.join(DIST, 'src', 'cli', 'index.js');
 
 /** A compiled bench script (bare 307 server, plain sharp script …). */
 export function benchScript(name: string): string {

@@ -16,8 +16,6 @@ import {
   setGroupCover,
   type ListingImage,
 } from '../cover-art/index.js';
-import { addUser, findAccountByName } from '../auth/accounts.js';
-import { registerApp } from '../auth/applications.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrator.js';
 import { invalidInput, notFound } from '../shared/errors.js';
@@ -153,7 +151,7 @@ const migrateCommand: Command = {
   name: 'migrate',
   async run(ctx) {
     want(ctx, 0, 'migrate');
-    const handle = openDatabase(ctx.config().database);
+    const handle = await openDatabase(ctx.config().database);
     try {
       const applied = await migrateToLatest(handle.db);
       ctx.out(applied.length === 0 ? 'the database is up to date' : `applied ${applied.join(', ')}`, { applied });
@@ -323,6 +321,7 @@ const userAdd: Command = {
     const [name = ''] = want(ctx, 1, 'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]');
     if (ctx.options['password-stdin'] !== true) throw invalidInput('--password-stdin is required: the password is read from standard input, never from the command line');
     const password = await readPassword();
+    const { addUser } = await import('../auth/accounts.js');
     const account = await withRuntime(ctx, (rt) =>
       addUser(rt.auth, {
         name,
@@ -348,6 +347,8 @@ const appAdd: Command = {
     want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]');
     const ownerName = str(ctx, 'owner');
     if (ownerName === undefined) throw invalidInput('--owner NAME is required');
+    const { findAccountByName } = await import('../auth/accounts.js');
+    const { registerApp } = await import('../auth/applications.js');
     const result = await withRuntime(ctx, async (rt) => {
       const owner = await findAccountByName(rt.auth, ownerName);
       if (owner === undefined) throw notFound(`no user ${ownerName}; add one with: sleeve user add NAME --email E --password-stdin`);

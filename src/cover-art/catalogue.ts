@@ -166,10 +166,9 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
         'image/jpeg',
       ]),
     ];
-    for (const [key, bytes, mime] of files) {
-      written.push(key);
-      await deps.store.put(key, bytes, mime);
-    }
+    // Side by side: each put is its own atomic, durable write, and none is named anywhere yet.
+    written.push(...files.map(([key]) => key));
+    await Promise.all(files.map(([key, bytes, mime]) => deps.store.put(key, bytes, mime)));
     await deps.db.transaction().execute(async (trx) => {
       // First, so concurrent changes to the release take turns and read each other's orderings.
       await markChanged(trx, release.id, deps.clock.now());

@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { DialectName } from '../db/connect.js';
+import { preparedQuery } from '../db/prepared.js';
 import type { Database, Db } from '../db/schema.js';
 
 /** A database or a transaction: repository functions take either. */
@@ -32,15 +33,14 @@ export interface ImageWithTypes extends ImageRow {
 }
 
 /** The release with this MBID, or the one it was merged into. */
+// The lookups every cover art request makes are prepared once (db/prepared.ts).
+const releaseByGid = preparedQuery(['gid'] as const, (db, p) => db.selectFrom('release').select(['id', 'gid', 'release_group']).where('gid', '=', p.gid));
+const releaseByOldGid = preparedQuery(['gid'] as const, (db, p) =>
+  db.selectFrom('release_gid_redirect as x').innerJoin('release as r', 'r.id', 'x.new_id').select(['r.id', 'r.gid', 'r.release_group']).where('x.gid', '=', p.gid),
+);
+
 export async function findRelease(db: Queryable, gid: string): Promise<ReleaseRef | undefined> {
-  const direct = await db.selectFrom('release').select(['id', 'gid', 'release_group']).where('gid', '=', gid).executeTakeFirst();
-  if (direct !== undefined) return direct;
-  return db
-    .selectFrom('release_gid_redirect as x')
-    .innerJoin('release as r', 'r.id', 'x.new_id')
-    .select(['r.id', 'r.gid', 'r.release_group'])
-    .where('x.gid', '=', gid)
-    .executeTakeFirst();
+  return (await releaseByGid(db, { gid })).rows[0] ?? (await releaseByOldGid(db, { gid })).rows[0];
 }
 
 /** The release group with this MBID, or the one it was merged into. */
@@ -56,30 +56,32 @@ export async function findReleaseGroup(db: Queryable, gid: string): Promise<{ id
 }
 
 /** The lowest-ordered image of the release carrying this art type (front = 1, back = 2). */
-export async function findPrimaryImage(
-  db: Queryable,
-  releaseId: number,
-  typeId: number,
-): Promise<{ id: number; suffix: string } | undefined> {
-  return db
+const primaryImage = preparedQuery(['release', 'type'] as const, (db, p) =>
+  db
     .selectFrom('cover_art as ca')
-    .innerJoin('cover_art_type as t', (j) => j.onRef('t.id', '=', 'ca.id').on('t.type_id', '=', typeId))
+    .innerJoin('cover_art_type as t', (j) => j.onRef('t.id', '=', 'ca.id').on('t.type_id', '=', p.type))
     .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
     .select(['ca.id', 'it.suffix'])
-    .where('ca.release', '=', releaseId)
+    .where('ca.release', '=', p.release)
     .orderBy('ca.ordering')
-    .limit(1)
-    .executeTakeFirst();
+    .limit(1),
+);
+
+export async function findPrimaryImage(db: Queryable, releaseId: number, typeId: number): Promise<{ id: number; suffix: string } | undefined> {
+  return (await primaryImage(db, { release: releaseId, type: typeId })).rows[0];
 }
 
-export async function findImage(db: Queryable, releaseId: number, imageId: number): Promise<{ id: number; suffix: string } | undefined> {
-  return db
+const imageOfRelease = preparedQuery(['id', 'release'] as const, (db, p) =>
+  db
     .selectFrom('cover_art as ca')
     .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
     .select(['ca.id', 'it.suffix'])
-    .where('ca.id', '=', imageId)
-    .where('ca.release', '=', releaseId)
-    .executeTakeFirst();
+    .where('ca.id', '=', p.id)
+    .where('ca.release', '=', p.release),
+);
+
+export async function findImage(db: Queryable, releaseId: number, imageId: number): Promise<{ id: number; suffix: string } | undefined> {
+  return (await imageOfRelease(db, { id: imageId, release: releaseId })).rows[0];
 }
 
 /** The release's images in listing order, with their types. */

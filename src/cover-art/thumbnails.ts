@@ -1,9 +1,18 @@
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata, Sharp, SharpOptions } from 'sharp';
 import { invalidInput } from '../shared/errors.js';
 import { THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
 
-// The only file that imports sharp.
-sharp.cache(false);
+type SharpFactory = (input?: Buffer, options?: SharpOptions) => Sharp;
+let loaded: Promise<SharpFactory> | undefined;
+
+/** The only place sharp is loaded: on first use, so commands that make no image do not pay for it. */
+function sharpModule(): Promise<SharpFactory> {
+  loaded ??= import('sharp').then(({ default: sharp }) => {
+    sharp.cache(false);
+    return sharp as unknown as SharpFactory;
+  });
+  return loaded;
+}
 
 const ACCEPTED = {
   jpeg: { mime: 'image/jpeg', suffix: 'jpg' },
@@ -33,6 +42,7 @@ export async function processImage(bytes: Buffer, maxPixels: number): Promise<Pr
   if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') {
     throw invalidInput('PDF files are not supported yet: sleeve accepts JPEG, PNG and GIF images');
   }
+  const sharp = await sharpModule();
   let meta: Metadata;
   try {
     meta = await sharp(bytes, { limitInputPixels: false }).metadata();
@@ -51,7 +61,7 @@ export async function processImage(bytes: Buffer, maxPixels: number): Promise<Pr
     throw invalidInput(`image of ${width}×${height} pixels exceeds the limit of ${maxPixels} pixels (SLEEVE_UPLOAD_MAX_PIXELS)`);
   }
   try {
-    return { ...accepted, width, height, thumbnails: await makeThumbnails(bytes, maxPixels) };
+    return { ...accepted, width, height, thumbnails: await makeThumbnails(sharp, bytes, maxPixels) };
   } catch (err) {
     throw invalidInput(`the image could not be decoded (truncated or corrupt): ${(err as Error).message}`);
   }
@@ -61,7 +71,7 @@ export async function processImage(bytes: Buffer, maxPixels: number): Promise<Pr
  * Decodes once to at most 1200 px, encodes that as the 1200 thumbnail and scales the
  * same pixels down for 500 and 250, instead of decoding the original three times.
  */
-async function makeThumbnails(bytes: Buffer, maxPixels: number): Promise<Map<ThumbnailSize, Buffer>> {
+async function makeThumbnails(sharp: SharpFactory, bytes: Buffer, maxPixels: number): Promise<Map<ThumbnailSize, Buffer>> {
   const largest = THUMBNAIL_SIZES[THUMBNAIL_SIZES.length - 1] as ThumbnailSize;
   const { data, info } = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'truncated' })
     .rotate()
@@ -83,5 +93,6 @@ async function makeThumbnails(bytes: Buffer, maxPixels: number): Promise<Map<Thu
 
 /** Renders an SVG document to JPEG; used for the generated demo covers. */
 export async function renderSvgToJpeg(svg: string): Promise<Buffer> {
+  const sharp = await sharpModule();
   return sharp(Buffer.from(svg)).jpeg({ quality: 90 }).toBuffer();
 }

@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
+import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
-import pg from 'pg';
 import type { DatabaseConfig } from '../config/load.js';
 import type { Database, Db } from './schema.js';
 
@@ -46,16 +45,21 @@ class ImmediateSqliteDialect extends SqliteDialect {
  * tokens) syncs at checkpoints: a power cut may lose the last moments' tokens, never
  * corrupt the file. PostgreSQL keeps its own settings.
  */
-export function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number; durability?: 'full' | 'normal' } = {}): DatabaseHandle {
+export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number; durability?: 'full' | 'normal' } = {}): Promise<DatabaseHandle> {
   if (cfg.kind === 'sqlite') {
     if (cfg.file !== ':memory:') mkdirSync(path.dirname(cfg.file), { recursive: true });
-    const sqlite = new SqliteDatabase(cfg.file);
+    // Each driver is loaded only when its database is used: start-up time matters for the CLI.
+    const { default: Sqlite } = await import('better-sqlite3');
+    const sqlite = new Sqlite(cfg.file);
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma(options.durability === 'normal' ? 'synchronous = NORMAL' : 'synchronous = FULL');
     if (options.durability === 'normal') {
       // A serving process writes many small commits (tokens, sessions): checkpoint (and fsync) the
       // WAL every ~40 MB instead of every ~4 MB.
       sqlite.pragma('wal_autocheckpoint = 10000');
+      // Lookups read through a memory map of the file rather than SQLite's small page cache, so a
+      // catalogue of millions of releases costs little more per lookup than a small one.
+      sqlite.pragma(`mmap_size = ${2 ** 30}`);
     }
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 15000');
@@ -76,6 +80,7 @@ export function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number; 
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }) });
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }
+  const { default: pg } = await import('pg');
   const pool = new pg.Pool({
     connectionString: cfg.url,
     max: options.poolSize ?? 10,

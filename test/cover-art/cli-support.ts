@@ -94,7 +94,7 @@ export const TABLES = [
 
 /** Every row of sleeve's catalogue tables, read straight from the database the env names. */
 export async function dbDump(t: TestEnv): Promise<Record<string, string[]>> {
-  const handle = openDatabase(loadConfig(t.env).database, { poolSize: 1 });
+  const handle = await openDatabase(loadConfig(t.env).database, { poolSize: 1 });
   try {
     const out: Record<string, string[]> = {};
     for (const table of TABLES) {
@@ -109,7 +109,7 @@ export async function dbDump(t: TestEnv): Promise<Record<string, string[]>> {
 
 /** A release's images in the database (id as a string, ordering), in listing order. */
 export async function dbImages(t: TestEnv, mbid: string): Promise<{ id: string; ordering: number }[]> {
-  const handle = openDatabase(loadConfig(t.env).database, { poolSize: 1 });
+  const handle = await openDatabase(loadConfig(t.env).database, { poolSize: 1 });
   try {
     const rows = await handle.db
       .selectFrom('cover_art as ca')

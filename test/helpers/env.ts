@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,8 +13,8 @@ import { serve, type Server } from '../../src/serve.js';
 /** The build output these tests were compiled into (dist/ or another --outDir), and the repository root. */
 export const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const ROOT = path.resolve(DIST, '..');
-/** The CLI of the same build (what bin/sleeve.js loads when the build is dist/). */
-export const CLI = path.join(DIST, 'src', 'cli', 'index.js');
+/** The CLI of the same build: the bundle bin/sleeve.js runs, or the plain tsc output when no bundle was made. */
+export const CLI = existsSync(path.join(DIST, 'bundle', 'index.js')) ? path.join(DIST, 'bundle', 'index.js') : path.join(DIST, 'src', 'cli', 'index.js');
 
 /** 'postgres' when the runner's PostgreSQL pass is on, else 'sqlite'. */
 export const DIALECT: 'sqlite' | 'postgres' = process.env.SLEEVE_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';

@@ -56,6 +56,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('index_dirty', 'bigint', (c) => c.notNull().defaultTo(0))
     .execute();
   await db.schema.createIndex('release_idx_release_group').on('release').column('release_group').execute();
+  // Covering: an MBID lookup is answered from this index alone, without visiting the table.
+  await db.schema.createIndex('release_idx_gid_covering').on('release').columns(['gid', 'id', 'release_group']).execute();
   await db.schema.createIndex('release_idx_index_dirty').on('release').column('index_dirty').execute();
 
   for (const [table, target] of [
@@ -114,7 +116,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('thumb_500_filesize', 'bigint')
     .addColumn('thumb_1200_filesize', 'bigint')
     .execute();
-  await db.schema.createIndex('cover_art_idx_release').on('cover_art').columns(['release', 'ordering']).execute();
+  // Covering for front/back/id lookups: release's images in order, with what a redirect needs.
+  await db.schema.createIndex('cover_art_idx_release').on('cover_art').columns(['release', 'ordering', 'id', 'mime_type']).execute();
 
   await db.schema
     .createTable('cover_art_type')
