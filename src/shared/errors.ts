@@ -49,6 +49,7 @@ export function notFound(message: string): AppError {
   return new AppError('NOT_FOUND', message);
 }
 
+/** Also true for an AppError of another copy of this module (the bundled CLI calls the unbundled server). */
 export function isAppError(err: unknown): err is AppError {
-  return err instanceof AppError;
+  return err instanceof AppError || (err instanceof Error && err.name === 'AppError' && typeof (err as AppError).code === 'string' && typeof (err as AppError).status === 'number');
 }
