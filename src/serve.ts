@@ -129,7 +129,17 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       demoLoaded,
       async close() {
         stopWatching();
-        await Promise.all(apps.map((a) => a.close()));
+        // A keep-alive connection whose response was still being written when closing began
+        // turns idle only afterwards, and would then hold the server open until its keep-alive
+        // timeout: keep closing idle connections until every listener has closed.
+        const sweep = setInterval(() => {
+          for (const a of apps) a.server.closeIdleConnections();
+        }, 100);
+        try {
+          await Promise.all(apps.map((a) => a.close()));
+        } finally {
+          clearInterval(sweep);
+        }
         await runtime.close();
       },
     };

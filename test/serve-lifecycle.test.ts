@@ -23,7 +23,8 @@ describe(`sleeve serve: start-up and graceful shutdown (${DIALECT})`, () => {
       const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-      child.stdout.resume();
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       const deadline = Date.now() + 60_000;
       while (!stderr.includes('sleeve is running') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -41,7 +42,7 @@ describe(`sleeve serve: start-up and graceful shutdown (${DIALECT})`, () => {
 
       child.kill(signal);
       const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 15_000))]);
-      assert.equal(code, 0, stderr);
+      assert.equal(code, 0, `${stderr}\n${stdout}`);
       assert.match(stderr, new RegExp(`${signal}, finishing requests in flight and stopping`));
       await assert.rejects(fetch(`http://127.0.0.1:${port}/`), 'the listener is closed');
     });
