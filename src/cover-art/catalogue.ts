@@ -11,6 +11,7 @@ import { buildListing, type ListingImage, type ListingUrls } from './listing.js'
 import {
   allocateImageId,
   bumpCatalogueVersion,
+  findImage,
   findRelease,
   findReleaseGroup,
   listImages,
@@ -233,13 +234,7 @@ function parseImageId(text: string): number {
 
 async function requireImage(db: Queryable, release: ReleaseRef, idText: string): Promise<{ id: number; suffix: string }> {
   const id = parseImageId(idText);
-  const row = await db
-    .selectFrom('cover_art as ca')
-    .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
-    .select(['ca.id', 'it.suffix'])
-    .where('ca.id', '=', id)
-    .where('ca.release', '=', release.id)
-    .executeTakeFirst();
+  const row = await findImage(db, release.id, id);
   if (row === undefined) throw notFound(`cover image with id ${id} not found on release ${release.gid}`);
   return row;
 }
