@@ -21,7 +21,7 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  external: ['better-sqlite3', 'sharp', 'pg', 'fastify', 'selfsigned'],
+  external: ['better-sqlite3', 'sharp', 'pg', 'pg-copy-streams', 'fastify', 'selfsigned', '@aws-sdk/client-s3', 'ioredis', 'prom-client'],
   // Bundled CommonJS code may call require(); give the ES module one.
   banner: { js: "import { createRequire as __sleeveCreateRequire } from 'node:module'; const require = __sleeveCreateRequire(import.meta.url);" },
   sourcemap: 'linked',
