@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/load.js';
 import { buildAuthApp } from './auth/app.js';
@@ -6,6 +7,9 @@ import { finishPendingIndexes, loadDemo, readCounter, ResponseCache } from './co
 import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { RequestObserver } from './http/observe.js';
+import { RequestIds } from './http/request-id.js';
+import { listenMetrics, Metrics } from './metrics/index.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { WriteBatcher } from './db/write-batch.js';
 
@@ -14,6 +18,8 @@ export interface Server {
   /** Where each listener is reachable (actual ports, when 0 was asked for). */
   coverArtAddress: string | undefined;
   authAddress: string | undefined;
+  /** http://host:port of the metrics listener (GET /metrics), when on. */
+  metricsAddress: string | undefined;
   demoLoaded: string[];
   close(): Promise<void>;
 }
@@ -59,8 +65,8 @@ function watchCatalogue(runtime: Runtime, cache: ResponseCache, intervalMs: numb
   return () => clearInterval(timer);
 }
 
-function addressOf(app: FastifyInstance, scheme: string): string {
-  const addr = app.server.address();
+function addressOf(server: HttpServer, scheme: string): string {
+  const addr = server.address();
   if (addr === null || typeof addr === 'string') return String(addr);
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return `${scheme}://${host}:${addr.port}`;
@@ -71,7 +77,13 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal' });
   const logger = { level: config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) };
   const apps: FastifyInstance[] = [];
+  let metricsServer: HttpServer | undefined;
   let stopWatching = () => {};
+  // Request ids (X-Request-Id) on every listener; metrics when their listener is on.
+  const trustedForIds = new TrustedProxies(config.trustProxy);
+  const requestIds = new RequestIds((address) => trustedForIds.trusts(address));
+  const metrics = config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db);
+  const accessLog = config.logLevel === 'debug' || config.logLevel === 'trace';
   try {
     await finishPendingIndexes(runtime.coverArt);
     let demoLoaded: string[] = [];
@@ -93,12 +105,14 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         rateLimiter: config.rateLimit === undefined ? undefined : new RateLimiter(config.rateLimit),
         trustedProxies: new TrustedProxies(config.trustProxy),
         clock: runtime.coverArt.clock,
-        accessLog: config.logLevel === 'debug' || config.logLevel === 'trace',
+        accessLog,
+        observer: new RequestObserver('coverart', requestIds, metrics?.http),
       });
+      if (metrics !== undefined) metrics.http.cacheEntries = () => cache.size;
       apps.push(app);
       stopWatching = watchCatalogue(runtime, cache, config.changePollMs, (err) => app.log.warn({ err }, 'catalogue watch failed'));
       await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
-      coverArtAddress = addressOf(app, 'http');
+      coverArtAddress = addressOf(app.server, 'http');
     }
 
     let authAddress: string | undefined;
@@ -116,27 +130,39 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db) },
         trustsProxy: (address) => trusted.trusts(address),
         clientAddress: (peer, forwardedFor) => clientAddress(peer, forwardedFor, trusted),
+        observer: new RequestObserver('auth', requestIds, metrics?.http),
+        accessLog,
       });
       apps.push(app);
       await app.listen({ host: config.authListen.host, port: config.authListen.port });
-      authAddress = addressOf(app, 'https');
+      authAddress = addressOf(app.server, 'https');
+    }
+
+    let metricsAddress: string | undefined;
+    if (metrics !== undefined && config.metricsListen !== undefined) {
+      const log = apps[0]?.log;
+      metricsServer = await listenMetrics(metrics, config.metricsListen, (err) => log?.error({ err }, 'metrics collection failed'));
+      metricsAddress = addressOf(metricsServer, 'http');
+      log?.info(`Metrics listening at ${metricsAddress}/metrics`);
     }
 
     return {
       runtime,
       coverArtAddress,
       authAddress,
+      metricsAddress,
       demoLoaded,
       async close() {
         stopWatching();
         // A keep-alive connection whose response was still being written when closing began
         // turns idle only afterwards, and would then hold the server open until its keep-alive
         // timeout: keep closing idle connections until every listener has closed.
+        const servers = [...apps.map((a) => a.server), ...(metricsServer === undefined ? [] : [metricsServer])];
         const sweep = setInterval(() => {
-          for (const a of apps) a.server.closeIdleConnections();
+          for (const s of servers) s.closeIdleConnections();
         }, 100);
         try {
-          await Promise.all(apps.map((a) => a.close()));
+          await Promise.all([...apps.map((a) => a.close()), closeServer(metricsServer)]);
         } finally {
           clearInterval(sweep);
         }
@@ -145,8 +171,17 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     };
   } catch (err) {
     stopWatching();
-    await Promise.all(apps.map((a) => a.close().catch(() => {})));
+    await Promise.all([...apps.map((a) => a.close().catch(() => {})), closeServer(metricsServer).catch(() => {})]);
     await runtime.close().catch(() => {});
     throw err;
   }
+}
+
+/** Closes a plain node:http server: no new connections; idle ones closed now, busy ones once answered. */
+function closeServer(server: HttpServer | undefined): Promise<void> {
+  if (server === undefined || !server.listening) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    server.close((err) => (err === undefined ? resolve() : reject(err)));
+    server.closeIdleConnections();
+  });
 }

@@ -11,6 +11,8 @@ export function sleeveEnv(dataDir: string, extra: Record<string, string> = {}): 
     SLEEVE_DATA_DIR: dataDir,
     SLEEVE_LOG_LEVEL: 'warn',
     SLEEVE_DEMO: 'off',
+    // Metrics on, as by default (their per-request cost is part of what is measured), on a free port.
+    SLEEVE_METRICS_LISTEN: '127.0.0.1:0',
     ...extra,
   });
 }

@@ -18,6 +18,18 @@ export interface AuthAppOptions {
   trustsProxy(address: string): boolean;
   /** The client's address behind trusted proxies. */
   clientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined): string;
+  /** Request ids and metrics; none when absent. */
+  observer?: AuthRequestObserver;
+  /** Log every request (at debug level), without query strings. */
+  accessLog?: boolean;
+}
+
+/** What the auth listener needs of sleeve's request observer (http/observe.ts). */
+export interface AuthRequestObserver {
+  /** Gives the request its id (X-Request-Id both ways) before anything else; returns a start mark. */
+  begin(req: http.IncomingMessage, res: http.ServerResponse): number;
+  /** Counts a request answered; returns its duration in ms. */
+  finished(route: string, method: string | undefined, status: number, start: number): number;
 }
 
 const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-known\/)/;
@@ -29,10 +41,32 @@ const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-kn
  */
 export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   let plain: http.Server | undefined;
+  // The route template of each request that reached routing (a bounded set, never the URL).
+  const routeOf = new WeakMap<http.IncomingMessage, string>();
+  const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number): void => {
+    const route = routeOf.get(req) ?? 'other';
+    const ms = opts.observer?.finished(route, req.method, res.statusCode, start);
+    if (opts.accessLog === true) {
+      // The path only: query strings here carry authorization codes and states.
+      const url = req.url ?? '';
+      const q = url.indexOf('?');
+      app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, route, path: q === -1 ? url : url.slice(0, q), status: res.statusCode, ms }, 'request');
+    }
+  };
   const app = Fastify({
     // One port for both: a TLS ClientHello goes to HTTPS, anything else to a plain HTTP
     // server whose every request is refused by the httpsOnly hook below.
-    serverFactory: (handler) => {
+    serverFactory: (fastifyHandler) => {
+      const observer = opts.observer;
+      const handler: http.RequestListener =
+        observer === undefined
+          ? fastifyHandler
+          : (req, res) => {
+              const start = observer.begin(req, res);
+              fastifyHandler(req, res);
+              // Once answered, whoever answered (a route, or Fastify itself for a malformed request).
+              res.once('close', () => requestDone(req, res, start));
+            };
       const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, handler);
       plain = http.createServer(handler);
       sniffProtocol(secure, plain);
@@ -42,6 +76,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     https: { cert: opts.tls.cert, key: opts.tls.key },
     logger: opts.logger,
     logController: new LogController({ disableRequestLogging: true }),
+    // Set by the observer for every request (from a trusted proxy, or new).
+    requestIdHeader: 'x-request-id',
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     bodyLimit: 64 * 1024,
@@ -65,6 +101,10 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   // Other bodies (JSON, multipart…) carry no parameters here: read (within bodyLimit) and ignored.
   app.addContentTypeParser('*', { parseAs: 'buffer' }, function ignoreBody(_req, _body, done) {
     done(null, undefined);
+  });
+
+  app.addHook('onRequest', async function routeLabel(req) {
+    routeOf.set(req.raw, req.routeOptions.url ?? 'other');
   });
 
   app.addHook('onRequest', async function httpsOnly(req, reply) {

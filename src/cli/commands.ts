@@ -103,7 +103,7 @@ const serveCommand: Command = {
     // Loaded here, so the other commands do not pay for the servers' code at start-up.
     const { serve } = await import('../serve.js');
     const server = await serve(config, { only });
-    printBanner(config, server.coverArtAddress, server.authAddress, server.demoLoaded);
+    printBanner(config, server.coverArtAddress, server.authAddress, server.demoLoaded, server.metricsAddress);
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {
@@ -130,10 +130,11 @@ const serveCommand: Command = {
   },
 };
 
-function printBanner(config: Readonly<Config>, coverArt: string | undefined, auth: string | undefined, demo: string[]): void {
+function printBanner(config: Readonly<Config>, coverArt: string | undefined, auth: string | undefined, demo: string[], metrics: string | undefined): void {
   const lines = ['', 'sleeve is running.'];
   if (coverArt !== undefined) lines.push(`  cover art:  ${coverArt}  (public URL ${config.baseUrl})`);
   if (auth !== undefined) lines.push(`  auth:       ${auth}  (public URL ${config.authUrl}; self-signed unless SLEEVE_TLS_CERT is set)`);
+  if (metrics !== undefined) lines.push(`  metrics:    ${metrics}/metrics  (Prometheus)`);
   if (coverArt !== undefined) {
     const [first, second] = DEMO.releases;
     const rg = DEMO.chosen.releaseGroup;

@@ -27,6 +27,8 @@ export interface Config {
   redisUrl: string | undefined;
   coverArtListen: ListenAddress;
   authListen: ListenAddress;
+  /** Where GET /metrics is served (Prometheus); undefined when `off`. */
+  metricsListen: ListenAddress | undefined;
   baseUrl: string;
   authUrl: string;
   imageBaseUrl: string;
@@ -56,6 +58,7 @@ export const VARIABLES = {
   SLEEVE_REDIS_URL: 'redis://… for shared counters and caches (unset: in-process)',
   SLEEVE_COVERART_LISTEN: 'host:port of the cover art listener (default 127.0.0.1:8080)',
   SLEEVE_AUTH_LISTEN: 'host:port of the auth listener (default 127.0.0.1:8443)',
+  SLEEVE_METRICS_LISTEN: 'host:port of the Prometheus metrics listener, or off (default 127.0.0.1:9464)',
   SLEEVE_BASE_URL: 'public URL of the cover art service (default http://localhost:8080)',
   SLEEVE_AUTH_URL: 'public URL of the authorization service (default https://localhost:8443)',
   SLEEVE_IMAGE_BASE_URL: 'where redirects point (default $SLEEVE_BASE_URL/download)',
@@ -148,6 +151,13 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   };
   const coverArtListen = listen('SLEEVE_COVERART_LISTEN', '127.0.0.1:8080');
   const authListen = listen('SLEEVE_AUTH_LISTEN', '127.0.0.1:8443');
+  // Loopback by default: metrics name routes and volumes, which are not for the public.
+  const metricsListen = get('SLEEVE_METRICS_LISTEN')?.toLowerCase() === 'off' ? undefined : listen('SLEEVE_METRICS_LISTEN', '127.0.0.1:9464');
+  if (metricsListen !== undefined && metricsListen.port !== 0) {
+    for (const [name, other] of [['SLEEVE_COVERART_LISTEN', coverArtListen], ['SLEEVE_AUTH_LISTEN', authListen]] as const) {
+      if (other.host === metricsListen.host && other.port === metricsListen.port) bad('SLEEVE_METRICS_LISTEN', `is the same address as ${name}`);
+    }
+  }
 
   const url = (name: VariableName, fallback: string, schemes: string[]): string => {
     const raw = get(name) ?? fallback;
@@ -222,6 +232,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     redisUrl,
     coverArtListen,
     authListen,
+    metricsListen,
     baseUrl,
     authUrl,
     imageBaseUrl,

@@ -9,6 +9,7 @@ import { writeIndex } from './indexer.js';
 import { folderKey, imageKey, THUMBNAIL_SIZES } from './keys.js';
 import { buildListing, type ListingImage, type ListingUrls } from './listing.js';
 import {
+  addToCounters,
   allocateImageId,
   bumpCatalogueVersion,
   findImage,
@@ -96,6 +97,7 @@ export async function addRelease(deps: CoverArtDeps, input: AddReleaseInput): Pr
       })
       .execute();
     await bumpCatalogueVersion(trx);
+    await addToCounters(trx, { releases: 1 });
     return { mbid, releaseGroup: group.gid };
   });
 }
@@ -198,6 +200,7 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
         })
         .execute();
       if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id, type_id }))).execute();
+      await addToCounters(trx, { images: 1, uploads_total: 1, upload_bytes_total: input.bytes.length });
     });
   } catch (err) {
     await Promise.all(written.map((key) => deps.store.delete(key).catch(() => {})));
@@ -220,7 +223,8 @@ async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Pro
  * lock, so concurrent changes to one release are serialized (PostgreSQL reads committed
  * data per statement, and max(ordering) + 1 would otherwise be computed twice alike), and
  * every change takes its locks in one order (release rows, the catalogue counter, then
- * image rows), so concurrent changes wait for each other instead of deadlocking.
+ * image rows and the metric counters), so concurrent changes wait for each other instead
+ * of deadlocking.
  */
 async function markChanged(trx: Queryable, releaseId: number, now: number): Promise<void> {
   await trx.updateTable('release').set({ index_dirty: Math.max(1, now) }).where('id', '=', releaseId).execute();
@@ -277,6 +281,7 @@ export async function removeArt(deps: CoverArtDeps, releaseText: string, imageId
     await trx.deleteFrom('cover_art_type').where('id', '=', image.id).execute();
     await trx.deleteFrom('cover_art').where('id', '=', image.id).execute();
     await resequence(trx, release.id);
+    await addToCounters(trx, { images: -1, image_removals_total: 1 });
     return image;
   });
   await writeIndex(deps, release.id);
@@ -371,6 +376,7 @@ export async function mergeRelease(deps: CoverArtDeps, oldText: string, intoText
         .execute();
       await trx.deleteFrom('release_group_cover_art').where('release', '=', old.id).execute();
       await trx.deleteFrom('release').where('id', '=', old.id).execute();
+      await addToCounters(trx, { releases: -1 });
     });
   } catch (err) {
     await Promise.all(copied.map((key) => deps.store.delete(key).catch(() => {})));

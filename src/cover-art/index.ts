@@ -18,7 +18,7 @@ export { finishPendingIndexes, reindex, writeIndex } from './indexer.js';
 export { idForTime, timeOfId } from './ids.js';
 export { THUMBNAIL_SIZES, indexKey, imageKey, type ThumbnailSize } from './keys.js';
 export { buildListing, serializeListing, type Listing, type ListingImage, type ListingUrls } from './listing.js';
-export { findRelease, readCounter } from './repo.js';
+export { findRelease, readCounter, recountCatalogue } from './repo.js';
 export { ResponseCache } from './response-cache.js';
 export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 export { coverArtRoutes, sendApiResponse, type CoverArtRouteDeps } from './routes.js';

@@ -3,7 +3,7 @@ import type { ObjectStore } from '../storage/index.js';
 import { timeOfId } from './ids.js';
 import { indexKey, parseImageKey } from './keys.js';
 import { buildListing, serializeListing, type ListingUrls } from './listing.js';
-import { listImages } from './repo.js';
+import { listImages, recountCatalogue } from './repo.js';
 
 interface IndexDeps {
   db: Db;
@@ -42,7 +42,8 @@ const ORPHAN_AGE_MS = 60 * 60 * 1000;
 
 /**
  * Rebuilds index.json for one release (by internal id) or for all releases that have
- * images, and removes image files no row names whose id and file are more than an hour old.
+ * images (then also recounting releases and images for the metrics), and removes image
+ * files no row names whose id and file are more than an hour old.
  */
 export async function reindex(deps: IndexDeps & { now: number }, releaseIds?: number[]): Promise<{ releases: number; orphansRemoved: number }> {
   const ids =
@@ -64,5 +65,7 @@ export async function reindex(deps: IndexDeps & { now: number }, releaseIds?: nu
       orphansRemoved++;
     }
   }
+  // A full pass also corrects the release and image counts of the metrics (bulk writers bypass them).
+  if (releaseIds === undefined) await recountCatalogue(deps.db);
   return { releases: ids.length, orphansRemoved };
 }

@@ -207,6 +207,46 @@ export async function bumpCatalogueVersion(db: Queryable): Promise<void> {
     .execute();
 }
 
+/** Counter rows kept by the catalogue's changes for the metrics of serving processes (migration 20261122T0100). */
+export type CatalogueCounter = 'uploads_total' | 'upload_bytes_total' | 'image_removals_total' | 'releases' | 'images';
+
+/**
+ * Adds to catalogue counters. Call inside the change's transaction, after
+ * bumpCatalogueVersion: every change takes that row first, so these rows are always
+ * taken after it (no new lock order) and the counts commit or roll back with the change.
+ */
+export async function addToCounters(db: Queryable, deltas: Partial<Record<CatalogueCounter, number>>): Promise<void> {
+  for (const [name, delta] of Object.entries(deltas)) {
+    if (delta === 0) continue;
+    await db
+      .updateTable('counter')
+      .set((eb) => ({ value: eb('value', '+', delta) }))
+      .where('name', '=', name)
+      .execute();
+  }
+}
+
+/**
+ * Sets the `releases` and `images` counters to the true counts (scans both tables), for
+ * writers that bypass the catalogue functions, such as bulk imports; `art reindex` runs it.
+ * The counter rows are locked before counting, so a change committing meanwhile waits and
+ * then adds its own +1 to the recount instead of being lost in it.
+ */
+export async function recountCatalogue(db: Db): Promise<{ releases: number; images: number }> {
+  return db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('counter')
+      .set((eb) => ({ value: eb.ref('value') }))
+      .where('name', 'in', ['releases', 'images'])
+      .execute();
+    const releases = Number((await trx.selectFrom('release').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const images = Number((await trx.selectFrom('cover_art').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    await trx.updateTable('counter').set({ value: releases }).where('name', '=', 'releases').execute();
+    await trx.updateTable('counter').set({ value: images }).where('name', '=', 'images').execute();
+    return { releases, images };
+  });
+}
+
 /**
  * Allocates the next image id: the interface's time formula, or one more than the
  * last id when that is not larger. One atomic statement, so concurrent processes

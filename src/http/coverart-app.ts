@@ -13,7 +13,9 @@ import {
 } from '../cover-art/index.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
+import { whenAnswered, type RequestObserver } from './observe.js';
 import type { RateLimiter } from './rate-limit.js';
+import { coverArtRoute } from './route-label.js';
 
 export interface CoverArtAppOptions {
   routes: CoverArtRouteDeps;
@@ -23,6 +25,8 @@ export interface CoverArtAppOptions {
   clock: Clock;
   /** Log every request (at debug level), cached answers included. */
   accessLog: boolean;
+  /** Request ids and metrics, for every request (those answered before Fastify too). */
+  observer: RequestObserver;
 }
 
 const WHOOPS = 'Whoops. Our bad.\n';
@@ -39,11 +43,14 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse)
  */
 export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   const { cache } = opts.routes;
+  const { observer } = opts;
   const frontDoor = (req: IncomingMessage, res: ServerResponse): boolean => {
     if (opts.rateLimiter !== undefined) {
       const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
       const decision = opts.rateLimiter.hit(client, opts.clock.now());
       if (!decision.allowed) {
+        observer.rateLimited();
+        if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status: 503 }, 'rate limited');
         write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }));
         return true;
       }
@@ -58,16 +65,23 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     const hit = cache.get(url);
-    if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) return false;
+    if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) {
+      // Files are never cached: their lookups would only dilute the hit ratio.
+      if (!url.startsWith('/download/')) observer.cacheLookup(false);
+      return false;
+    }
+    observer.cacheLookup(true);
     const inm = req.headers['if-none-match'];
     write(req, res, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit);
-    if (opts.accessLog) app.log.debug({ method: req.method, url, status: hit.status, cached: true }, 'request');
+    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: hit.status, cached: true }, 'request');
     return true;
   };
 
   const app: FastifyInstance = Fastify({
     logger: opts.logger,
     logController: new LogController({ disableRequestLogging: true }),
+    // Set by observer.begin for every request (from a trusted proxy, or new).
+    requestIdHeader: 'x-request-id',
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     bodyLimit: 64 * 1024,
@@ -79,13 +93,20 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     },
     serverFactory: (handler) =>
       http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000 }, (req, res) => {
-        if (!frontDoor(req, res)) handler(req, res);
+        const start = observer.begin(req, res);
+        const early = frontDoor(req, res);
+        if (!early) handler(req, res);
+        // Counted here, once answered, whoever answered: the front door, a route, or Fastify
+        // itself (a malformed URL, 503 while closing), which runs no hooks for those.
+        whenAnswered(res, () => requestDone(req, res, start, early));
       }),
   }) as unknown as FastifyInstance;
 
-  app.addHook('onResponse', async function accessLog(req, reply) {
-    if (opts.accessLog) req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
-  });
+  const requestDone = (req: IncomingMessage, res: ServerResponse, start: number, early: boolean): void => {
+    const ms = observer.finished(coverArtRoute(req.url ?? '/'), req.method, res.statusCode, start);
+    // The front door logs its own answers.
+    if (opts.accessLog && !early) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status: res.statusCode, ms }, 'request');
+  };
   app.setErrorHandler(function whoops(err, req, reply) {
     const status = (err as { statusCode?: number }).statusCode;
     if (status !== undefined && status >= 400 && status < 500) {

@@ -44,6 +44,8 @@ export async function makeTestEnv(extra: Record<string, string> = {}): Promise<T
     SLEEVE_DEMO: 'off',
     SLEEVE_COVERART_LISTEN: '127.0.0.1:0',
     SLEEVE_AUTH_LISTEN: '127.0.0.1:0',
+    // A free port each: the default (127.0.0.1:9464) would collide between test servers running side by side.
+    SLEEVE_METRICS_LISTEN: '127.0.0.1:0',
   };
   let dropDb = async () => {};
   if (DIALECT === 'postgres') {

@@ -1,0 +1,51 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpMetrics, ListenerMetrics } from '../metrics/http-metrics.js';
+import type { RequestIds } from './request-id.js';
+
+/**
+ * What a listener does for every request besides answering it: give it an id
+ * (X-Request-Id) and, when metrics are on, count it.
+ */
+export class RequestObserver {
+  readonly ids: RequestIds;
+  private readonly http: HttpMetrics | undefined;
+  private readonly requests: ListenerMetrics | undefined;
+
+  constructor(listener: string, ids: RequestIds, metrics: HttpMetrics | undefined) {
+    this.ids = ids;
+    this.http = metrics;
+    this.requests = metrics?.listener(listener);
+  }
+
+  /** Called first for every request: assigns its id; returns its start mark (ms, for `finished`). */
+  begin(req: IncomingMessage, res: ServerResponse): number {
+    this.ids.assign(req, res);
+    return performance.now();
+  }
+
+  /** Counts a request answered that began at `start` (from `begin`); returns its duration in ms. */
+  finished(route: string, method: string | undefined, status: number, start: number): number {
+    const ms = performance.now() - start;
+    this.requests?.record(route, method, status, ms / 1000);
+    return ms;
+  }
+
+  cacheLookup(hit: boolean): void {
+    if (this.http === undefined) return;
+    if (hit) this.http.cacheHits++;
+    else this.http.cacheMisses++;
+  }
+
+  rateLimited(): void {
+    if (this.http !== undefined) this.http.rateLimited++;
+  }
+}
+
+/**
+ * Runs `fn` once `res` has been answered: at once when the answer is already written
+ * (the usual case for answers given before routing), else when the connection is done with it.
+ */
+export function whenAnswered(res: ServerResponse, fn: () => void): void {
+  if (res.writableEnded) fn();
+  else res.once('close', fn);
+}

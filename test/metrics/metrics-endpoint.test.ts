@@ -1,0 +1,296 @@
+/*
+ * The metrics listener (SLEEVE_METRICS_LISTEN) through HTTP against a real server: the
+ * text format, request counts and latency histograms on both listeners (answers replayed
+ * from the response cache and rate-limit refusals included), bounded route labels, and
+ * the counts that CLI processes leave in the database.
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config/load.js';
+import { COVER_ART_ROUTES } from '../../src/http/route-label.js';
+import { serve } from '../../src/serve.js';
+import { request } from '../helpers/auth.js';
+import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
+import { makeJpeg } from '../helpers/images.js';
+import { countOf, scrape, startLoggedServer, valueOf, type LoggedServer, type Scrape } from './support.js';
+
+const R = '3e7a0000-0000-4000-8000-000000000001';
+const G = '3e7a0000-0000-4000-8000-0000000000aa';
+const UNKNOWN = '3e7a0000-0000-4000-8000-00000000ffff';
+const REQS = 'sleeve_http_requests_total';
+const DUR = 'sleeve_http_request_duration_seconds';
+
+function req(listener: string, route: string, method: string, status: number): Record<string, string> {
+  return { listener, route, method, status: String(status) };
+}
+function dur(listener: string, route: string, method: string): Record<string, string> {
+  return { listener, route, method };
+}
+
+/** After minus before, for one sample. */
+function moved(before: Scrape, after: Scrape, name: string, labels: Record<string, string>): number {
+  return countOf(after, name, labels) - countOf(before, name, labels);
+}
+
+async function get(url: string, init: RequestInit = {}): Promise<Response> {
+  const res = await fetch(url, { redirect: 'manual', ...init });
+  await res.arrayBuffer();
+  return res;
+}
+
+describe(`metrics listener (${DIALECT})`, () => {
+  let t: TestEnv;
+  let s: LoggedServer;
+  let imageBytes: Buffer;
+
+  before(async () => {
+    // The server checks for catalogue changes every 20 ms, so the CLI's changes below have
+    // emptied its response cache before the counting starts (and not in the middle).
+    t = await makeTestEnv({ SLEEVE_CHANGE_POLL_MS: '20' });
+    s = await startLoggedServer(t);
+    await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+    imageBytes = await makeJpeg(300, 300);
+    const file = path.join(t.dir, 'front.jpg');
+    await writeFile(file, imageBytes);
+    await cliOk(t.env, ['art', 'add', R, file, '--type', 'Front']);
+    await new Promise((r) => setTimeout(r, 400));
+  });
+
+  after(async () => {
+    await s?.server.close();
+    await t?.cleanup();
+  });
+
+  it('answers GET /metrics in the Prometheus text format, every line well formed, with process metrics', async () => {
+    const res = await fetch(`${s.server.metricsAddress}/metrics`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
+    const m = await scrape(s.server.metricsAddress);
+    // Default process metrics, in this registry, prefixed.
+    for (const name of ['sleeve_process_cpu_user_seconds_total', 'sleeve_process_resident_memory_bytes', 'sleeve_nodejs_eventloop_lag_seconds', 'sleeve_nodejs_heap_size_used_bytes']) {
+      assert.ok(m.types.has(name), `${name} is reported`);
+    }
+    for (const [name, type] of [
+      [REQS, 'counter'],
+      [DUR, 'histogram'],
+      ['sleeve_response_cache_total', 'counter'],
+      ['sleeve_rate_limited_total', 'counter'],
+      ['sleeve_uploads_total', 'counter'],
+      ['sleeve_images', 'gauge'],
+    ]) {
+      assert.equal(m.types.get(name as string), type, name);
+      assert.ok((m.help.get(name as string) ?? '').length > 10, `${name} has a HELP text`);
+    }
+    // HEAD too; other paths 404, other methods 405.
+    const head = await fetch(`${s.server.metricsAddress}/metrics`, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(await head.text(), '');
+    assert.equal((await get(`${s.server.metricsAddress}/`)).status, 404);
+    assert.equal((await get(`${s.server.metricsAddress}/metrics/x`)).status, 404);
+    const post = await get(`${s.server.metricsAddress}/metrics`, { method: 'POST' });
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get('allow'), 'GET, HEAD');
+  });
+
+  it('counts N cover art requests exactly, cached replays included, with a histogram per route', async () => {
+    const N = 7;
+    const before = await scrape(s.server.metricsAddress);
+    // The first front lookup is computed (and cached), the other N-1 replayed from the cache.
+    for (let i = 0; i < N; i++) {
+      const res = await get(`${s.base}/release/${R}/front`);
+      assert.equal(res.status, 307);
+      assert.match(res.headers.get('x-request-id') ?? '', /./);
+    }
+    for (let i = 0; i < 3; i++) assert.equal((await get(`${s.base}/release/${UNKNOWN}/`)).status, 404);
+    for (let i = 0; i < 2; i++) assert.equal((await get(`${s.base}/release-group/${G}/`, { method: 'HEAD' })).status, 200);
+    assert.equal((await get(`${s.base}/release/${R}/front`, { method: 'DELETE' })).status, 405);
+    const after = await scrape(s.server.metricsAddress);
+
+    const image = '/release/:mbid/:image';
+    assert.equal(moved(before, after, REQS, req('coverart', image, 'GET', 307)), N);
+    assert.equal(moved(before, after, REQS, req('coverart', '/release/:mbid/', 'GET', 404)), 3);
+    assert.equal(moved(before, after, REQS, req('coverart', '/release-group/:mbid/', 'HEAD', 200)), 2);
+    assert.equal(moved(before, after, REQS, req('coverart', image, 'DELETE', 405)), 1);
+    // Cache: the front computed once, then hits; the 404 listing once then hits; the group listing once then one hit.
+    assert.equal(moved(before, after, 'sleeve_response_cache_total', { result: 'miss' }), 1 + 1 + 1);
+    assert.equal(moved(before, after, 'sleeve_response_cache_total', { result: 'hit' }), N - 1 + 2 + 1);
+    assert.ok((valueOf(after, 'sleeve_response_cache_entries') ?? 0) >= 3);
+
+    // The histogram of the image route: count, +Inf and sum moved with the requests; buckets cumulative.
+    const d = dur('coverart', image, 'GET');
+    assert.equal(moved(before, after, `${DUR}_count`, d), N);
+    assert.equal(moved(before, after, `${DUR}_bucket`, { ...d, le: '+Inf' }), N);
+    assert.ok(moved(before, after, `${DUR}_sum`, d) > 0);
+    const buckets = after.samples.filter((x) => x.name === `${DUR}_bucket` && x.labels.route === image && x.labels.method === 'GET' && x.labels.listener === 'coverart');
+    assert.equal(buckets.length, 17, '16 bounds and +Inf');
+    const les = buckets.map((b) => b.labels.le);
+    assert.equal(les[0], '0.0001');
+    assert.equal(les.at(-1), '+Inf');
+    for (let i = 1; i < buckets.length; i++) assert.ok((buckets[i]?.value ?? 0) >= (buckets[i - 1]?.value ?? 0), `bucket ${les[i]} is cumulative`);
+    // A cached redirect takes well under 10 ms inside sleeve.
+    assert.ok(moved(before, after, `${DUR}_bucket`, { ...d, le: '0.01' }) >= N - 1);
+  });
+
+  it('labels unknown paths `other`: no label value is ever taken from a URL', async () => {
+    const before = await scrape(s.server.metricsAddress);
+    const odd = ['/nonsense-a1', '/nonsense-b2/x/y/z', '/release', '/event/abc', '/%zz', `/RELEASE/${R}/front`, '/robots.txt/nonsense-c3'];
+    for (const p of odd) await get(`${s.base}${p}?nonsense-q=1`);
+    const star = await rawHttp(s.base, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.equal(star.status, 200);
+    const after = await pollUntil(
+      () => scrape(s.server.metricsAddress),
+      (m) => moved(before, m, REQS, req('coverart', 'other', 'OPTIONS', 200)) === 1,
+    );
+    const m = after.value;
+    const other = ['400', '404'].reduce((sum, status) => sum + moved(before, m, REQS, { listener: 'coverart', route: 'other', method: 'GET', status }), 0);
+    assert.equal(other, odd.length);
+    assert.equal(moved(before, m, REQS, req('coverart', 'other', 'OPTIONS', 200)), 1, 'OPTIONS * (answered asynchronously before routing) is counted');
+    const allowed = new Set<string>(COVER_ART_ROUTES);
+    for (const sample of m.samples.filter((x) => x.labels.listener === 'coverart')) {
+      assert.ok(allowed.has(sample.labels.route ?? ''), `route label ${sample.labels.route}`);
+    }
+    const labelText = JSON.stringify(m.samples.map((x) => x.labels));
+    assert.doesNotMatch(labelText, /nonsense|RELEASE|%zz|3e7a0000/, 'nothing of the URLs made it into a label');
+  });
+
+  it('counts auth requests by route template (not by URL) and unknown pages as `other`', async () => {
+    const before = await scrape(s.server.metricsAddress);
+    const token = [
+      (await request(`${s.authBase}/oauth2/token`, { form: { grant_type: 'authorization_code', code: 'nope' } })).status,
+      (await request(`${s.authBase}/oauth2/token`, { form: { grant_type: 'password' } })).status,
+      (await request(`${s.authBase}/oauth2/token`, { form: { grant_type: 'password' } })).status,
+    ];
+    assert.deepEqual(token, [400, 401, 401]);
+    assert.equal((await request(`${s.authBase}/user/nonsense-someone`)).status, 404);
+    assert.equal((await request(`${s.authBase}/nonsense-page`)).status, 404);
+    assert.equal((await request(`${s.authBase}/.well-known/oauth-authorization-server`)).status, 200);
+    const bad = await rawHttps(s.authBase, 'GET /%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.equal(bad, 400);
+    const after = (await pollUntil(() => scrape(s.server.metricsAddress), (m) => moved(before, m, REQS, req('auth', 'other', 'GET', 400)) === 1)).value;
+    assert.equal(moved(before, after, REQS, req('auth', '/oauth2/token', 'POST', 400)), 1);
+    assert.equal(moved(before, after, REQS, req('auth', '/oauth2/token', 'POST', 401)), 2);
+    assert.equal(moved(before, after, REQS, req('auth', 'other', 'GET', 400)), 1, 'a malformed URL Fastify refuses itself is counted');
+    assert.equal(moved(before, after, REQS, req('auth', '/user/:name', 'GET', 404)), 1);
+    assert.equal(moved(before, after, REQS, req('auth', 'other', 'GET', 404)), 1);
+    assert.equal(moved(before, after, REQS, req('auth', '/.well-known/oauth-authorization-server', 'GET', 200)), 1);
+    assert.equal(moved(before, after, `${DUR}_count`, dur('auth', '/oauth2/token', 'POST')), 3);
+    assert.doesNotMatch(JSON.stringify(after.samples.map((x) => x.labels)), /nonsense/);
+  });
+
+  it('reports uploads made by `sleeve art add` in another process while the server runs', async () => {
+    const before = await scrape(s.server.metricsAddress);
+    const uploads = valueOf(before, 'sleeve_uploads_total');
+    const bytes = valueOf(before, 'sleeve_upload_bytes_total');
+    const images = valueOf(before, 'sleeve_images');
+    const releases = valueOf(before, 'sleeve_releases');
+    // What the before hook added: one release, one image of imageBytes.length bytes.
+    assert.equal(uploads, 1);
+    assert.equal(bytes, imageBytes.length);
+    assert.equal(images, 1);
+    assert.equal(releases, 1);
+
+    const second = await makeJpeg(120, 80);
+    const file = path.join(t.dir, 'back.jpg');
+    await writeFile(file, second);
+    const added = await cliOk(t.env, ['--json', 'art', 'add', R, file, '--type', 'Back']);
+    const after = (await pollUntil(() => scrape(s.server.metricsAddress), (m) => valueOf(m, 'sleeve_uploads_total') === 2)).value;
+    assert.equal(valueOf(after, 'sleeve_uploads_total'), 2);
+    assert.equal(valueOf(after, 'sleeve_upload_bytes_total'), imageBytes.length + second.length);
+    assert.equal(valueOf(after, 'sleeve_images'), 2);
+    assert.ok((valueOf(after, 'sleeve_catalogue_changes_total') ?? 0) > (valueOf(before, 'sleeve_catalogue_changes_total') ?? 0));
+    assert.ok((valueOf(after, 'sleeve_database_metrics_age_seconds') ?? 99) < 5);
+
+    // A removal counts too, and a failed upload (bad file) counts nothing.
+    await cliOk(t.env, ['art', 'remove', R, added.id]);
+    await writeFile(path.join(t.dir, 'bad.jpg'), 'not an image');
+    const bad = await cliOk(t.env, ['art', 'add', R, path.join(t.dir, 'bad.jpg')]).catch((err: Error) => err);
+    assert.ok(bad instanceof Error, 'the bad upload failed');
+    const last = (await pollUntil(() => scrape(s.server.metricsAddress), (m) => valueOf(m, 'sleeve_image_removals_total') === 1)).value;
+    assert.equal(valueOf(last, 'sleeve_image_removals_total'), 1);
+    assert.equal(valueOf(last, 'sleeve_images'), 1);
+    assert.equal(valueOf(last, 'sleeve_uploads_total'), 2);
+    // No import has been recorded (and the import table is not read yet): no sleeve_import_* family.
+    assert.equal([...last.types.keys()].filter((k) => k.startsWith('sleeve_import_')).length, 0);
+  });
+});
+
+describe(`metrics with a rate limit (${DIALECT})`, () => {
+  let t: TestEnv;
+  let s: LoggedServer;
+
+  before(async () => {
+    t = await makeTestEnv({ SLEEVE_RATE_LIMIT: '4/1h' });
+    s = await startLoggedServer(t);
+  });
+
+  after(async () => {
+    await s?.server.close();
+    await t?.cleanup();
+  });
+
+  it('counts refusals under their route, as 503s and in sleeve_rate_limited_total', async () => {
+    const before = await scrape(s.server.metricsAddress);
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const res = await get(`${s.base}/release/${UNKNOWN}/front`);
+      statuses.push(res.status);
+      assert.match(res.headers.get('x-request-id') ?? '', /./, 'refusals carry a request id too');
+    }
+    assert.deepEqual(statuses, [404, 404, 404, 404, 503, 503, 503]);
+    // The metrics listener is not rate limited.
+    const after = await scrape(s.server.metricsAddress);
+    assert.equal(moved(before, after, 'sleeve_rate_limited_total', {}), 3);
+    assert.equal(moved(before, after, REQS, req('coverart', '/release/:mbid/:image', 'GET', 503)), 3);
+    assert.equal(moved(before, after, REQS, req('coverart', '/release/:mbid/:image', 'GET', 404)), 4);
+    assert.equal(moved(before, after, `${DUR}_count`, dur('coverart', '/release/:mbid/:image', 'GET')), 7);
+  });
+});
+
+/** Sends a raw request over TLS (self-signed accepted); resolves to the status code. */
+function rawHttps(base: string, request: string): Promise<number> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: url.hostname, port: Number(url.port), rejectUnauthorized: false }, () => socket.write(request));
+    let data = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (c: string) => (data += c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Number(data.split(' ')[1])));
+  });
+}
+
+/** Whether something listens on 127.0.0.1:port (we cannot bind it). */
+function taken(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(true));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(false)));
+  });
+}
+
+describe(`SLEEVE_METRICS_LISTEN=off (${DIALECT})`, () => {
+  it('starts no metrics listener', async () => {
+    const t = await makeTestEnv({ SLEEVE_METRICS_LISTEN: 'off' });
+    try {
+      const takenBefore = await taken(9464);
+      const server = await serve(loadConfig(t.env), { only: 'coverart' });
+      try {
+        assert.equal(server.metricsAddress, undefined);
+        // Not on the default port either (unless something else held it already).
+        if (!takenBefore) assert.equal(await taken(9464), false);
+        // The listener still answers, with request ids.
+        const res = await get(`${server.coverArtAddress}/robots.txt`);
+        assert.equal(res.status, 200);
+        assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f]{8}-[0-9a-z]+$/);
+      } finally {
+        await server.close();
+      }
+    } finally {
+      await t.cleanup();
+    }
+  });
+});
