@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config/load.js';
 import { cliOk, DIALECT, freePort, makeTestEnv, runCli, type TestEnv } from './helpers/env.js';
 import { makePng } from './helpers/images.js';
 import { newMbid, readIndex, runCliWithin, spawnCli, writeInput } from './cover-art/cli-support.js';
@@ -35,6 +36,7 @@ describe(`configuration (${DIALECT})`, () => {
       SLEEVE_DATA_DIR: dataDir,
       SLEEVE_AUTH_LISTEN: `127.0.0.1:${port}`,
       SLEEVE_COVERART_LISTEN: 'nope',
+      SLEEVE_METRICS_LISTEN: 'everywhere',
       SLEEVE_RATE_LIMIT: 'abc',
       SLEEVE_BASE_URL: 'ftp://x',
       SLEEVE_FOO: '1',
@@ -43,10 +45,11 @@ describe(`configuration (${DIALECT})`, () => {
     assert.equal(r.timedOut, false, 'serve exited instead of running');
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^sleeve: invalid configuration:\n/);
-    assert.deepEqual(problems(r.stderr).sort(), ['SLEEVE_BASE_URL', 'SLEEVE_COVERART_LISTEN', 'SLEEVE_FOO', 'SLEEVE_RATE_LIMIT']);
+    assert.deepEqual(problems(r.stderr).sort(), ['SLEEVE_BASE_URL', 'SLEEVE_COVERART_LISTEN', 'SLEEVE_FOO', 'SLEEVE_METRICS_LISTEN', 'SLEEVE_RATE_LIMIT']);
     // Each problem says what is wrong with the value.
     assert.match(r.stderr, /SLEEVE_COVERART_LISTEN="nope": must be host:port/);
     assert.match(r.stderr, /SLEEVE_RATE_LIMIT="abc": must look like 300\/10s/);
+    assert.match(r.stderr, /SLEEVE_METRICS_LISTEN="everywhere": must be host:port/);
     assert.match(r.stderr, /SLEEVE_BASE_URL="ftp:\/\/x": must be an absolute http or https URL/);
     assert.match(r.stderr, /SLEEVE_FOO: unknown variable/);
     assert.doesNotMatch(r.stderr, /sleeve is running/);
@@ -84,6 +87,25 @@ describe(`configuration (${DIALECT})`, () => {
       'SLEEVE_UPLOAD_MAX_PIXELS',
     ]);
     assert.equal(JSON.parse(r.stdout).error.code, 'CONFIG');
+  });
+
+  it('SLEEVE_METRICS_LISTEN: loopback port 9464 by default, off in any case, never the address of another listener', () => {
+    const base = { SLEEVE_DATA_DIR: t.dir };
+    assert.deepEqual(loadConfig(base).metricsListen, { host: '127.0.0.1', port: 9464 });
+    assert.equal(loadConfig({ ...base, SLEEVE_METRICS_LISTEN: 'off' }).metricsListen, undefined);
+    assert.equal(loadConfig({ ...base, SLEEVE_METRICS_LISTEN: 'OFF' }).metricsListen, undefined);
+    assert.deepEqual(loadConfig({ ...base, SLEEVE_METRICS_LISTEN: '[::1]:9100' }).metricsListen, { host: '::1', port: 9100 });
+    // Port 0 (any free port) never collides.
+    assert.deepEqual(loadConfig({ ...base, SLEEVE_METRICS_LISTEN: '127.0.0.1:0', SLEEVE_COVERART_LISTEN: '127.0.0.1:0' }).metricsListen, { host: '127.0.0.1', port: 0 });
+    for (const [other, value] of [
+      ['SLEEVE_COVERART_LISTEN', '127.0.0.1:8080'],
+      ['SLEEVE_AUTH_LISTEN', '127.0.0.1:8443'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig({ ...base, SLEEVE_METRICS_LISTEN: value }),
+        (err: unknown) => err instanceof ConfigError && err.problems.length === 1 && err.problems[0] === `SLEEVE_METRICS_LISTEN="${value}": is the same address as ${other}`,
+      );
+    }
   });
 
   it('--config FILE supplies variables, and the environment wins over it', async () => {

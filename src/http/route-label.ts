@@ -20,7 +20,6 @@ export type CoverArtRoute = (typeof COVER_ART_ROUTES)[number];
 
 const SLASH = 47;
 const QUESTION = 63;
-const HASH = 35;
 const DOT = 46;
 
 /**
@@ -39,7 +38,7 @@ export function coverArtRoute(url: string): CoverArtRoute {
   let i = 0;
   while (i < n && count < 3) {
     const c = url.charCodeAt(i);
-    if (c === QUESTION || c === HASH) break;
+    if (c === QUESTION) break;
     if (c === SLASH) {
       i++;
       continue;
@@ -47,7 +46,7 @@ export function coverArtRoute(url: string): CoverArtRoute {
     const start = i;
     while (i < n) {
       const d = url.charCodeAt(i);
-      if (d === SLASH || d === QUESTION || d === HASH) break;
+      if (d === SLASH || d === QUESTION) break;
       i++;
     }
     if (i - start === 1 && url.charCodeAt(start) === DOT) continue;
