@@ -45,12 +45,14 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   const routeOf = new WeakMap<http.IncomingMessage, string>();
   const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number): void => {
     const route = routeOf.get(req) ?? 'other';
-    const ms = opts.observer?.finished(route, req.method, res.statusCode, start);
+    // 499 when the client went away before its answer (as nginx logs it).
+    const status = res.writableEnded ? res.statusCode : 499;
+    const ms = opts.observer?.finished(route, req.method, status, start);
     if (opts.accessLog === true) {
       // The path only: query strings here carry authorization codes and states.
       const url = req.url ?? '';
       const q = url.indexOf('?');
-      app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, route, path: q === -1 ? url : url.slice(0, q), status: res.statusCode, ms }, 'request');
+      app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, route, path: q === -1 ? url : url.slice(0, q), status, ms }, 'request');
     }
   };
   const app = Fastify({

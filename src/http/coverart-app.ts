@@ -13,7 +13,7 @@ import {
 } from '../cover-art/index.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
-import { whenAnswered, type RequestObserver } from './observe.js';
+import { answeredStatus, whenAnswered, type RequestObserver } from './observe.js';
 import type { RateLimiter } from './rate-limit.js';
 import { coverArtRoute } from './route-label.js';
 
@@ -103,9 +103,10 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   }) as unknown as FastifyInstance;
 
   const requestDone = (req: IncomingMessage, res: ServerResponse, start: number, early: boolean): void => {
-    const ms = observer.finished(coverArtRoute(req.url ?? '/'), req.method, res.statusCode, start);
+    const status = answeredStatus(res);
+    const ms = observer.finished(coverArtRoute(req.url ?? '/'), req.method, status, start);
     // The front door logs its own answers.
-    if (opts.accessLog && !early) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status: res.statusCode, ms }, 'request');
+    if (opts.accessLog && !early) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status, ms }, 'request');
   };
   app.setErrorHandler(function whoops(err, req, reply) {
     const status = (err as { statusCode?: number }).statusCode;

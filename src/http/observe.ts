@@ -41,6 +41,14 @@ export class RequestObserver {
   }
 }
 
+/** Status label of a request left unanswered because its client went away (nginx's convention). */
+export const CLIENT_CLOSED = 499;
+
+/** The status to count for a response: its own, or 499 when the connection closed before it was given. */
+export function answeredStatus(res: ServerResponse): number {
+  return res.writableEnded ? res.statusCode : CLIENT_CLOSED;
+}
+
 /**
  * Runs `fn` once `res` has been answered: at once when the answer is already written
  * (the usual case for answers given before routing), else when the connection is done with it.

@@ -352,4 +352,33 @@ describe(`database-held metrics with a stuck database (${DIALECT})`, { skip: DIA
       await t.cleanup();
     }
   });
+
+  it('counts a request whose client left before the answer as 499', async () => {
+    const t = await makeTestEnv();
+    const s = await startLoggedServer(t);
+    const admin = new pg.Client({ connectionString: t.env.SLEEVE_DATABASE_URL });
+    await admin.connect();
+    try {
+      const before = await scrape(s.server.metricsAddress);
+      await admin.query('BEGIN');
+      await admin.query('LOCK TABLE release IN ACCESS EXCLUSIVE MODE');
+      // The lookup waits for the lock; the client gives up meanwhile.
+      await assert.rejects(fetch(`${s.base}/release/${UNKNOWN}/front`, { signal: AbortSignal.timeout(300) }));
+      const gone = await pollUntil(
+        () => scrape(s.server.metricsAddress),
+        (m) => moved(before, m, REQS, req('coverart', '/release/:mbid/:image', 'GET', 499)) === 1,
+      );
+      assert.equal(moved(before, gone.value, REQS, req('coverart', '/release/:mbid/:image', 'GET', 499)), 1);
+      await admin.query('COMMIT');
+      // The lookup then finishes for nobody: still counted once.
+      await new Promise((r) => setTimeout(r, 300));
+      const after = await scrape(s.server.metricsAddress);
+      assert.equal(moved(before, after, `${DUR}_count`, dur('coverart', '/release/:mbid/:image', 'GET')), 1);
+    } finally {
+      await admin.query('ROLLBACK').catch(() => {});
+      await admin.end();
+      await s.server.close();
+      await t.cleanup();
+    }
+  });
 });
