@@ -92,7 +92,8 @@ function rawRequest(port: number, method: string, target: string, headers: Recor
 function headersOf(res: Response): Record<string, string> {
   const out: Record<string, string> = {};
   res.headers.forEach((v, k) => {
-    if (!['date', 'connection', 'keep-alive'].includes(k)) out[k] = v;
+    // x-request-id differs per request, as the date does.
+    if (!['date', 'connection', 'keep-alive', 'x-request-id'].includes(k)) out[k] = v;
   });
   return out;
 }
