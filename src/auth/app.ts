@@ -26,8 +26,10 @@ export interface AuthAppOptions {
 
 /** What the auth listener needs of sleeve's request observer (http/observe.ts). */
 export interface AuthRequestObserver {
-  /** Gives the request its id (X-Request-Id both ways) before anything else; returns a start mark. */
-  begin(req: http.IncomingMessage, res: http.ServerResponse): number;
+  /** Gives the request its id (into its x-request-id header) before anything else; returns a start mark. */
+  begin(req: http.IncomingMessage): number;
+  /** Puts the request's id on its response (X-Request-Id). */
+  echo(req: http.IncomingMessage, res: http.ServerResponse): void;
   /** Counts a request answered; returns its duration in ms. */
   finished(route: string, method: string | undefined, status: number, start: number): number;
 }
@@ -64,7 +66,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
         observer === undefined
           ? fastifyHandler
           : (req, res) => {
-              const start = observer.begin(req, res);
+              const start = observer.begin(req);
+              observer.echo(req, res);
               fastifyHandler(req, res);
               // Once answered, whoever answered (a route, or Fastify itself for a malformed request).
               res.once('close', () => requestDone(req, res, start));

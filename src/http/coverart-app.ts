@@ -13,7 +13,7 @@ import {
 } from '../cover-art/index.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
-import { answeredStatus, whenAnswered, type RequestObserver } from './observe.js';
+import { answeredStatus, type RequestObserver } from './observe.js';
 import type { RateLimiter } from './rate-limit.js';
 import { coverArtRoute } from './route-label.js';
 
@@ -31,8 +31,8 @@ export interface CoverArtAppOptions {
 
 const WHOOPS = 'Whoops. Our bad.\n';
 
-function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse): void {
-  res.writeHead(response.status, response.headers);
+function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse, observer: RequestObserver): void {
+  res.writeHead(response.status, observer.headers(req, response.headers));
   res.end(req.method === 'HEAD' ? undefined : response.body);
 }
 
@@ -51,7 +51,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       if (!decision.allowed) {
         observer.rateLimited();
         if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status: 503 }, 'rate limited');
-        write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }));
+        write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }), observer);
         return true;
       }
     }
@@ -60,7 +60,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       // Asterisk-form (OPTIONS *) never reaches a router.
       const answer = (): Promise<ApiResponse> =>
         handleApiRequest(opts.routes.api, { method: req.method ?? 'GET', url, httpVersion: req.httpVersion, accept: undefined });
-      void answer().then((r) => write(req, res, req.method === 'OPTIONS' ? r : errorPage(400)));
+      void answer().then((r) => write(req, res, req.method === 'OPTIONS' ? r : errorPage(400), observer));
       return true;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
@@ -72,7 +72,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     }
     observer.cacheLookup(true);
     const inm = req.headers['if-none-match'];
-    write(req, res, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit);
+    write(req, res, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit, observer);
     if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: hit.status, cached: true }, 'request');
     return true;
   };
@@ -93,12 +93,16 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     },
     serverFactory: (handler) =>
       http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000 }, (req, res) => {
-        const start = observer.begin(req, res);
+        const start = observer.begin(req);
         const early = frontDoor(req, res);
-        if (!early) handler(req, res);
+        if (!early) {
+          observer.echo(req, res);
+          handler(req, res);
+        }
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
         // itself (a malformed URL, 503 while closing), which runs no hooks for those.
-        whenAnswered(res, () => requestDone(req, res, start, early));
+        if (res.writableEnded) requestDone(req, res, start, early);
+        else res.once('close', () => requestDone(req, res, start, early));
       }),
   }) as unknown as FastifyInstance;
 

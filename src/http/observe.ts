@@ -10,6 +10,7 @@ export class RequestObserver {
   readonly ids: RequestIds;
   private readonly http: HttpMetrics | undefined;
   private readonly requests: ListenerMetrics | undefined;
+  private readonly flat = new WeakMap<Record<string, string>, string[]>();
 
   constructor(listener: string, ids: RequestIds, metrics: HttpMetrics | undefined) {
     this.ids = ids;
@@ -18,9 +19,31 @@ export class RequestObserver {
   }
 
   /** Called first for every request: assigns its id; returns its start mark (ms, for `finished`). */
-  begin(req: IncomingMessage, res: ServerResponse): number {
-    this.ids.assign(req, res);
+  begin(req: IncomingMessage): number {
+    this.ids.assign(req);
     return performance.now();
+  }
+
+  /** Puts the request's id on its response, for answers that others (Fastify) write. */
+  echo(req: IncomingMessage, res: ServerResponse): void {
+    res.setHeader('x-request-id', req.headers['x-request-id'] as string);
+  }
+
+  /**
+   * `headers` and the request's X-Request-Id as one flat list for writeHead, for answers
+   * written directly (the cover art front door). Cheaper than `echo`: a header set before
+   * writeHead sends Node down its slower path that merges and validates every header again
+   * (measured on a bare node:http 307: about 9 % more CPU per request). One list per headers
+   * object, made once; its last value is replaced per request (writeHead copies it at once).
+   */
+  headers(req: IncomingMessage, headers: Record<string, string>): string[] {
+    let flat = this.flat.get(headers);
+    if (flat === undefined) {
+      flat = [...Object.entries(headers).flat(), 'x-request-id', ''];
+      this.flat.set(headers, flat);
+    }
+    flat[flat.length - 1] = req.headers['x-request-id'] as string;
+    return flat;
   }
 
   /** Counts a request answered that began at `start` (from `begin`); returns its duration in ms. */
@@ -47,13 +70,4 @@ export const CLIENT_CLOSED = 499;
 /** The status to count for a response: its own, or 499 when the connection closed before it was given. */
 export function answeredStatus(res: ServerResponse): number {
   return res.writableEnded ? res.statusCode : CLIENT_CLOSED;
-}
-
-/**
- * Runs `fn` once `res` has been answered: at once when the answer is already written
- * (the usual case for answers given before routing), else when the connection is done with it.
- */
-export function whenAnswered(res: ServerResponse, fn: () => void): void {
-  if (res.writableEnded) fn();
-  else res.once('close', fn);
 }

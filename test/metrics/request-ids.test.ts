@@ -14,7 +14,7 @@ import { plainHttp } from '../auth/support.js';
 import { startLoggedServer, type LoggedServer } from './support.js';
 
 const UNKNOWN = '1d1d0000-0000-4000-8000-00000000ffff';
-const GENERATED = /^[0-9a-f]{8}-[0-9a-z]+$/;
+const GENERATED = /^[0-9a-f]{5}-[0-9a-z]+$/;
 
 async function get(url: string, init: RequestInit = {}): Promise<Response> {
   const res = await fetch(url, { redirect: 'manual', ...init });
