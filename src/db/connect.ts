@@ -84,12 +84,18 @@ export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: nu
   const pool = new pg.Pool({
     connectionString: cfg.url,
     max: options.poolSize ?? 10,
+    // While the server is unreachable, a request fails after this wait (500) instead of hanging;
+    // it also bounds the wait for a free connection under overload.
+    connectionTimeoutMillis: 5000,
+    // A connection whose server vanished (no FIN, e.g. a network cut) is noticed and dropped.
+    keepAlive: true,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
-  // An idle client that loses its server must not crash the process; the next query reports the failure.
+  // An idle client that loses its server (a restart) must not crash the process; the pool drops it
+  // and later queries open new connections once the server is back.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', close: () => db.destroy() };
