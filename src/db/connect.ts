@@ -94,9 +94,13 @@ export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: nu
         oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
-  // An idle client that loses its server (a restart) must not crash the process; the pool drops it
-  // and later queries open new connections once the server is back.
+  // A client that loses its server (a restart ends every session) must not crash the process.
+  // Idle clients report it to the pool, which drops them. A checked-out client between two
+  // queries has no listener of the pool's (found by the PostgreSQL restart test: an unhandled
+  // 'error' event); its next query fails instead, and the pool drops it on release. Later
+  // queries open new connections once the server is back.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', close: () => db.destroy() };
 }
