@@ -263,8 +263,19 @@ describe(`several sleeve serve processes on one database, storage and Redis (${D
     for (let i = 0; i < LIMIT; i++) assert.equal(await ask(b), 404, 'process b has its own count meanwhile');
     assert.equal(await ask(b), 503);
 
-    // Redis returns (empty): both processes reconnect and subscribe again by themselves.
+    // A process started meanwhile starts (degraded) rather than refusing to.
+    const c = await startServe(t.env);
+    const late = await readyz(c.base);
+    assert.deepEqual(late.body, { status: 'degraded', checks: { database: 'ok', storage: 'ok', redis: 'failing' } });
+    const startWarnings = logLines(c).filter((l) => l.level === 40 && /^Redis unavailable/.test(l.msg));
+    assert.ok(startWarnings.some((l) => l.reason === 'ECONNREFUSED'), JSON.stringify(startWarnings));
+    assert.equal(await probe(c, front), `307 ${c.base}/download/mbid-${release(2)}/mbid-${release(2)}-${JSON.parse(cli?.stdout ?? '{}').id}.jpg`);
+
+    // Redis returns (empty): every process reconnects and subscribes again by itself.
     await redis.start();
+    const cReady = await pollUntil(() => readyz(c.base), (v) => v.body.status === 'ok', 10_000);
+    assert.equal(cReady.value.body.status, 'ok', 'the process started without Redis uses it once it is there');
+    assert.equal(await c.stop(), 0);
     for (const s of [a, b]) {
       const { value } = await pollUntil(() => readyz(s.base), (v) => v.body.status === 'ok', 10_000);
       assert.deepEqual(value.body, { status: 'ok', checks: { database: 'ok', storage: 'ok', redis: 'ok' } });
