@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it, type TestContext } from 'node:test';
+import { request } from '../helpers/auth.js';
 import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { logLines, startServe, type ServeProcess } from '../helpers/serve-process.js';
@@ -119,7 +120,7 @@ describe(`sleeve serve through a PostgreSQL restart under load (${DIALECT})`, { 
     await writeFile(file, await makeJpeg(100, 100));
     imageId = (await cliOk(t.env, ['--json', 'art', 'add', R, file, '--type', 'Front'])).id;
     await mkdir(path.join(t.dir, 'files'), { recursive: true });
-    s = await startServe(t.env, ['--only', 'coverart']);
+    s = await startServe(t.env);
   });
 
   after(async () => {
@@ -159,7 +160,23 @@ describe(`sleeve serve through a PostgreSQL restart under load (${DIALECT})`, { 
         await sleep(5);
       }
     };
-    const workers = Array.from({ length: 6 }, (_, w) => worker(w));
+    // The auth listener too: a token request from an unknown client needs the database to be refused.
+    const TOKEN = '/oauth2/token (unknown client)';
+    expected[TOKEN] = '401 invalid_client';
+    const authWorker = async () => {
+      while (running) {
+        let answer: string;
+        try {
+          const res = await request(`${s.authBase}/oauth2/token`, { form: { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'nobody', client_secret: 'x' } });
+          answer = `${res.status} ${res.json().error}`;
+        } catch (err) {
+          answer = `no answer: ${(err as Error).message}`;
+        }
+        outcomes.push({ at: performance.now() - start, url: TOKEN, answer });
+        await sleep(5);
+      }
+    };
+    const workers = [...Array.from({ length: 6 }, (_, w) => worker(w)), authWorker()];
     const readiness: { at: number; status: number; body: string }[] = [];
     const probeReady = async () => {
       const res = await fetch(`${s.base}/readyz`, { signal: AbortSignal.timeout(10_000) });
@@ -175,6 +192,9 @@ describe(`sleeve serve through a PostgreSQL restart under load (${DIALECT})`, { 
       const down = await pollUntil(probeReady, (r) => r.status === 503, 5000);
       assert.equal(down.value.status, 503, 'not ready while the database is down');
       assert.deepEqual(JSON.parse(down.value.body), { status: 'unavailable', checks: { database: 'failing', storage: 'ok' } });
+      const authDown = await request(`${s.authBase}/readyz`);
+      assert.equal(authDown.status, 503);
+      assert.deepEqual(authDown.json(), { status: 'unavailable', checks: { database: 'failing' } });
       await sleep(1500);
       const restartedAt = performance.now() - start;
       await cluster.start();
@@ -185,10 +205,12 @@ describe(`sleeve serve through a PostgreSQL restart under load (${DIALECT})`, { 
       running = false;
       await Promise.all(workers);
 
-      const wrong = outcomes.filter((o) => o.answer !== expected[o.url] && !/^500 Whoops\. Our bad\.\n$/.test(o.answer));
+      const clean = (o: Outcome) => (o.url === TOKEN ? o.answer === '500 server_error' : /^500 Whoops\. Our bad\.\n$/.test(o.answer));
+      const wrong = outcomes.filter((o) => o.answer !== expected[o.url] && !clean(o));
       assert.deepEqual(wrong.slice(0, 5), [], `${wrong.length} wrong answers or requests without an answer`);
       const failed = outcomes.filter((o) => o.answer.startsWith('500'));
       assert.ok(failed.length > 0, 'the outage was felt: some requests failed');
+      assert.ok(failed.some((o) => o.url === TOKEN) && failed.some((o) => o.url !== TOKEN), 'on both listeners');
       assert.ok(failed.every((o) => o.at >= stoppedAt - 50 && o.at <= readyAt + 1000), 'failures only during the outage');
       const afterwards = outcomes.filter((o) => o.at > readyAt + 500);
       assert.ok(afterwards.length > 50, `${afterwards.length} requests after recovery`);
