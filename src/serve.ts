@@ -66,7 +66,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       // With Redis: the rate limit counted there (one connection), change announcements (another).
       const commands =
         config.redisUrl !== undefined && config.rateLimit !== undefined
-          ? new RedisConnection(config.redisUrl, 'commands', 'the rate limit is counted by each process alone until it returns')
+          ? new RedisConnection(config.redisUrl, 'commands', 'the rate limit is counted by each process alone until it returns', {
+              // The rate-limit scripts of requests that arrive together go out in one write.
+              enableAutoPipelining: true,
+            })
           : undefined;
       const notifications =
         config.redisUrl === undefined

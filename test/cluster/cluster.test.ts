@@ -213,6 +213,17 @@ describe(`several sleeve serve processes on one database, storage and Redis (${D
       assert.ok(Number.isInteger(wait) && wait >= 1 && wait <= 10, `Retry-After ${over.headers.get('retry-after')}`);
       assert.equal(over.headers.get('access-control-allow-origin'), '*');
     }
+    // Counted atomically: of 40 requests sent at once through both processes, exactly the limit get through.
+    const burst = '198.51.100.70';
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const res = await fetch(`${(i % 2 === 0 ? a : b).base}/release/${UNKNOWN}/front`, { redirect: 'manual', headers: { 'x-forwarded-for': burst } });
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
+    assert.equal(statuses.filter((x) => x === 404).length, LIMIT, statuses.join(' '));
+    assert.equal(statuses.filter((x) => x === 503).length, 40 - LIMIT);
     // Probes are neither counted nor refused.
     const ready = await fetch(`${a.base}/readyz`, { headers: { 'x-forwarded-for': client } });
     assert.equal(ready.status, 200);
