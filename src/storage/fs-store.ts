@@ -1,4 +1,4 @@
-import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { access, constants, mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { BigIntStats } from 'node:fs';
@@ -108,6 +108,12 @@ export class FsObjectStore implements ObjectStore {
     };
     await walk('');
     return out.sort();
+  }
+
+  async ready(): Promise<void> {
+    // The root appears with the first upload; a fresh install is ready before that.
+    await mkdir(this.root, { recursive: true });
+    await access(this.root, constants.R_OK | constants.W_OK | constants.X_OK);
   }
 
   async close(): Promise<void> {}

@@ -33,6 +33,8 @@ export interface ObjectStore {
   delete(key: string): Promise<void>;
   /** Keys that start with `prefix`. */
   list(prefix: string): Promise<string[]>;
+  /** Resolves when the store can be read and written now (readiness checks); rejects saying why not. */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 
