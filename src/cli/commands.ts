@@ -187,7 +187,7 @@ const migrateCommand: Command = {
     want(ctx, 0, 'migrate');
     const handle = await openDatabase(ctx.config().database);
     try {
-      const applied = await migrateToLatest(handle.db);
+      const applied = await migrateToLatest(handle);
       ctx.out(applied.length === 0 ? 'the database is up to date' : `applied ${applied.join(', ')}`, { applied });
     } finally {
       await handle.close();

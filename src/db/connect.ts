@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
+import { open, rm, stat } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type SqliteDatabase from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, Kysely, sql, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import type { DatabaseConfig } from '../config/load.js';
 import type { Database, Db } from './schema.js';
 
@@ -11,7 +13,44 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface DatabaseHandle {
   db: Db;
   dialect: DialectName;
+  /**
+   * Runs `fn` while holding a lock that every process on this database takes for schema
+   * changes, so processes started at once on a fresh database migrate it one at a time.
+   */
+  withSchemaLock<T>(fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** The key of PostgreSQL's session-level advisory lock for schema changes ("sleeve" + 1). */
+const SCHEMA_LOCK_KEY = 0x736c6565_7665_0001n;
+
+/**
+ * A lock file beside the SQLite database, created exclusively: SQLite's own locks cannot
+ * span the several statements and transactions of a migration run.
+ */
+async function withLockFile<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  const lock = `${file}.schema-lock`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      const fh = await open(lock, 'wx');
+      await fh.writeFile(`${process.pid}\n`);
+      await fh.close();
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // A lock left by a process that died (migrations take seconds, not minutes) is taken over.
+      const age = await stat(lock).then((st) => Date.now() - st.mtimeMs, () => 0);
+      if (age > 300_000) await rm(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`another process holds ${lock}; if none is running, remove that file`);
+      else await sleep(50 + Math.random() * 50);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lock, { force: true });
+  }
 }
 
 const INT8_OID = 20;
@@ -78,7 +117,13 @@ export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: nu
       },
     };
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }) });
-    return { db, dialect: 'sqlite', close: () => db.destroy() };
+    const file = cfg.file;
+    return {
+      db,
+      dialect: 'sqlite',
+      withSchemaLock: (fn) => (file === ':memory:' ? fn() : withLockFile(file, fn)),
+      close: () => db.destroy(),
+    };
   }
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({
@@ -102,5 +147,19 @@ export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: nu
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    // A session-level advisory lock on one pooled connection; the work itself may use the others.
+    withSchemaLock: (fn) =>
+      db.connection().execute(async (conn) => {
+        await sql`select pg_advisory_lock(${SCHEMA_LOCK_KEY.toString()}::bigint)`.execute(conn);
+        try {
+          return await fn();
+        } finally {
+          await sql`select pg_advisory_unlock(${SCHEMA_LOCK_KEY.toString()}::bigint)`.execute(conn);
+        }
+      }),
+    close: () => db.destroy(),
+  };
 }
