@@ -21,6 +21,30 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
+/** SQL texts of the hot-path queries (db/prepared.ts), each with its statement name. */
+const hotStatements = new Map<string, string>();
+
+/**
+ * Marks a query text as one of the few run over and over, so that on PostgreSQL each
+ * connection parses and plans it once (a named prepared statement) instead of per request.
+ */
+export function registerHotStatement(text: string): void {
+  if (!hotStatements.has(text)) hotStatements.set(text, `sleeve_hot_${hotStatements.size + 1}`);
+}
+
+/** Sends registered texts as named statements (Kysely calls client.query(text, values)). */
+function nameHotStatements(client: { query: (...args: any[]) => any }): void {
+  const query = client.query.bind(client);
+  client.query = (...args: any[]) => {
+    const [text, values] = args;
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
+      const name = hotStatements.get(text);
+      if (name !== undefined) return query({ name, text, values });
+    }
+    return query(...args);
+  };
+}
+
 /** The key of PostgreSQL's session-level advisory lock for schema changes ("sleeve" + 1). */
 const SCHEMA_LOCK_KEY = 0x736c6565_7665_0001n;
 
@@ -145,7 +169,10 @@ export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: nu
   // 'error' event); its next query fails instead, and the pool drops it on release. Later
   // queries open new connections once the server is back.
   pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    nameHotStatements(client);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
