@@ -18,7 +18,7 @@ import {
 } from '../cover-art/index.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrator.js';
-import { invalidInput, notFound } from '../shared/errors.js';
+import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 
@@ -54,12 +54,19 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
   return Array.isArray(v) ? v : undefined;
 }
 
-/** Opens the runtime for a changing command, finishing index.json files a crashed change left behind. */
+/**
+ * Opens the runtime for a changing command, finishing index.json files a crashed change
+ * (or an away store) left behind; with the store still away that waits for a later pass,
+ * and a command that needs the store fails on its own.
+ */
 async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   const rt = await openRuntime(ctx.config(), { migrate: 'apply' });
   try {
-    await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000);
-    return await fn(rt);
+    await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
+      if (!isStoreUnavailable(err)) throw err;
+    });
+    const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+    return await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
   } finally {
     await rt.close();
   }
