@@ -52,6 +52,18 @@ describe('FsObjectStore on disk', () => {
     assert.deepEqual(await readFile(path.join(root, 'mbid-a', 'mbid-a-1.jpg')), bytes);
   });
 
+  it('ready() makes a missing root, and names a root it cannot use', async () => {
+    const b = await tempDir();
+    await new FsObjectStore(path.join(b, 'a', 'files')).ready();
+    assert.deepEqual(await readdir(path.join(b, 'a')), ['files']);
+    await writeFile(path.join(b, 'plain'), 'a file, not a folder');
+    await assert.rejects(new FsObjectStore(path.join(b, 'plain')).ready(), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'STORE_UNAVAILABLE');
+      assert.match(err.message, /^storage directory .*plain is not usable: /);
+      return true;
+    });
+  });
+
   it('works before its root directory exists', async () => {
     const fresh: ObjectStore = new FsObjectStore(path.join(base, 'not-yet', 'files'));
     assert.deepEqual(await fresh.list(''), []);
