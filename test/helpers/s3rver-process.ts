@@ -14,8 +14,9 @@
  * copes with):
  * - S3 answers a PUT once the whole object is stored, and replaces an object atomically
  *   (a reader gets the old or the new one). s3rver answers before the bytes are written
- *   and rewrites the file in place. Here the bytes go to a temporary file that replaces
- *   the object by rename before the answer.
+ *   and rewrites the file in place, its description files (ETag, type) too, so a reader
+ *   meanwhile may get a part, or a 500 for a half-written description. Here the bytes and
+ *   the description go to temporary files that replace the old ones by rename.
  *   s3rver also describes an object (size, date) before it opens its file by name; a
  *   read that races a rewrite then sends the new bytes under the old length, and the
  *   answer breaks off. Here a read whose open file is not the one described looks again.
@@ -32,6 +33,9 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import S3rver from 's3rver';
 import FilesystemStore, { type S3rverListing, type S3rverObject, type S3rverStoredObject } from 's3rver/lib/stores/filesystem.js';
+
+/** A folder in each bucket for description files being written; it holds no object, so no listing shows it. */
+const SCRATCH = '.s3rver-scratch';
 
 class FaithfulStore extends FilesystemStore {
   private readonly tmpDir: string;
@@ -68,6 +72,19 @@ class FaithfulStore extends FilesystemStore {
     } catch (err) {
       await rm(tmp, { force: true });
       throw err;
+    }
+  }
+
+  /** s3rver's own description files, written under a scratch key and renamed over the object's. */
+  override async putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5?: string): Promise<void> {
+    const scratch = `${SCRATCH}/${randomBytes(8).toString('hex')}`;
+    await mkdir(path.dirname(this.getResourcePath(bucket, scratch, 'metadata.json')), { recursive: true });
+    await super.putMetadata(bucket, scratch, metadata, md5);
+    const files = md5 === undefined ? ['metadata.json'] : ['object.md5', 'metadata.json'];
+    try {
+      for (const resource of files) await rename(this.getResourcePath(bucket, scratch, resource), this.getResourcePath(bucket, key, resource));
+    } finally {
+      for (const resource of files) await rm(this.getResourcePath(bucket, scratch, resource), { force: true });
     }
   }
 
