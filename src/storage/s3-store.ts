@@ -24,8 +24,8 @@ export interface S3StoreOptions {
 const MAX_ATTEMPTS = 3;
 /** A store that does not accept the connection within this is treated as away. */
 const CONNECT_TIMEOUT_MS = 2_000;
-/** Until the answer's headers arrive, for operations without a body to send. */
-const ANSWER_TIMEOUT_MS = 10_000;
+/** Until the answer's headers arrive (an upload gets more, by its size). Three attempts stay within the 30 s a /download request may take. */
+const ANSWER_TIMEOUT_MS = 5_000;
 /** A socket that moves no byte for this long is given up (also while a body streams to a slow client). */
 const IDLE_TIMEOUT_MS = 30_000;
 
@@ -169,6 +169,8 @@ export class S3ObjectStore implements ObjectStore {
       why = `the bucket is in another region than ${this.options.region} (set region=… in SLEEVE_STORAGE_URL)`;
     } else if (status !== undefined) {
       why = `the store answered HTTP ${status}${e.name !== undefined && e.name !== 'Unknown' ? ` ${e.name}` : ''}`;
+    } else if (e.name === 'TimeoutError') {
+      why = `no answer in time (${(e.message ?? '').replace(/^@smithy\/node-http-handler - (\[ERROR\] )?/, '')})`;
     } else {
       why = e.message ?? String(err);
     }

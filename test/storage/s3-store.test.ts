@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { S3ObjectStore, type ObjectStore } from '../../src/storage/index.js';
 import { startS3, type S3TestServer } from '../helpers/s3.js';
@@ -195,6 +196,31 @@ describe('S3ObjectStore while the store is away', () => {
     assert.ok(got);
     assert.ok((await readAll(got.body)).equals(bytes));
     assert.deepEqual(await store.list('mbid-a/'), [key], 'the put made while it was away left nothing');
+  });
+
+  it('a store that takes connections but never answers is given up within 20 s, not waited on for ever', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => {
+      sockets.push(socket);
+      socket.on('data', () => {});
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    const hung = new S3ObjectStore({ bucket: 'faults', endpoint: `http://127.0.0.1:${port}`, region: s3.region, forcePathStyle: true, credentials: s3.credentials });
+    try {
+      const started = Date.now();
+      await assert.rejects(hung.head(key), (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'STORE_UNAVAILABLE');
+        assert.match(err.message, /could not look up mbid-a\/mbid-a-1\.jpg: no answer in time .*\(after 3 attempts\)$/);
+        return true;
+      });
+      const took = Date.now() - started;
+      assert.ok(took >= 5_000 && took < 20_000, `took ${took} ms`);
+    } finally {
+      await hung.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('a body cut off by the store going away errors instead of ending short', async () => {
