@@ -1,10 +1,13 @@
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import type { Config } from './config/load.js';
 import { buildAuthApp } from './auth/app.js';
 import { loadTlsMaterial } from './auth/tls.js';
-import { finishPendingIndexes, loadDemo, readCounter, ResponseCache } from './cover-art/index.js';
+import { CatalogueNotifications, CatalogueWatch, RedisConnection, SharedRateLimiter } from './cluster/index.js';
+import { finishPendingIndexes, loadDemo, ResponseCache } from './cover-art/index.js';
 import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
+import { Health, type HealthCheck } from './http/health.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { WriteBatcher } from './db/write-batch.js';
@@ -25,41 +28,6 @@ export interface ServeOptions {
   logStream?: NodeJS.WritableStream;
 }
 
-/**
- * Watches the catalogue version another process bumps on every change and empties the
- * response cache when it moves; now and then finishes index.json files that a crashed
- * change left dirty.
- */
-function watchCatalogue(runtime: Runtime, cache: ResponseCache, intervalMs: number, onError: (err: unknown) => void): () => void {
-  let last: number | undefined;
-  let busy = false;
-  let ticks = 0;
-  const sweepEvery = Math.max(1, Math.round(10_000 / intervalMs));
-  const tick = async () => {
-    if (busy) return;
-    busy = true;
-    try {
-      const version = await readCounter(runtime.database.db, 'catalogue_version');
-      if (last !== undefined && version !== last) cache.clear();
-      last = version;
-      if (++ticks % sweepEvery === 0) {
-        // Only changes dirty for over 10 s: younger ones are still being finished by their own process.
-        await finishPendingIndexes(runtime.coverArt, runtime.coverArt.clock.now() - 10_000);
-      }
-    } catch (err) {
-      // The database may be briefly away; answers are not cached meanwhile.
-      cache.clear();
-      onError(err);
-    } finally {
-      busy = false;
-    }
-  };
-  void tick();
-  const timer = setInterval(() => void tick(), intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
-}
-
 function addressOf(app: FastifyInstance, scheme: string): string {
   const addr = app.server.address();
   if (addr === null || typeof addr === 'string') return String(addr);
@@ -72,7 +40,19 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal' });
   const logger = { level: config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) };
   const apps: FastifyInstance[] = [];
-  let stopWatching = () => {};
+  const health = new Health();
+  const database: HealthCheck = {
+    required: true,
+    run: async () => {
+      await sql`select 1`.execute(runtime.database.db);
+    },
+  };
+  let watch: CatalogueWatch | undefined;
+  const redis: { close(): Promise<void> }[] = [];
+  const stopCluster = async () => {
+    watch?.stop();
+    await Promise.all(redis.map((r) => r.close()));
+  };
   try {
     // With the store away, serving from the database still works: the sweep below finishes these later.
     let pendingIndexes: unknown;
@@ -89,6 +69,31 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     let coverArtAddress: string | undefined;
     if (options.only !== 'auth') {
       const cache = new ResponseCache(config.responseCacheEntries);
+      // With Redis: the rate limit counted there (one connection), change announcements (another).
+      const commands =
+        config.redisUrl !== undefined && config.rateLimit !== undefined
+          ? new RedisConnection(config.redisUrl, 'commands', 'the rate limit is counted by each process alone until it returns', {
+              // The rate-limit scripts of requests that arrive together go out in one write.
+              enableAutoPipelining: true,
+            })
+          : undefined;
+      const notifications =
+        config.redisUrl === undefined
+          ? undefined
+          : new CatalogueNotifications(config.redisUrl, {
+              changed: (version) => watch?.changed(version),
+              subscribed: (active) => watch?.setAnnounced(active),
+            });
+      for (const r of [commands, notifications]) if (r !== undefined) redis.push(r);
+      const checks: Record<string, HealthCheck> = { database, storage: { required: true, run: () => runtime.store.ready() } };
+      if (notifications !== undefined) {
+        checks.redis = {
+          required: false,
+          run: async () => {
+            if (!notifications.subscribed || (commands !== undefined && !commands.usable)) throw new Error('Redis is unavailable');
+          },
+        };
+      }
       const app = buildCoverArtApp({
         routes: {
           api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl },
@@ -97,13 +102,24 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
           files: runtime.store,
         },
         logger,
-        rateLimiter: config.rateLimit === undefined ? undefined : new RateLimiter(config.rateLimit),
+        rateLimiter:
+          config.rateLimit === undefined ? undefined : commands !== undefined ? new SharedRateLimiter(config.rateLimit, commands) : new RateLimiter(config.rateLimit),
         trustedProxies: new TrustedProxies(config.trustProxy),
         clock: runtime.coverArt.clock,
         accessLog: config.logLevel === 'debug' || config.logLevel === 'trace',
+        health: health.forListener(checks),
       });
       apps.push(app);
-      stopWatching = watchCatalogue(runtime, cache, config.changePollMs, (err) => app.log.warn({ err }, 'catalogue watch failed'));
+      watch = new CatalogueWatch({
+        coverArt: runtime.coverArt,
+        cache,
+        pollMs: config.changePollMs,
+        announcedPollMs: config.changePollRedisMs,
+        log: app.log,
+      });
+      watch.start();
+      commands?.start(app.log);
+      notifications?.start(app.log);
       if (pendingIndexes !== undefined) app.log.warn({ err: pendingIndexes }, 'index.json files left to rewrite; retrying while serving');
       await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
       coverArtAddress = addressOf(app, 'http');
@@ -124,6 +140,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db) },
         trustsProxy: (address) => trusted.trusts(address),
         clientAddress: (peer, forwardedFor) => clientAddress(peer, forwardedFor, trusted),
+        health: health.forListener({ database }),
       });
       apps.push(app);
       await app.listen({ host: config.authListen.host, port: config.authListen.port });
@@ -136,7 +153,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       authAddress,
       demoLoaded,
       async close() {
-        stopWatching();
+        // Readiness fails from now on; a load balancer that probes it stops sending requests
+        // during the delay, then the listeners close and the requests in flight finish.
+        health.stop();
+        if (config.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
         // A keep-alive connection whose response was still being written when closing began
         // turns idle only afterwards, and would then hold the server open until its keep-alive
         // timeout: keep closing idle connections until every listener has closed.
@@ -148,12 +168,13 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         } finally {
           clearInterval(sweep);
         }
+        await stopCluster();
         await runtime.close();
       },
     };
   } catch (err) {
-    stopWatching();
     await Promise.all(apps.map((a) => a.close().catch(() => {})));
+    await stopCluster().catch(() => {});
     await runtime.close().catch(() => {});
     throw err;
   }

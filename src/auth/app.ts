@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { ListenerHealth } from '../http/health.js';
 import type { AuthDeps } from './accounts.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
@@ -18,6 +19,8 @@ export interface AuthAppOptions {
   trustsProxy(address: string): boolean;
   /** The client's address behind trusted proxies. */
   clientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined): string;
+  /** /healthz and /readyz, answered before anything else, over plain HTTP too (probes carry no secrets). */
+  health?: ListenerHealth | undefined;
 }
 
 const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-known\/)/;
@@ -33,8 +36,15 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     // One port for both: a TLS ClientHello goes to HTTPS, anything else to a plain HTTP
     // server whose every request is refused by the httpsOnly hook below.
     serverFactory: (handler) => {
-      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, handler);
-      plain = http.createServer(handler);
+      const { health } = opts;
+      const probed: typeof handler =
+        health === undefined
+          ? handler
+          : (req, res) => {
+              if (!health.answer(req, res, app.log)) handler(req, res);
+            };
+      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, probed);
+      plain = http.createServer(probed);
       sniffProtocol(secure, plain);
       return secure;
     },

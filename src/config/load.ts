@@ -58,6 +58,10 @@ export interface Config {
   demo: boolean;
   /** How often a serving process looks for catalogue changes made elsewhere, in ms. */
   changePollMs: number;
+  /** The same while Redis notifies it of changes (the poll is then only the safety net), in ms. */
+  changePollRedisMs: number;
+  /** On SIGTERM, how long to keep serving with /readyz answering 503 before closing the listeners, in ms. */
+  shutdownDelayMs: number;
   /** Most responses kept in the cover art response cache (0 turns it off). */
   responseCacheEntries: number;
 }
@@ -67,7 +71,7 @@ export const VARIABLES = {
   SLEEVE_DATA_DIR: 'embedded database, stored files, generated TLS material (default ./data)',
   SLEEVE_DATABASE_URL: 'sqlite:PATH or postgres://… (default sqlite:$SLEEVE_DATA_DIR/sleeve.db)',
   SLEEVE_STORAGE_URL: 'file:PATH or s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=… (default file:$SLEEVE_DATA_DIR/files)',
-  SLEEVE_REDIS_URL: 'redis://… for shared counters and caches (unset: in-process)',
+  SLEEVE_REDIS_URL: 'redis://[:PASSWORD@]HOST[:PORT][/DB] or rediss://… for the shared rate limit and change notifications (unset: in-process)',
   SLEEVE_COVERART_LISTEN: 'host:port of the cover art listener (default 127.0.0.1:8080)',
   SLEEVE_AUTH_LISTEN: 'host:port of the auth listener (default 127.0.0.1:8443)',
   SLEEVE_BASE_URL: 'public URL of the cover art service (default http://localhost:8080)',
@@ -85,6 +89,8 @@ export const VARIABLES = {
   SLEEVE_UPLOAD_MAX_PIXELS: 'largest accepted image in pixels, width×height (default 100000000)',
   SLEEVE_DEMO: 'load the demo catalogue when the database is empty: on|off (default on)',
   SLEEVE_CHANGE_POLL_MS: 'how often a server checks for catalogue changes, ms (default 250)',
+  SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
+  SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
   SLEEVE_RESPONSE_CACHE: 'cover art responses kept in memory (default 50000, 0 = off)',
 } as const;
 
@@ -150,7 +156,11 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   if (typeof storage === 'string') bad('SLEEVE_STORAGE_URL', storage);
 
   const redisUrl = get('SLEEVE_REDIS_URL');
-  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) bad('SLEEVE_REDIS_URL', 'must start with redis:// or rediss://');
+  if (redisUrl !== undefined) {
+    const why = checkRedisUrl(redisUrl);
+    // Named without its password.
+    if (why !== undefined) problems.push(`SLEEVE_REDIS_URL=${JSON.stringify(redisUrl.replace(/\/\/([^/@]*):[^/@]*@/, '//$1:***@'))}: ${why}`);
+  }
 
   const listen = (name: VariableName, fallback: string): ListenAddress => {
     const parsed = parseListen(get(name) ?? fallback);
@@ -214,6 +224,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const uploadMaxBytes = int('SLEEVE_UPLOAD_MAX_BYTES', 50 * 1024 * 1024, 1, 2 ** 31 - 1);
   const uploadMaxPixels = int('SLEEVE_UPLOAD_MAX_PIXELS', 100_000_000, 1, 1_000_000_000);
   const changePollMs = int('SLEEVE_CHANGE_POLL_MS', 250, 10, 60_000);
+  const changePollRedisMs = int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000);
+  const shutdownDelayMs = int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000);
   const responseCacheEntries = int('SLEEVE_RESPONSE_CACHE', 50_000, 0, 10_000_000);
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
@@ -252,6 +264,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     uploadMaxPixels,
     demo,
     changePollMs,
+    changePollRedisMs,
+    shutdownDelayMs,
     responseCacheEntries,
   });
 }
@@ -376,6 +390,21 @@ function bucketUrl(bucket: string, endpoint: string | undefined, region: string,
   if (pathStyle) return `${origin}/${bucket}`;
   const u = new URL(origin);
   return `${u.protocol}//${bucket}.${u.host}`;
+}
+
+function checkRedisUrl(raw: string): string | undefined {
+  const format = 'must be redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or rediss://… (TLS)';
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return format;
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') return format;
+  if (u.hostname === '') return `${format}: the host is missing`;
+  if (!/^\/?(\d{1,2})?$/.test(u.pathname)) return `${format}: the path may only be a database number`;
+  if (u.search !== '' || u.hash !== '') return `${format}: no query or fragment`;
+  return undefined;
 }
 
 function parseListen(raw: string): ListenAddress | string {

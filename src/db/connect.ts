@@ -84,13 +84,23 @@ export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: nu
   const pool = new pg.Pool({
     connectionString: cfg.url,
     max: options.poolSize ?? 10,
+    // While the server is unreachable, a request fails after this wait (500) instead of hanging;
+    // it also bounds the wait for a free connection under overload.
+    connectionTimeoutMillis: 5000,
+    // A connection whose server vanished (no FIN, e.g. a network cut) is noticed and dropped.
+    keepAlive: true,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
-  // An idle client that loses its server must not crash the process; the next query reports the failure.
+  // A client that loses its server (a restart ends every session) must not crash the process.
+  // Idle clients report it to the pool, which drops them. A checked-out client between two
+  // queries has no listener of the pool's (found by the PostgreSQL restart test: an unhandled
+  // 'error' event); its next query fails instead, and the pool drops it on release. Later
+  // queries open new connections once the server is back.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', close: () => db.destroy() };
 }

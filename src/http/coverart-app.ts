@@ -13,16 +13,19 @@ import {
 } from '../cover-art/index.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { ListenerHealth } from './health.js';
+import type { RateDecision, RequestLimiter } from './rate-limit.js';
 
 export interface CoverArtAppOptions {
   routes: CoverArtRouteDeps;
   logger: FastifyServerOptions['logger'];
-  rateLimiter: RateLimiter | undefined;
+  rateLimiter: RequestLimiter | undefined;
   trustedProxies: TrustedProxies;
   clock: Clock;
   /** Log every request (at debug level), cached answers included. */
   accessLog: boolean;
+  /** /healthz and /readyz, answered before the rate limit and the response cache. */
+  health?: ListenerHealth | undefined;
 }
 
 const WHOOPS = 'Whoops. Our bad.\n';
@@ -34,20 +37,18 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse)
 
 /**
  * The cover art listener. In front of Fastify sits a small door that, before any
- * routing, applies the rate limit and replays cached answers to GET and HEAD; every
- * other request (and every miss) goes through the Fastify routes, which fill the cache.
+ * routing, answers health probes, applies the rate limit and replays cached answers to
+ * GET and HEAD; every other request (and every miss) goes through the Fastify routes,
+ * which fill the cache.
  */
 export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   const { cache } = opts.routes;
-  const frontDoor = (req: IncomingMessage, res: ServerResponse): boolean => {
-    if (opts.rateLimiter !== undefined) {
-      const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
-      const decision = opts.rateLimiter.hit(client, opts.clock.now());
-      if (!decision.allowed) {
-        write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }));
-        return true;
-      }
-    }
+  const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
+    if (decision.allowed) return false;
+    write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }));
+    return true;
+  };
+  const replay = (req: IncomingMessage, res: ServerResponse): boolean => {
     const url = req.url ?? '/';
     if (url === '*') {
       // Asterisk-form (OPTIONS *) never reaches a router.
@@ -64,6 +65,28 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     if (opts.accessLog) app.log.debug({ method: req.method, url, status: hit.status, cached: true }, 'request');
     return true;
   };
+  const frontDoor = (req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean => {
+    if (opts.health !== undefined && opts.health.answer(req, res, app.log)) return true;
+    if (opts.rateLimiter !== undefined) {
+      const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
+      const decision = opts.rateLimiter.hit(client, opts.clock.now());
+      if (decision instanceof Promise) {
+        // A shared limit (Redis) answers later; the rest of the door waits for it.
+        decision.then(
+          (d) => {
+            if (!refused(req, res, d) && !replay(req, res)) next(req, res);
+          },
+          (err: unknown) => {
+            app.log.error({ err }, 'rate limit check failed; request let through');
+            if (!replay(req, res)) next(req, res);
+          },
+        );
+        return true;
+      }
+      if (refused(req, res, decision)) return true;
+    }
+    return replay(req, res);
+  };
 
   const app: FastifyInstance = Fastify({
     logger: opts.logger,
@@ -79,7 +102,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     },
     serverFactory: (handler) =>
       http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000 }, (req, res) => {
-        if (!frontDoor(req, res)) handler(req, res);
+        if (!frontDoor(req, res, handler)) handler(req, res);
       }),
   }) as unknown as FastifyInstance;
 

@@ -52,18 +52,6 @@ describe('FsObjectStore on disk', () => {
     assert.deepEqual(await readFile(path.join(root, 'mbid-a', 'mbid-a-1.jpg')), bytes);
   });
 
-  it('ready() makes a missing root, and names a root it cannot use', async () => {
-    const b = await tempDir();
-    await new FsObjectStore(path.join(b, 'a', 'files')).ready();
-    assert.deepEqual(await readdir(path.join(b, 'a')), ['files']);
-    await writeFile(path.join(b, 'plain'), 'a file, not a folder');
-    await assert.rejects(new FsObjectStore(path.join(b, 'plain')).ready(), (err: Error & { code?: string }) => {
-      assert.equal(err.code, 'STORE_UNAVAILABLE');
-      assert.match(err.message, /^storage directory .*plain is not usable: /);
-      return true;
-    });
-  });
-
   it('works before its root directory exists', async () => {
     const fresh: ObjectStore = new FsObjectStore(path.join(base, 'not-yet', 'files'));
     assert.deepEqual(await fresh.list(''), []);
@@ -72,6 +60,19 @@ describe('FsObjectStore on disk', () => {
     await fresh.delete('a/b');
     await fresh.put('a/b', Buffer.from('made'), 'text/plain');
     assert.equal((await readFile(path.join(base, 'not-yet', 'files', 'a', 'b'))).toString(), 'made');
+  });
+
+  it('is ready when its root can be used (made when missing), and not when the root is a file', async () => {
+    const fresh: ObjectStore = new FsObjectStore(path.join(base, 'ready', 'files'));
+    await fresh.ready();
+    assert.deepEqual(readdirSync(path.join(base, 'ready')), ['files']);
+    await writeFile(path.join(base, 'a-file'), 'not a directory');
+    const broken: ObjectStore = new FsObjectStore(path.join(base, 'a-file'));
+    await assert.rejects(broken.ready(), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'STORE_UNAVAILABLE');
+      assert.match(err.message, /^storage directory .*a-file is not usable: .*(EEXIST|ENOTDIR)/);
+      return true;
+    });
   });
 
   it('leaves no temporary file behind after puts, rewrites and concurrent puts', async () => {
