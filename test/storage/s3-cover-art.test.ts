@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
-import { cliOk, DIALECT, freePort, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { startS3, type S3TestServer } from '../helpers/s3.js';
 import { dbDump, newMbid, spawnCli, writeInput } from '../cover-art/cli-support.js';
@@ -303,16 +303,30 @@ describe(`cover art on S3 (${DIALECT})`, () => {
       assert.match(JSON.parse(warning).err.message, /object store s3:\/\/sleeve-test .* is unavailable/);
     });
 
-    it('when it returns: no stray objects, index.json untouched by the failures, and everything works again', async () => {
+    it('when it returns: no stray objects, index.json untouched by the failures, the server catches up, and everything works again', async () => {
       assert.ok(serve);
+      const running = serve;
+      // Meanwhile the running server's sweep (every 10 s, marks older than 10 s) finds the edit's index.json and waits.
+      const waited = await pollUntil(async () => running.log(), (log) => log.includes('index.json files left to rewrite wait for the store'), 40_000, 250);
+      assert.match(waited.value, /index\.json files left to rewrite wait for the store/, 'the sweep says why it waits');
+      assert.doesNotMatch(waited.value, /cannot read the catalogue version/, 'the store away is not reported as the database away');
       await s3.start();
       assert.deepEqual(await s3.listKeys(), keysBefore, 'no object of the failed uploads');
       assert.ok(Buffer.from(await (await s3.fetchObject(`mbid-${release}/index.json`)).arrayBuffer()).equals(indexBefore));
 
-      // The running server recovers on its own.
+      // The running server recovers on its own: it serves files again, and its sweep rewrites
+      // the index.json left waiting by the edit (marks older than 10 s, every 10 s).
       const back_ = await get(`${serve.base}/download/mbid-${release}/mbid-${release}-${front.id}.jpg`);
       assert.equal(back_.status, 200);
       assert.ok(back_.body.equals(jpeg));
+      const swept = await pollUntil(
+        async () => ((await (await s3.fetchObject(`mbid-${release}/index.json`)).json()) as { images: { comment: string }[] }).images.map((i) => i.comment),
+        (comments) => comments.includes('edited while away'),
+        40_000,
+        500,
+      );
+      assert.deepEqual(swept.value, ['', 'edited while away'], `index.json rewritten by the server within ${swept.ms} ms`);
+      assert.equal(await indexDirty(t, release), 0);
 
       // The same upload now works, and its rewrite of index.json carries the edit made while the store was away.
       const entry = await cliOk(t.env, ['--json', 'art', 'add', release, await writeInput(t, 'later.jpg', await makeJpeg(640, 480)), '--type', 'Booklet']);
