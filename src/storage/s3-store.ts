@@ -216,8 +216,10 @@ export class S3ObjectStore implements ObjectStore {
     return this.info(key, out.ContentLength, out.ETag, out.LastModified);
   }
 
-  private info(key: string, size: number | undefined, etag: string | undefined, lastModified: Date | undefined): ObjectInfo {
-    if (size === undefined || etag === undefined || lastModified === undefined || !/^"[\x21\x23-\x7e]*"$/.test(etag)) {
+  private info(key: string, size: number | undefined, rawEtag: string | undefined, lastModified: Date | undefined): ObjectInfo {
+    // Some S3-compatible stores send the tag unquoted; S3 quotes it.
+    const etag = rawEtag !== undefined && /^[\x21\x23-\x7e]+$/.test(rawEtag) && !rawEtag.startsWith('W/') ? `"${rawEtag}"` : rawEtag;
+    if (size === undefined || etag === undefined || lastModified === undefined || !/^"[\x21\x23-\x7e]+"$/.test(etag)) {
       throw storeUnavailable(`object store ${this.describe()} described ${key} without a size, a strong ETag or a modification date`);
     }
     return { size, etag, lastModified };
