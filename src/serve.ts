@@ -11,6 +11,7 @@ import { Health, type HealthCheck } from './http/health.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { WriteBatcher } from './db/write-batch.js';
+import { isStoreUnavailable } from './shared/errors.js';
 
 export interface Server {
   runtime: Runtime;
@@ -53,7 +54,12 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     await Promise.all(redis.map((r) => r.close()));
   };
   try {
-    await finishPendingIndexes(runtime.coverArt);
+    // With the store away, serving from the database still works: the sweep below finishes these later.
+    let pendingIndexes: unknown;
+    await finishPendingIndexes(runtime.coverArt).catch((err: unknown) => {
+      if (!isStoreUnavailable(err)) throw err;
+      pendingIndexes = err;
+    });
     let demoLoaded: string[] = [];
     if (config.demo && options.only !== 'auth') {
       const any = await runtime.database.db.selectFrom('release').select('id').limit(1).executeTakeFirst();
@@ -92,7 +98,8 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         routes: {
           api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl },
           cache,
-          files: config.storage.kind === 'file' ? runtime.store : undefined,
+          // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
+          files: runtime.store,
         },
         logger,
         rateLimiter:
@@ -113,6 +120,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       watch.start();
       commands?.start(app.log);
       notifications?.start(app.log);
+      if (pendingIndexes !== undefined) app.log.warn({ err: pendingIndexes }, 'index.json files left to rewrite; retrying while serving');
       await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
       coverArtAddress = addressOf(app, 'http');
     }

@@ -19,7 +19,7 @@ import {
 } from '../cover-art/index.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrator.js';
-import { invalidInput, notFound } from '../shared/errors.js';
+import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import type { ChangeAnnouncer } from '../cluster/notify.js';
@@ -58,8 +58,9 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
 
 /**
  * Opens the runtime for a changing command, finishing index.json files a crashed change
- * left behind. With Redis configured, a command that changed the catalogue announces it
- * to the serving processes afterwards.
+ * left behind (with the store still away those wait for a later pass, and a command that
+ * needs the store fails on its own). With Redis configured, a command that changed the
+ * catalogue announces it to the serving processes afterwards.
  */
 async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   const config = ctx.config();
@@ -69,8 +70,11 @@ async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<
   let before: number | undefined;
   try {
     if (announcer !== undefined) before = await readCounter(rt.database.db, 'catalogue_version');
-    await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000);
-    return await fn(rt);
+    await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
+      if (!isStoreUnavailable(err)) throw err;
+    });
+    const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+    return await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
   } finally {
     // Also after a failure: part of a change (its commit) may have happened.
     if (announcer !== undefined && before !== undefined) {

@@ -1,4 +1,5 @@
 import { finishPendingIndexes, readCounter, ResponseCache, type CoverArtDeps } from '../cover-art/index.js';
+import { isStoreUnavailable } from '../shared/errors.js';
 import type { Log } from './redis.js';
 
 export interface CatalogueWatchOptions {
@@ -29,6 +30,7 @@ export class CatalogueWatch {
   private busy = false;
   private stopped = false;
   private failing = false;
+  private storeFailing = false;
   private lastSweep: number;
 
   constructor(opts: CatalogueWatchOptions) {
@@ -71,6 +73,27 @@ export class CatalogueWatch {
     this.timer.unref();
   }
 
+  /**
+   * Finishes dirty index.json files. The store being away is not the database being away:
+   * the cache stays, the marks stay for the next sweep, and it is said once per spell.
+   */
+  private async sweep(): Promise<void> {
+    const { coverArt, log } = this.opts;
+    try {
+      await finishPendingIndexes(coverArt, coverArt.clock.now() - SWEEP_AGE_MS);
+      if (this.storeFailing) {
+        this.storeFailing = false;
+        log.info({}, 'catalogue watch: index.json files left to rewrite are finished');
+      }
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+      if (!this.storeFailing) {
+        this.storeFailing = true;
+        log.warn({ err }, 'catalogue watch: index.json files left to rewrite wait for the store');
+      }
+    }
+  }
+
   private async tick(): Promise<void> {
     if (this.busy || this.stopped) return;
     this.busy = true;
@@ -85,7 +108,7 @@ export class CatalogueWatch {
       }
       if (Date.now() - this.lastSweep >= SWEEP_AGE_MS) {
         this.lastSweep = Date.now();
-        await finishPendingIndexes(coverArt, coverArt.clock.now() - SWEEP_AGE_MS);
+        await this.sweep();
       }
     } catch (err) {
       // Changes cannot be seen meanwhile: answers cached before are not trusted.

@@ -12,7 +12,21 @@ export type DatabaseConfig =
   | { kind: 'sqlite'; file: string }
   | { kind: 'postgres'; url: string };
 
-export type StorageConfig = { kind: 'file'; root: string };
+export type StorageConfig = { kind: 'file'; root: string } | S3StorageConfig;
+
+/** `s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=…` (DESIGN §3). */
+export interface S3StorageConfig {
+  kind: 's3';
+  bucket: string;
+  /** Key prefix inside the bucket, without leading or trailing slash ('' for none). */
+  prefix: string;
+  /** S3-compatible endpoint (origin only), or undefined for AWS itself. */
+  endpoint: string | undefined;
+  region: string;
+  forcePathStyle: boolean;
+  /** Public URL of the bucket with the prefix: where redirects point unless SLEEVE_IMAGE_BASE_URL says otherwise. */
+  publicUrl: string;
+}
 
 export interface RateLimitConfig {
   requests: number;
@@ -56,13 +70,13 @@ export interface Config {
 export const VARIABLES = {
   SLEEVE_DATA_DIR: 'embedded database, stored files, generated TLS material (default ./data)',
   SLEEVE_DATABASE_URL: 'sqlite:PATH or postgres://… (default sqlite:$SLEEVE_DATA_DIR/sleeve.db)',
-  SLEEVE_STORAGE_URL: 'file:PATH (default file:$SLEEVE_DATA_DIR/files)',
+  SLEEVE_STORAGE_URL: 'file:PATH or s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=… (default file:$SLEEVE_DATA_DIR/files)',
   SLEEVE_REDIS_URL: 'redis://[:PASSWORD@]HOST[:PORT][/DB] or rediss://… for the shared rate limit and change notifications (unset: in-process)',
   SLEEVE_COVERART_LISTEN: 'host:port of the cover art listener (default 127.0.0.1:8080)',
   SLEEVE_AUTH_LISTEN: 'host:port of the auth listener (default 127.0.0.1:8443)',
   SLEEVE_BASE_URL: 'public URL of the cover art service (default http://localhost:8080)',
   SLEEVE_AUTH_URL: 'public URL of the authorization service (default https://localhost:8443)',
-  SLEEVE_IMAGE_BASE_URL: 'where redirects point (default $SLEEVE_BASE_URL/download)',
+  SLEEVE_IMAGE_BASE_URL: "where redirects point (default $SLEEVE_BASE_URL/download, or the bucket's public URL with s3:// storage)",
   SLEEVE_MUSICBRAINZ_URL: 'prefix of the release links in listings (default https://musicbrainz.org)',
   SLEEVE_TLS_CERT: 'PEM certificate for the auth listener (default: generated self-signed)',
   SLEEVE_TLS_KEY: 'PEM private key for the auth listener (default: generated)',
@@ -170,7 +184,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   };
   const baseUrl = url('SLEEVE_BASE_URL', 'http://localhost:8080', ['http', 'https']);
   const authUrl = url('SLEEVE_AUTH_URL', 'https://localhost:8443', ['https']);
-  const imageBaseUrl = url('SLEEVE_IMAGE_BASE_URL', `${baseUrl}/download`, ['http', 'https']);
+  // With a bucket, redirects go straight to it unless an image base (a CDN, or /download for a private bucket) is given.
+  const imageBaseUrl = url('SLEEVE_IMAGE_BASE_URL', typeof storage !== 'string' && storage.kind === 's3' ? storage.publicUrl : `${baseUrl}/download`, ['http', 'https']);
   const musicBrainzUrl = url('SLEEVE_MUSICBRAINZ_URL', 'https://musicbrainz.org', ['http', 'https']);
 
   const tlsCert = get('SLEEVE_TLS_CERT');
@@ -279,8 +294,102 @@ function parseStorage(raw: string, cwd: string): StorageConfig | string {
     if (p === '') return 'file: needs a directory, e.g. file:./data/files';
     return { kind: 'file', root: path.resolve(cwd, decodeURIComponent(p)) };
   }
-  if (raw.startsWith('s3://')) return 's3:// storage is not available in this version of sleeve yet; use file:';
-  return 'must start with file:';
+  if (raw.startsWith('s3://')) return parseS3Storage(raw);
+  return 'must start with file: or s3://';
+}
+
+const S3_PARAMS = ['endpoint', 'region', 'forcePathStyle', 'publicUrl'];
+const PREFIX_SEGMENT_RE = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+
+/** Parses `s3://BUCKET[/PREFIX][?params]`; a string names everything wrong with it. */
+function parseS3Storage(raw: string): S3StorageConfig | string {
+  const errors: string[] = [];
+  const rest = raw.slice('s3://'.length);
+  const q = rest.indexOf('?');
+  const location = q === -1 ? rest : rest.slice(0, q);
+  const params = new URLSearchParams(q === -1 ? '' : rest.slice(q + 1));
+  if (raw.includes('#')) errors.push('a fragment (#) has no meaning here');
+  const [bucket = '', ...segments] = location.replace(/#.*$/, '').replace(/\/+$/, '').split('/');
+  const bucketProblem = checkBucketName(bucket);
+  if (bucketProblem !== undefined) errors.push(bucketProblem);
+  if (segments.some((s) => !PREFIX_SEGMENT_RE.test(s)) || segments.join('/').length > 512) {
+    errors.push(`key prefix ${JSON.stringify(segments.join('/'))} must be /-separated names of letters, digits, '.', '_' and '-' (not starting with '.' or '-')`);
+  }
+
+  const seen = new Set<string>();
+  for (const name of params.keys()) {
+    if (!S3_PARAMS.includes(name)) errors.push(`unknown parameter ${JSON.stringify(name)} (known: ${S3_PARAMS.join(', ')})`);
+    else if (seen.has(name)) errors.push(`parameter ${name} is given more than once`);
+    seen.add(name);
+  }
+  let endpoint: string | undefined;
+  const endpointRaw = params.get('endpoint');
+  if (endpointRaw !== null) {
+    endpoint = parseOrigin(endpointRaw);
+    if (endpoint === undefined) errors.push(`endpoint ${JSON.stringify(endpointRaw)} must be an http:// or https:// URL with a host and no path, query or credentials`);
+  }
+  const region = params.get('region') ?? 'us-east-1';
+  if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(region) || region.length > 64) errors.push(`region ${JSON.stringify(region)} must look like us-east-1`);
+  const pathStyleRaw = params.get('forcePathStyle') ?? 'false';
+  const forcePathStyle = pathStyleRaw === 'true';
+  if (!forcePathStyle && pathStyleRaw !== 'false') errors.push('forcePathStyle must be true or false');
+  let publicBase: string | undefined;
+  const publicRaw = params.get('publicUrl');
+  if (publicRaw !== null) {
+    publicBase = parseBaseUrl(publicRaw, ['http', 'https']);
+    if (publicBase === undefined) errors.push(`publicUrl ${JSON.stringify(publicRaw)} must be an absolute http or https URL without query or fragment`);
+  }
+  if (errors.length > 0) return errors.join('; ');
+
+  const prefix = segments.join('/');
+  return {
+    kind: 's3',
+    bucket,
+    prefix,
+    endpoint,
+    region,
+    forcePathStyle,
+    publicUrl: `${publicBase ?? bucketUrl(bucket, endpoint, region, forcePathStyle)}${prefix === '' ? '' : `/${prefix}`}`,
+  };
+}
+
+/** S3's bucket naming rules (the general purpose bucket rules, which S3-compatible stores share). */
+function checkBucketName(bucket: string): string | undefined {
+  const why =
+    bucket === ''
+      ? 'is missing (s3://BUCKET)'
+      : bucket.length < 3 || bucket.length > 63
+        ? 'must be 3 to 63 characters long'
+        : !/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/.test(bucket)
+          ? "may hold only lower-case letters, digits, '.' and '-', and must start and end with a letter or digit"
+          : bucket.includes('..') || bucket.includes('.-') || bucket.includes('-.')
+            ? "must not have '..', '.-' or '-.'"
+            : /^\d+\.\d+\.\d+\.\d+$/.test(bucket)
+              ? 'must not look like an IP address'
+              : undefined;
+  return why === undefined ? undefined : `bucket name ${JSON.stringify(bucket)} ${why}`;
+}
+
+/** `scheme://host[:port]` of an http(s) URL that has nothing else, or undefined. */
+function parseOrigin(raw: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.pathname !== '/' || u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') return undefined;
+  return u.origin;
+}
+
+/** Where a bucket's objects are read over plain HTTP(S), as the SDK addresses it. */
+function bucketUrl(bucket: string, endpoint: string | undefined, region: string, forcePathStyle: boolean): string {
+  // A dotted name does not match the wildcard certificate of a virtual host: the SDK uses the path then too.
+  const pathStyle = forcePathStyle || (bucket.includes('.') && (endpoint === undefined || endpoint.startsWith('https:')));
+  const origin = endpoint ?? `https://s3.${region}.amazonaws.com`;
+  if (pathStyle) return `${origin}/${bucket}`;
+  const u = new URL(origin);
+  return `${u.protocol}//${bucket}.${u.host}`;
 }
 
 function checkRedisUrl(raw: string): string | undefined {

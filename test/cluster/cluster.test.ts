@@ -1,5 +1,5 @@
 /*
- * Several `sleeve serve` processes on one database, one storage and one (private) Redis,
+ * Several `sleeve serve` processes on one database, one bucket (s3rver) and one (private) Redis,
  * as behind a load balancer: health and readiness on both listeners; a change made through
  * the CLI shows through every process, measured from its commit against the documented
  * bound; the rate limit is one budget across processes; and Redis going away and coming
@@ -19,6 +19,7 @@ import { request } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { redisUnavailable, startRedis, type PrivateRedis } from '../helpers/redis.js';
+import { startS3, type S3TestServer } from '../helpers/s3.js';
 import { logLines, startServe, type ServeProcess } from '../helpers/serve-process.js';
 
 const G = 'c1a50000-0000-4000-8000-0000000000aa';
@@ -35,6 +36,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe(`several sleeve serve processes on one database, storage and Redis (${DIALECT})`, { skip: redisUnavailable() }, () => {
   let t: TestEnv;
   let redis: PrivateRedis;
+  let s3: S3TestServer;
   let a: ServeProcess;
   let b: ServeProcess;
   let clients = 0;
@@ -118,8 +120,9 @@ describe(`several sleeve serve processes on one database, storage and Redis (${D
       // Announcements alone must make changes visible quickly: the safety-net poll is set far out.
       SLEEVE_CHANGE_POLL_REDIS_MS: '60000',
     });
-    // TODO(s3 merge): every process and the CLI share this storage; switch it to the bucket of test/helpers/s3.ts.
-    t.env.SLEEVE_STORAGE_URL = `file:${path.join(t.dir, 'files')}`;
+    // Every process and the CLI share one bucket (s3rver); redirects then point at the bucket itself.
+    s3 = await startS3();
+    Object.assign(t.env, s3.env);
     await cliOk(t.env, ['release', 'add', release(1), '--release-group', G]);
     // One after the other: the first start generates the auth listener's certificate in the shared data directory.
     a = await startServe(t.env);
@@ -133,6 +136,7 @@ describe(`several sleeve serve processes on one database, storage and Redis (${D
   after(async () => {
     const codes = await Promise.all([a, b].map((s) => s?.stop()));
     await redis?.destroy();
+    await s3?.close();
     await t?.cleanup();
     assert.deepEqual(codes, [0, 0], 'both processes stopped cleanly');
   });
@@ -189,8 +193,8 @@ describe(`several sleeve serve processes on one database, storage and Redis (${D
     ctx.diagnostic(`commit → visible, announced: a ${ms[0]} ms, b ${ms[1]} ms`);
     for (const m of ms) assert.ok(m <= ANNOUNCED_BOUND_MS, `visible ${m} ms after the commit (bound ${ANNOUNCED_BOUND_MS} ms)`);
     for (const s of [a, b]) {
-      assert.equal(await probe(s, front), `307 ${s.base}/download/mbid-${release(1)}/mbid-${release(1)}-${added.id}.jpg`);
-      // The other process's upload, served by this one from the shared storage.
+      assert.equal(await probe(s, front), `307 ${s3.publicUrl}/mbid-${release(1)}/mbid-${release(1)}-${added.id}.jpg`);
+      // The other process's upload, served by this one from the shared storage too (as for a private bucket).
       const img = await fetch(`${s.base}/download/mbid-${release(1)}/mbid-${release(1)}-${added.id}.jpg`);
       assert.equal(img.status, 200);
       assert.equal(img.headers.get('content-type'), 'image/jpeg');
@@ -280,7 +284,7 @@ describe(`several sleeve serve processes on one database, storage and Redis (${D
     assert.deepEqual(late.body, { status: 'degraded', checks: { database: 'ok', storage: 'ok', redis: 'failing' } });
     const startWarnings = logLines(c).filter((l) => l.level === 40 && /^Redis unavailable/.test(l.msg));
     assert.ok(startWarnings.some((l) => l.reason === 'ECONNREFUSED'), JSON.stringify(startWarnings));
-    assert.equal(await probe(c, front), `307 ${c.base}/download/mbid-${release(2)}/mbid-${release(2)}-${JSON.parse(cli?.stdout ?? '{}').id}.jpg`);
+    assert.equal(await probe(c, front), `307 ${s3.publicUrl}/mbid-${release(2)}/mbid-${release(2)}-${JSON.parse(cli?.stdout ?? '{}').id}.jpg`);
 
     // Redis returns (empty): every process reconnects and subscribes again by itself.
     await redis.start();

@@ -68,7 +68,11 @@ describe('FsObjectStore on disk', () => {
     assert.deepEqual(readdirSync(path.join(base, 'ready')), ['files']);
     await writeFile(path.join(base, 'a-file'), 'not a directory');
     const broken: ObjectStore = new FsObjectStore(path.join(base, 'a-file'));
-    await assert.rejects(broken.ready(), /EEXIST|ENOTDIR/);
+    await assert.rejects(broken.ready(), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'STORE_UNAVAILABLE');
+      assert.match(err.message, /^storage directory .*a-file is not usable: .*(EEXIST|ENOTDIR)/);
+      return true;
+    });
   });
 
   it('leaves no temporary file behind after puts, rewrites and concurrent puts', async () => {
