@@ -85,7 +85,11 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
               subscribed: (active) => watch?.setAnnounced(active),
             });
       for (const r of [commands, notifications]) if (r !== undefined) redis.push(r);
-      const checks: Record<string, HealthCheck> = { database, storage: { required: true, run: () => runtime.store.ready() } };
+      // A bucket is shared by every process: taking them all out of the load balancer while it is
+      // away would stop listings and redirects too, which answer from the database. A local
+      // folder is this machine's alone, so a process whose folder fails is not ready.
+      const storage: HealthCheck = { required: config.storage.kind === 'file', run: () => runtime.store.ready() };
+      const checks: Record<string, HealthCheck> = { database, storage };
       if (notifications !== undefined) {
         checks.redis = {
           required: false,

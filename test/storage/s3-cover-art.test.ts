@@ -263,6 +263,13 @@ describe(`cover art on S3 (${DIALECT})`, () => {
       assert.ok(serve);
       assert.deepEqual(await answers(serve.base), answersBefore);
       assert.equal((await get(`${serve.base}/release/${newMbid()}/front`)).status, 404);
+      // A bucket is shared by every process: a load balancer must not take them all out for it.
+      const ready = await get(`${serve.base}/readyz`);
+      assert.equal(ready.status, 200, 'ready, degraded: redirects and listings still answer');
+      const body = JSON.parse(ready.body.toString()) as { status: string; checks: Record<string, string> };
+      assert.equal(body.status, 'degraded');
+      assert.notEqual(body.checks.storage, 'ok');
+      assert.equal(body.checks.database, 'ok');
     });
 
     it('/download/* answers 503 with Retry-After, never a 404 or stale bytes', async () => {
