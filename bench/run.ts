@@ -1,11 +1,12 @@
 /**
- * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs all four;
- * `npm run bench -- redirect|ingest|scale|auth` runs some; `--help` lists the options.
+ * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs them all;
+ * `npm run bench -- redirect|ingest|scale|auth|cluster` runs some; `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { authBench } from './auth.js';
+import { clusterBench } from './cluster.js';
 import { ingestBench } from './ingest.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { parseOptions, type BenchName, type Options } from './lib/options.js';
@@ -13,7 +14,7 @@ import { redirectBench } from './redirect.js';
 import { scaleBench } from './scale.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

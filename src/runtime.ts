@@ -31,7 +31,7 @@ export async function openRuntime(
     // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
     const pending = await pendingMigrations(database.db);
     if (pending.length > 0) {
-      if (options.migrate === 'apply') await migrateToLatest(database.db);
+      if (options.migrate === 'apply') await migrateToLatest(database);
       else throw new Error(`the database needs migrating (${pending.join(', ')}); run: sleeve migrate`);
     }
   } catch (err) {

@@ -1,17 +1,21 @@
 import type { Server as HttpServer } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import type { Config } from './config/load.js';
 import { buildAuthApp } from './auth/app.js';
 import { loadTlsMaterial } from './auth/tls.js';
-import { finishPendingIndexes, loadDemo, readCounter, ResponseCache } from './cover-art/index.js';
+import { CatalogueNotifications, CatalogueWatch, RedisConnection, SharedRateLimiter } from './cluster/index.js';
+import { finishPendingIndexes, loadDemo, ResponseCache } from './cover-art/index.js';
 import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
+import { Health, type HealthCheck } from './http/health.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { RequestObserver } from './http/observe.js';
 import { RequestIds } from './http/request-id.js';
 import { listenMetrics, Metrics } from './metrics/index.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { WriteBatcher } from './db/write-batch.js';
+import { isStoreUnavailable } from './shared/errors.js';
 
 export interface Server {
   runtime: Runtime;
@@ -30,41 +34,6 @@ export interface ServeOptions {
   logStream?: NodeJS.WritableStream;
 }
 
-/**
- * Watches the catalogue version another process bumps on every change and empties the
- * response cache when it moves; now and then finishes index.json files that a crashed
- * change left dirty.
- */
-function watchCatalogue(runtime: Runtime, cache: ResponseCache, intervalMs: number, onError: (err: unknown) => void): () => void {
-  let last: number | undefined;
-  let busy = false;
-  let ticks = 0;
-  const sweepEvery = Math.max(1, Math.round(10_000 / intervalMs));
-  const tick = async () => {
-    if (busy) return;
-    busy = true;
-    try {
-      const version = await readCounter(runtime.database.db, 'catalogue_version');
-      if (last !== undefined && version !== last) cache.clear();
-      last = version;
-      if (++ticks % sweepEvery === 0) {
-        // Only changes dirty for over 10 s: younger ones are still being finished by their own process.
-        await finishPendingIndexes(runtime.coverArt, runtime.coverArt.clock.now() - 10_000);
-      }
-    } catch (err) {
-      // The database may be briefly away; answers are not cached meanwhile.
-      cache.clear();
-      onError(err);
-    } finally {
-      busy = false;
-    }
-  };
-  void tick();
-  const timer = setInterval(() => void tick(), intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
-}
-
 function addressOf(server: HttpServer, scheme: string): string {
   const addr = server.address();
   if (addr === null || typeof addr === 'string') return String(addr);
@@ -78,14 +47,31 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   const logger = { level: config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) };
   const apps: FastifyInstance[] = [];
   let metricsServer: HttpServer | undefined;
-  let stopWatching = () => {};
   // Request ids (X-Request-Id) on every listener; metrics when their listener is on.
   const trustedForIds = new TrustedProxies(config.trustProxy);
   const requestIds = new RequestIds((address) => trustedForIds.trusts(address));
   const metrics = config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db);
   const accessLog = config.logLevel === 'debug' || config.logLevel === 'trace';
+  const health = new Health();
+  const database: HealthCheck = {
+    required: true,
+    run: async () => {
+      await sql`select 1`.execute(runtime.database.db);
+    },
+  };
+  let watch: CatalogueWatch | undefined;
+  const redis: { close(): Promise<void> }[] = [];
+  const stopCluster = async () => {
+    watch?.stop();
+    await Promise.all(redis.map((r) => r.close()));
+  };
   try {
-    await finishPendingIndexes(runtime.coverArt);
+    // With the store away, serving from the database still works: the sweep below finishes these later.
+    let pendingIndexes: unknown;
+    await finishPendingIndexes(runtime.coverArt).catch((err: unknown) => {
+      if (!isStoreUnavailable(err)) throw err;
+      pendingIndexes = err;
+    });
     let demoLoaded: string[] = [];
     if (config.demo && options.only !== 'auth') {
       const any = await runtime.database.db.selectFrom('release').select('id').limit(1).executeTakeFirst();
@@ -95,22 +81,64 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     let coverArtAddress: string | undefined;
     if (options.only !== 'auth') {
       const cache = new ResponseCache(config.responseCacheEntries);
+      // With Redis: the rate limit counted there (one connection), change announcements (another).
+      const commands =
+        config.redisUrl !== undefined && config.rateLimit !== undefined
+          ? new RedisConnection(config.redisUrl, 'commands', 'the rate limit is counted by each process alone until it returns', {
+              // The rate-limit scripts of requests that arrive together go out in one write.
+              enableAutoPipelining: true,
+            })
+          : undefined;
+      const notifications =
+        config.redisUrl === undefined
+          ? undefined
+          : new CatalogueNotifications(config.redisUrl, {
+              changed: (version) => watch?.changed(version),
+              subscribed: (active) => watch?.setAnnounced(active),
+            });
+      for (const r of [commands, notifications]) if (r !== undefined) redis.push(r);
+      // A bucket is shared by every process: taking them all out of the load balancer while it is
+      // away would stop listings and redirects too, which answer from the database. A local
+      // folder is this machine's alone, so a process whose folder fails is not ready.
+      const storage: HealthCheck = { required: config.storage.kind === 'file', run: () => runtime.store.ready() };
+      const checks: Record<string, HealthCheck> = { database, storage };
+      if (notifications !== undefined) {
+        checks.redis = {
+          required: false,
+          run: async () => {
+            if (!notifications.subscribed || (commands !== undefined && !commands.usable)) throw new Error('Redis is unavailable');
+          },
+        };
+      }
       const app = buildCoverArtApp({
         routes: {
           api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl },
           cache,
-          files: config.storage.kind === 'file' ? runtime.store : undefined,
+          // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
+          files: runtime.store,
         },
         logger,
-        rateLimiter: config.rateLimit === undefined ? undefined : new RateLimiter(config.rateLimit),
+        rateLimiter:
+          config.rateLimit === undefined ? undefined : commands !== undefined ? new SharedRateLimiter(config.rateLimit, commands) : new RateLimiter(config.rateLimit),
         trustedProxies: new TrustedProxies(config.trustProxy),
         clock: runtime.coverArt.clock,
         accessLog,
+        health: health.forListener(checks),
         observer: new RequestObserver('coverart', requestIds, metrics?.http),
       });
       if (metrics !== undefined) metrics.http.cacheEntries = () => cache.size;
       apps.push(app);
-      stopWatching = watchCatalogue(runtime, cache, config.changePollMs, (err) => app.log.warn({ err }, 'catalogue watch failed'));
+      watch = new CatalogueWatch({
+        coverArt: runtime.coverArt,
+        cache,
+        pollMs: config.changePollMs,
+        announcedPollMs: config.changePollRedisMs,
+        log: app.log,
+      });
+      watch.start();
+      commands?.start(app.log);
+      notifications?.start(app.log);
+      if (pendingIndexes !== undefined) app.log.warn({ err: pendingIndexes }, 'index.json files left to rewrite; retrying while serving');
       await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
       coverArtAddress = addressOf(app.server, 'http');
     }
@@ -130,6 +158,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db) },
         trustsProxy: (address) => trusted.trusts(address),
         clientAddress: (peer, forwardedFor) => clientAddress(peer, forwardedFor, trusted),
+        health: health.forListener({ database }),
         observer: new RequestObserver('auth', requestIds, metrics?.http),
         accessLog,
       });
@@ -153,7 +182,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       metricsAddress,
       demoLoaded,
       async close() {
-        stopWatching();
+        // Readiness fails from now on; a load balancer that probes it stops sending requests
+        // during the delay, then the listeners close and the requests in flight finish.
+        health.stop();
+        if (config.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
         // A keep-alive connection whose response was still being written when closing began
         // turns idle only afterwards, and would then hold the server open until its keep-alive
         // timeout: keep closing idle connections until every listener has closed.
@@ -166,12 +198,13 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         } finally {
           clearInterval(sweep);
         }
+        await stopCluster();
         await runtime.close();
       },
     };
   } catch (err) {
-    stopWatching();
     await Promise.all([...apps.map((a) => a.close().catch(() => {})), closeServer(metricsServer).catch(() => {})]);
+    await stopCluster().catch(() => {});
     await runtime.close().catch(() => {});
     throw err;
   }

@@ -185,6 +185,33 @@ describe(`the auth listener (${DIALECT})`, () => {
     });
   });
 
+  it('gives processes started at once on one fresh data directory one consistent pair', async () => {
+    const t = await makeTestEnv();
+    const servers: Server[] = [];
+    try {
+      const config = loadConfig({ ...t.env, SLEEVE_COVERART_LISTEN: '127.0.0.1:0', SLEEVE_AUTH_LISTEN: '127.0.0.1:0' });
+      const started = await Promise.allSettled([1, 2, 3].map(() => serve(config, { only: 'auth' })));
+      for (const r of started) if (r.status === 'fulfilled') servers.push(r.value);
+      for (const r of started) if (r.status === 'rejected') throw r.reason;
+      const onDisk = new X509Certificate(await readFile(path.join(t.dir, 'tls', CERT), 'utf8'));
+      assert.ok(onDisk.checkPrivateKey(createPrivateKey(await readFile(path.join(t.dir, 'tls', KEY), 'utf8'))), 'the pair on disk matches');
+      for (const s of servers) {
+        // A completed handshake proves the served certificate and the key the server signs with belong together.
+        const res = await httpsGet(Number(new URL(s.authAddress as string).port), MISSING, { ca: onDisk.toString(), servername: 'localhost' }).catch(
+          (err: Error) => err,
+        );
+        if (res instanceof Error) {
+          // Only acceptable when this process settled on an earlier pair than the one left on disk: it must still be a sound pair.
+          const anyRes = await httpsGet(Number(new URL(s.authAddress as string).port), MISSING, { rejectUnauthorized: false });
+          assert.equal(anyRes.status, 404, res.message);
+        } else assert.equal(res.status, 404);
+      }
+    } finally {
+      await Promise.all(servers.map((s) => s.close()));
+      await t.cleanup();
+    }
+  });
+
   it('names the public auth host in the generated certificate', async () => {
     const t = await makeTestEnv();
     let server: Server | undefined;

@@ -108,6 +108,31 @@ describe(`configuration (${DIALECT})`, () => {
     }
   });
 
+  it('the variables for several processes are checked: the Redis URL (named without its password), poll and shutdown delays', async () => {
+    const bad = async (vars: Record<string, string>) => runCli({ ...t.env, ...vars }, ['migrate']);
+    for (const url of ['http://127.0.0.1:6379', 'redis://', 'redis://h:6379/x', 'redis://h/0?tls=1', 'not a url']) {
+      const r = await bad({ SLEEVE_REDIS_URL: url });
+      assert.equal(r.code, 2, url);
+      assert.deepEqual(problems(r.stderr), ['SLEEVE_REDIS_URL'], url);
+      assert.match(r.stderr, /SLEEVE_REDIS_URL=".*": must be redis:\/\/\[\[USER\]:PASSWORD@\]HOST\[:PORT\]\[\/DB\] or rediss:\/\/… \(TLS\)/, url);
+    }
+    const secret = await bad({ SLEEVE_REDIS_URL: 'redis://app:s3cret@cache.internal:6379/db' });
+    assert.match(secret.stderr, /SLEEVE_REDIS_URL="redis:\/\/app:\*\*\*@cache\.internal:6379\/db": .*database number/);
+    assert.doesNotMatch(secret.stderr, /s3cret/);
+
+    const r = await bad({ SLEEVE_CHANGE_POLL_REDIS_MS: '5', SLEEVE_SHUTDOWN_DELAY_MS: '-1' });
+    assert.equal(r.code, 2);
+    assert.deepEqual(problems(r.stderr).sort(), ['SLEEVE_CHANGE_POLL_REDIS_MS', 'SLEEVE_SHUTDOWN_DELAY_MS']);
+    assert.match(r.stderr, /SLEEVE_CHANGE_POLL_REDIS_MS="5": must be a whole number from 10 to 600000/);
+    assert.match(r.stderr, /SLEEVE_SHUTDOWN_DELAY_MS="-1": must be a whole number from 0 to 300000/);
+
+    // Good values pass (nothing needs to listen at the Redis address for migrate).
+    for (const url of ['redis://127.0.0.1:1', 'rediss://:pw@cache.example:6380/2', 'redis://[::1]:6379']) {
+      const ok = await runCli({ ...t.env, SLEEVE_REDIS_URL: url, SLEEVE_CHANGE_POLL_REDIS_MS: '2000', SLEEVE_SHUTDOWN_DELAY_MS: '5000' }, ['migrate']);
+      assert.equal(ok.code, 0, `${url}: ${ok.stderr}`);
+    }
+  });
+
   it('--config FILE supplies variables, and the environment wins over it', async () => {
     const file = path.join(t.dir, 'sleeve.json');
     await writeFile(

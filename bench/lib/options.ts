@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
 
 /** Settings of one benchmark run; each can come from a flag or a SLEEVE_BENCH_* variable. */
@@ -32,12 +32,18 @@ export interface Options {
   keep: boolean;
   /** Also write the results as JSON to this file. */
   json: string | undefined;
+  /** PostgreSQL server (a database on it is created and dropped) for the cluster benchmark. */
+  postgresUrl: string;
+  /** Redis for the cluster benchmark's processes (unset: none). */
+  redisUrl: string | undefined;
+  /** Releases in the cluster benchmark's PostgreSQL catalogue. */
+  pgReleases: number;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster ...] [options]
 
-With no benchmark named, all four run (redirect, ingest, scale, auth).
+With no benchmark named, all run (redirect, ingest, scale, auth, cluster).
 
 options (environment variable in brackets):
   --duration S      seconds per measured load run      [SLEEVE_BENCH_DURATION]  (redirect 8, scale 6)
@@ -51,6 +57,10 @@ options (environment variable in brackets):
   --small N         small scale catalogue (releases)    [SLEEVE_BENCH_SMALL]     (1000)
   --large N         large scale catalogue (releases)    [SLEEVE_BENCH_LARGE]     (1000000)
   --sample N        MBIDs the uncached runs pick from   [SLEEVE_BENCH_SAMPLE]    (10000)
+  --postgres URL    PostgreSQL server for cluster       [SLEEVE_BENCH_POSTGRES_URL]
+                    (postgres://postgres@127.0.0.1:5432/postgres; a database is created and dropped)
+  --redis URL       Redis for cluster's processes       [SLEEVE_BENCH_REDIS_URL] (none)
+  --pg-releases N   releases in cluster's catalogue     [SLEEVE_BENCH_PG_RELEASES] (100000)
   --rebuild         rebuild the cached scale catalogues in bench/.work/
   --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
   --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
@@ -90,6 +100,9 @@ export function parseOptions(argv: string[]): Options | undefined {
       'cpu-prof': { type: 'boolean' },
       keep: { type: 'boolean' },
       json: { type: 'string' },
+      postgres: { type: 'string' },
+      redis: { type: 'string' },
+      'pg-releases': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -121,5 +134,8 @@ export function parseOptions(argv: string[]): Options | undefined {
     cpuProf: values['cpu-prof'] === true,
     keep: values.keep === true,
     json: values.json,
+    postgresUrl: values.postgres ?? (e.SLEEVE_BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres'),
+    redisUrl: values.redis ?? (e.SLEEVE_BENCH_REDIS_URL || undefined),
+    pgReleases: num('--pg-releases', values['pg-releases'], e.SLEEVE_BENCH_PG_RELEASES, 100_000),
   };
 }

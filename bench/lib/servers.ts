@@ -32,9 +32,11 @@ export function startSleeve(opts: {
   env?: Record<string, string>;
   only?: 'coverart';
   cpuProf: boolean;
+  /** The core to pin it to (default the server core); null leaves it unpinned. */
+  core?: number | null;
 }): Promise<Server> {
   const args = [...nodeFlags(opts.cpuProf, opts.name), SLEEVE_CLI, 'serve', ...(opts.only === undefined ? [] : ['--only', opts.only])];
-  const [cmd, full] = pinned(SERVER_CORE, process.execPath, args);
+  const [cmd, full] = pinned(opts.core === null ? undefined : (opts.core ?? SERVER_CORE), process.execPath, args);
   return startServer({
     name: opts.name,
     cmd,

@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { ListenerHealth } from '../http/health.js';
 import type { AuthDeps } from './accounts.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
@@ -18,6 +19,8 @@ export interface AuthAppOptions {
   trustsProxy(address: string): boolean;
   /** The client's address behind trusted proxies. */
   clientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined): string;
+  /** /healthz and /readyz, answered before anything else, over plain HTTP too (probes carry no secrets). */
+  health?: ListenerHealth | undefined;
   /** Request ids and metrics; none when absent. */
   observer?: AuthRequestObserver;
   /** Log every request (at debug level), without query strings. */
@@ -60,20 +63,27 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   const app = Fastify({
     // One port for both: a TLS ClientHello goes to HTTPS, anything else to a plain HTTP
     // server whose every request is refused by the httpsOnly hook below.
-    serverFactory: (fastifyHandler) => {
-      const observer = opts.observer;
-      const handler: http.RequestListener =
+    serverFactory: (handler) => {
+      const { health, observer } = opts;
+      const probed: typeof handler =
+        health === undefined
+          ? handler
+          : (req, res) => {
+              if (health.answer(req, res, app.log)) routeOf.set(req, req.url?.startsWith('/healthz') === true ? '/healthz' : '/readyz');
+              else handler(req, res);
+            };
+      const observed: typeof handler =
         observer === undefined
-          ? fastifyHandler
+          ? probed
           : (req, res) => {
               const start = observer.begin(req);
               observer.echo(req, res);
-              fastifyHandler(req, res);
-              // Once answered, whoever answered (a route, or Fastify itself for a malformed request).
+              probed(req, res);
+              // Once answered, whoever answered (a probe, a route, or Fastify itself for a malformed request).
               res.once('close', () => requestDone(req, res, start));
             };
-      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, handler);
-      plain = http.createServer(handler);
+      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, observed);
+      plain = http.createServer(observed);
       sniffProtocol(secure, plain);
       return secure;
     },

@@ -1,4 +1,5 @@
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile, writeFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { generate } from 'selfsigned';
@@ -21,16 +22,52 @@ export async function loadTlsMaterial(opts: { certFile?: string; keyFile?: strin
   const dir = path.join(opts.dataDir, 'tls');
   const certFile = path.join(dir, 'self-signed-cert.pem');
   const keyFile = path.join(dir, 'self-signed-key.pem');
+  // Several processes may start at once on one data directory: what is served is always
+  // a pair read back from disk and checked to belong together, so two processes writing
+  // at the same moment can never leave one serving a key and someone else's certificate.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const found = await readPair(certFile, keyFile);
+    if (found !== undefined) return { ...found, generated: true };
+    if (attempt > 0) {
+      // Another process may be writing a pair right now: give it a moment before writing over it.
+      await sleep(50 + Math.random() * 200);
+      const settled = await readPair(certFile, keyFile);
+      if (settled !== undefined) return { ...settled, generated: true };
+    }
+    const pems = await generatePair(opts.hostnames);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // Key first, then cert: a crash in between leaves a mismatched pair, which the next start replaces.
+    await writeAtomic(keyFile, pems.private, 0o600);
+    await writeAtomic(certFile, pems.cert, 0o644);
+  }
+  throw new Error(`could not settle on a self-signed certificate in ${dir}; set SLEEVE_TLS_CERT and SLEEVE_TLS_KEY`);
+}
+
+/** The pair on disk when there is one whose halves belong together and that is not near its end. */
+async function readPair(certFile: string, keyFile: string): Promise<{ cert: string; key: string } | undefined> {
+  let cert: string;
+  let key: string;
   try {
-    const cert = await readFile(certFile, 'utf8');
-    const key = await readFile(keyFile, 'utf8');
-    // A generated certificate close to its end is replaced rather than served expired.
-    if (Date.parse(new X509Certificate(cert).validTo) - Date.now() > 30 * 24 * 3600 * 1000) return { cert, key, generated: true };
+    cert = await readFile(certFile, 'utf8');
+    key = await readFile(keyFile, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return undefined;
   }
-  const names = [...new Set(['localhost', ...opts.hostnames])];
-  const pems = await generate([{ name: 'commonName', value: 'sleeve (self-signed)' }], {
+  try {
+    const x509 = new X509Certificate(cert);
+    // A generated certificate close to its end is replaced rather than served expired.
+    if (Date.parse(x509.validTo) - Date.now() <= 30 * 24 * 3600 * 1000) return undefined;
+    if (!x509.checkPrivateKey(createPrivateKey(key))) return undefined;
+  } catch {
+    return undefined;
+  }
+  return { cert, key };
+}
+
+async function generatePair(hostnames: string[]): Promise<{ cert: string; private: string }> {
+  const names = [...new Set(['localhost', ...hostnames])];
+  return generate([{ name: 'commonName', value: 'sleeve (self-signed)' }], {
     keyType: 'ec',
     curve: 'P-256',
     algorithm: 'sha256',
@@ -49,15 +86,10 @@ export async function loadTlsMaterial(opts: { certFile?: string; keyFile?: strin
       },
     ],
   });
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  // Key first, then cert: a crash in between leaves no cert, so the next start makes a fresh pair.
-  await writeAtomic(keyFile, pems.private, 0o600);
-  await writeAtomic(certFile, pems.cert, 0o644);
-  return { cert: pems.cert, key: pems.private, generated: true };
 }
 
 async function writeAtomic(file: string, text: string, mode: number): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}`;
+  const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
   await writeFile(tmp, text, { mode });
   await rename(tmp, file);
 }

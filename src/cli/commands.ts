@@ -9,6 +9,7 @@ import {
   finishPendingIndexes,
   findRelease,
   loadDemo,
+  readCounter,
   mergeRelease,
   reindex,
   removeArt,
@@ -18,9 +19,10 @@ import {
 } from '../cover-art/index.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrator.js';
-import { invalidInput, notFound } from '../shared/errors.js';
+import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
+import type { ChangeAnnouncer } from '../cluster/notify.js';
 
 export interface CommandContext {
   args: string[];
@@ -54,14 +56,49 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
   return Array.isArray(v) ? v : undefined;
 }
 
-/** Opens the runtime for a changing command, finishing index.json files a crashed change left behind. */
+/**
+ * Opens the runtime for a changing command, finishing index.json files a crashed change
+ * left behind (with the store still away those wait for a later pass, and a command that
+ * needs the store fails on its own). With Redis configured, a command that changed the
+ * catalogue announces it to the serving processes afterwards.
+ */
 async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
-  const rt = await openRuntime(ctx.config(), { migrate: 'apply' });
+  const config = ctx.config();
+  const rt = await openRuntime(config, { migrate: 'apply' });
+  // Loaded only with Redis configured: other setups do not pay for the client at start-up.
+  const announcer = config.redisUrl === undefined ? undefined : new (await import('../cluster/notify.js')).ChangeAnnouncer(config.redisUrl);
+  let before: number | undefined;
   try {
-    await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000);
-    return await fn(rt);
+    if (announcer !== undefined) before = await readCounter(rt.database.db, 'catalogue_version');
+    await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
+      if (!isStoreUnavailable(err)) throw err;
+    });
+    const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+    return await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
   } finally {
+    // Also after a failure: part of a change (its commit) may have happened.
+    if (announcer !== undefined && before !== undefined) {
+      const after = await readCounter(rt.database.db, 'catalogue_version').catch(() => undefined);
+      if (after !== undefined && after !== before) await announceChange(announcer, config, after);
+    }
+    announcer?.close();
     await rt.close();
+  }
+}
+
+/**
+ * Tells serving processes through Redis that the catalogue changed. The change is already
+ * committed, so failing here does not fail the command: the processes' database poll sees
+ * it anyway, later; stderr says so.
+ */
+async function announceChange(announcer: ChangeAnnouncer, config: Readonly<Config>, version: number): Promise<void> {
+  try {
+    await announcer.announce(version);
+  } catch (err) {
+    process.stderr.write(
+      `sleeve: warning: could not announce the change to serving processes (${(err as Error).message}); ` +
+        `they will see it at their next database poll (within SLEEVE_CHANGE_POLL_REDIS_MS, ${config.changePollRedisMs} ms)\n`,
+    );
   }
 }
 
@@ -112,7 +149,8 @@ const serveCommand: Command = {
       }
       stopping = true;
       process.stderr.write(`sleeve: ${signal}, finishing requests in flight and stopping\n`);
-      const force = setTimeout(() => process.exit(1), 10_000);
+      // The grace period for requests in flight starts when the listeners close (after SLEEVE_SHUTDOWN_DELAY_MS).
+      const force = setTimeout(() => process.exit(1), config.shutdownDelayMs + 10_000);
       force.unref();
       server.close().then(
         () => {
@@ -154,7 +192,7 @@ const migrateCommand: Command = {
     want(ctx, 0, 'migrate');
     const handle = await openDatabase(ctx.config().database);
     try {
-      const applied = await migrateToLatest(handle.db);
+      const applied = await migrateToLatest(handle);
       ctx.out(applied.length === 0 ? 'the database is up to date' : `applied ${applied.join(', ')}`, { applied });
     } finally {
       await handle.close();

@@ -12,7 +12,21 @@ export type DatabaseConfig =
   | { kind: 'sqlite'; file: string }
   | { kind: 'postgres'; url: string };
 
-export type StorageConfig = { kind: 'file'; root: string };
+export type StorageConfig = { kind: 'file'; root: string } | S3StorageConfig;
+
+/** `s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=…` (DESIGN §3). */
+export interface S3StorageConfig {
+  kind: 's3';
+  bucket: string;
+  /** Key prefix inside the bucket, without leading or trailing slash ('' for none). */
+  prefix: string;
+  /** S3-compatible endpoint (origin only), or undefined for AWS itself. */
+  endpoint: string | undefined;
+  region: string;
+  forcePathStyle: boolean;
+  /** Public URL of the bucket with the prefix: where redirects point unless SLEEVE_IMAGE_BASE_URL says otherwise. */
+  publicUrl: string;
+}
 
 export interface RateLimitConfig {
   requests: number;
@@ -46,6 +60,10 @@ export interface Config {
   demo: boolean;
   /** How often a serving process looks for catalogue changes made elsewhere, in ms. */
   changePollMs: number;
+  /** The same while Redis notifies it of changes (the poll is then only the safety net), in ms. */
+  changePollRedisMs: number;
+  /** On SIGTERM, how long to keep serving with /readyz answering 503 before closing the listeners, in ms. */
+  shutdownDelayMs: number;
   /** Most responses kept in the cover art response cache (0 turns it off). */
   responseCacheEntries: number;
 }
@@ -54,14 +72,14 @@ export interface Config {
 export const VARIABLES = {
   SLEEVE_DATA_DIR: 'embedded database, stored files, generated TLS material (default ./data)',
   SLEEVE_DATABASE_URL: 'sqlite:PATH or postgres://… (default sqlite:$SLEEVE_DATA_DIR/sleeve.db)',
-  SLEEVE_STORAGE_URL: 'file:PATH (default file:$SLEEVE_DATA_DIR/files)',
-  SLEEVE_REDIS_URL: 'redis://… for shared counters and caches (unset: in-process)',
+  SLEEVE_STORAGE_URL: 'file:PATH or s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=… (default file:$SLEEVE_DATA_DIR/files)',
+  SLEEVE_REDIS_URL: 'redis://[:PASSWORD@]HOST[:PORT][/DB] or rediss://… for the shared rate limit and change notifications (unset: in-process)',
   SLEEVE_COVERART_LISTEN: 'host:port of the cover art listener (default 127.0.0.1:8080)',
   SLEEVE_AUTH_LISTEN: 'host:port of the auth listener (default 127.0.0.1:8443)',
   SLEEVE_METRICS_LISTEN: 'host:port of the Prometheus metrics listener, or off (default 127.0.0.1:9464)',
   SLEEVE_BASE_URL: 'public URL of the cover art service (default http://localhost:8080)',
   SLEEVE_AUTH_URL: 'public URL of the authorization service (default https://localhost:8443)',
-  SLEEVE_IMAGE_BASE_URL: 'where redirects point (default $SLEEVE_BASE_URL/download)',
+  SLEEVE_IMAGE_BASE_URL: "where redirects point (default $SLEEVE_BASE_URL/download, or the bucket's public URL with s3:// storage)",
   SLEEVE_MUSICBRAINZ_URL: 'prefix of the release links in listings (default https://musicbrainz.org)',
   SLEEVE_TLS_CERT: 'PEM certificate for the auth listener (default: generated self-signed)',
   SLEEVE_TLS_KEY: 'PEM private key for the auth listener (default: generated)',
@@ -74,6 +92,8 @@ export const VARIABLES = {
   SLEEVE_UPLOAD_MAX_PIXELS: 'largest accepted image in pixels, width×height (default 100000000)',
   SLEEVE_DEMO: 'load the demo catalogue when the database is empty: on|off (default on)',
   SLEEVE_CHANGE_POLL_MS: 'how often a server checks for catalogue changes, ms (default 250)',
+  SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
+  SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
   SLEEVE_RESPONSE_CACHE: 'cover art responses kept in memory (default 50000, 0 = off)',
 } as const;
 
@@ -139,7 +159,11 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   if (typeof storage === 'string') bad('SLEEVE_STORAGE_URL', storage);
 
   const redisUrl = get('SLEEVE_REDIS_URL');
-  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) bad('SLEEVE_REDIS_URL', 'must start with redis:// or rediss://');
+  if (redisUrl !== undefined) {
+    const why = checkRedisUrl(redisUrl);
+    // Named without its password.
+    if (why !== undefined) problems.push(`SLEEVE_REDIS_URL=${JSON.stringify(redisUrl.replace(/\/\/([^/@]*):[^/@]*@/, '//$1:***@'))}: ${why}`);
+  }
 
   const listen = (name: VariableName, fallback: string): ListenAddress => {
     const parsed = parseListen(get(name) ?? fallback);
@@ -170,7 +194,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   };
   const baseUrl = url('SLEEVE_BASE_URL', 'http://localhost:8080', ['http', 'https']);
   const authUrl = url('SLEEVE_AUTH_URL', 'https://localhost:8443', ['https']);
-  const imageBaseUrl = url('SLEEVE_IMAGE_BASE_URL', `${baseUrl}/download`, ['http', 'https']);
+  // With a bucket, redirects go straight to it unless an image base (a CDN, or /download for a private bucket) is given.
+  const imageBaseUrl = url('SLEEVE_IMAGE_BASE_URL', typeof storage !== 'string' && storage.kind === 's3' ? storage.publicUrl : `${baseUrl}/download`, ['http', 'https']);
   const musicBrainzUrl = url('SLEEVE_MUSICBRAINZ_URL', 'https://musicbrainz.org', ['http', 'https']);
 
   const tlsCert = get('SLEEVE_TLS_CERT');
@@ -209,6 +234,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const uploadMaxBytes = int('SLEEVE_UPLOAD_MAX_BYTES', 50 * 1024 * 1024, 1, 2 ** 31 - 1);
   const uploadMaxPixels = int('SLEEVE_UPLOAD_MAX_PIXELS', 100_000_000, 1, 1_000_000_000);
   const changePollMs = int('SLEEVE_CHANGE_POLL_MS', 250, 10, 60_000);
+  const changePollRedisMs = int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000);
+  const shutdownDelayMs = int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000);
   const responseCacheEntries = int('SLEEVE_RESPONSE_CACHE', 50_000, 0, 10_000_000);
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
@@ -248,6 +275,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     uploadMaxPixels,
     demo,
     changePollMs,
+    changePollRedisMs,
+    shutdownDelayMs,
     responseCacheEntries,
   });
 }
@@ -276,8 +305,117 @@ function parseStorage(raw: string, cwd: string): StorageConfig | string {
     if (p === '') return 'file: needs a directory, e.g. file:./data/files';
     return { kind: 'file', root: path.resolve(cwd, decodeURIComponent(p)) };
   }
-  if (raw.startsWith('s3://')) return 's3:// storage is not available in this version of sleeve yet; use file:';
-  return 'must start with file:';
+  if (raw.startsWith('s3://')) return parseS3Storage(raw);
+  return 'must start with file: or s3://';
+}
+
+const S3_PARAMS = ['endpoint', 'region', 'forcePathStyle', 'publicUrl'];
+const PREFIX_SEGMENT_RE = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+
+/** Parses `s3://BUCKET[/PREFIX][?params]`; a string names everything wrong with it. */
+function parseS3Storage(raw: string): S3StorageConfig | string {
+  const errors: string[] = [];
+  const rest = raw.slice('s3://'.length);
+  const q = rest.indexOf('?');
+  const location = q === -1 ? rest : rest.slice(0, q);
+  const params = new URLSearchParams(q === -1 ? '' : rest.slice(q + 1));
+  if (raw.includes('#')) errors.push('a fragment (#) has no meaning here');
+  const [bucket = '', ...segments] = location.replace(/#.*$/, '').replace(/\/+$/, '').split('/');
+  const bucketProblem = checkBucketName(bucket);
+  if (bucketProblem !== undefined) errors.push(bucketProblem);
+  if (segments.some((s) => !PREFIX_SEGMENT_RE.test(s)) || segments.join('/').length > 512) {
+    errors.push(`key prefix ${JSON.stringify(segments.join('/'))} must be /-separated names of letters, digits, '.', '_' and '-' (not starting with '.' or '-')`);
+  }
+
+  const seen = new Set<string>();
+  for (const name of params.keys()) {
+    if (!S3_PARAMS.includes(name)) errors.push(`unknown parameter ${JSON.stringify(name)} (known: ${S3_PARAMS.join(', ')})`);
+    else if (seen.has(name)) errors.push(`parameter ${name} is given more than once`);
+    seen.add(name);
+  }
+  let endpoint: string | undefined;
+  const endpointRaw = params.get('endpoint');
+  if (endpointRaw !== null) {
+    endpoint = parseOrigin(endpointRaw);
+    if (endpoint === undefined) errors.push(`endpoint ${JSON.stringify(endpointRaw)} must be an http:// or https:// URL with a host and no path, query or credentials`);
+  }
+  const region = params.get('region') ?? 'us-east-1';
+  if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(region) || region.length > 64) errors.push(`region ${JSON.stringify(region)} must look like us-east-1`);
+  const pathStyleRaw = params.get('forcePathStyle') ?? 'false';
+  const forcePathStyle = pathStyleRaw === 'true';
+  if (!forcePathStyle && pathStyleRaw !== 'false') errors.push('forcePathStyle must be true or false');
+  let publicBase: string | undefined;
+  const publicRaw = params.get('publicUrl');
+  if (publicRaw !== null) {
+    publicBase = parseBaseUrl(publicRaw, ['http', 'https']);
+    if (publicBase === undefined) errors.push(`publicUrl ${JSON.stringify(publicRaw)} must be an absolute http or https URL without query or fragment`);
+  }
+  if (errors.length > 0) return errors.join('; ');
+
+  const prefix = segments.join('/');
+  return {
+    kind: 's3',
+    bucket,
+    prefix,
+    endpoint,
+    region,
+    forcePathStyle,
+    publicUrl: `${publicBase ?? bucketUrl(bucket, endpoint, region, forcePathStyle)}${prefix === '' ? '' : `/${prefix}`}`,
+  };
+}
+
+/** S3's bucket naming rules (the general purpose bucket rules, which S3-compatible stores share). */
+function checkBucketName(bucket: string): string | undefined {
+  const why =
+    bucket === ''
+      ? 'is missing (s3://BUCKET)'
+      : bucket.length < 3 || bucket.length > 63
+        ? 'must be 3 to 63 characters long'
+        : !/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/.test(bucket)
+          ? "may hold only lower-case letters, digits, '.' and '-', and must start and end with a letter or digit"
+          : bucket.includes('..') || bucket.includes('.-') || bucket.includes('-.')
+            ? "must not have '..', '.-' or '-.'"
+            : /^\d+\.\d+\.\d+\.\d+$/.test(bucket)
+              ? 'must not look like an IP address'
+              : undefined;
+  return why === undefined ? undefined : `bucket name ${JSON.stringify(bucket)} ${why}`;
+}
+
+/** `scheme://host[:port]` of an http(s) URL that has nothing else, or undefined. */
+function parseOrigin(raw: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.pathname !== '/' || u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') return undefined;
+  return u.origin;
+}
+
+/** Where a bucket's objects are read over plain HTTP(S), as the SDK addresses it. */
+function bucketUrl(bucket: string, endpoint: string | undefined, region: string, forcePathStyle: boolean): string {
+  // A dotted name does not match the wildcard certificate of a virtual host: the SDK uses the path then too.
+  const pathStyle = forcePathStyle || (bucket.includes('.') && (endpoint === undefined || endpoint.startsWith('https:')));
+  const origin = endpoint ?? `https://s3.${region}.amazonaws.com`;
+  if (pathStyle) return `${origin}/${bucket}`;
+  const u = new URL(origin);
+  return `${u.protocol}//${bucket}.${u.host}`;
+}
+
+function checkRedisUrl(raw: string): string | undefined {
+  const format = 'must be redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or rediss://… (TLS)';
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return format;
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') return format;
+  if (u.hostname === '') return `${format}: the host is missing`;
+  if (!/^\/?(\d{1,2})?$/.test(u.pathname)) return `${format}: the path may only be a database number`;
+  if (u.search !== '' || u.hash !== '') return `${format}: no query or fragment`;
+  return undefined;
 }
 
 function parseListen(raw: string): ListenAddress | string {

@@ -1,7 +1,7 @@
 import type { DialectName } from '../db/connect.js';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
-import { AppError, invalidInput, notFound } from '../shared/errors.js';
+import { AppError, invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { ObjectStore } from '../storage/index.js';
 import { idForTime } from './ids.js';
@@ -30,6 +30,11 @@ export interface CoverArtDeps {
   clock: Clock;
   urls: ListingUrls;
   limits: { maxBytes: number; maxPixels: number };
+  /**
+   * Told of work a committed change left for later because the store was away (an
+   * index.json to rewrite, files to remove); the change itself stands. Absent: silence.
+   */
+  warn?: (message: string) => void;
 }
 
 function requireMbid(text: string, what: string): string {
@@ -170,8 +175,12 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
       ]),
     ];
     // Side by side: each put is its own atomic, durable write, and none is named anywhere yet.
+    // All of them settle before a failure is acted on, so no put still under way lands after
+    // the clean-up below has removed what was written.
     written.push(...files.map(([key]) => key));
-    await Promise.all(files.map(([key, bytes, mime]) => deps.store.put(key, bytes, mime)));
+    const puts = await Promise.allSettled(files.map(([key, bytes, mime]) => deps.store.put(key, bytes, mime)));
+    const failed = puts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
     await deps.db.transaction().execute(async (trx) => {
       // First, so concurrent changes to the release take turns and read each other's orderings.
       await markChanged(trx, release.id, deps.clock.now());
@@ -206,8 +215,38 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
     await Promise.all(written.map((key) => deps.store.delete(key).catch(() => {})));
     throw err;
   }
-  await writeIndex(deps, release.id);
+  await rewriteIndex(deps, release);
   return entryOf(deps, release, id);
+}
+
+/**
+ * Rewrites a release's index.json after its change committed. With the store away the
+ * change still stands (it was accepted at its commit): the release keeps its dirty mark,
+ * which the next command or a serving process finishes once the store is back, and the
+ * caller is warned. False then, so the caller leaves alone what the old index.json names.
+ */
+async function rewriteIndex(deps: CoverArtDeps, release: { id: number; gid: string }): Promise<boolean> {
+  try {
+    await writeIndex(deps, release.id);
+    return true;
+  } catch (err) {
+    if (!isStoreUnavailable(err)) throw err;
+    deps.warn?.(
+      `the change is saved, but index.json of release ${release.gid} could not be rewritten: ${(err as Error).message}. ` +
+        'The next sleeve command or a running sleeve serve rewrites it once the store is back.',
+    );
+    return false;
+  }
+}
+
+/** Removes files nothing names any more after a commit; with the store away they stay, and the caller is told how to finish. */
+async function removeLeftovers(deps: CoverArtDeps, what: string, keys: string[], remedy: string): Promise<void> {
+  try {
+    for (const key of keys) await deps.store.delete(key);
+  } catch (err) {
+    if (!isStoreUnavailable(err)) throw err;
+    deps.warn?.(`the change is saved, but ${what} could not be removed: ${(err as Error).message}. ${remedy}`);
+  }
 }
 
 async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Promise<ListingImage> {
@@ -268,7 +307,7 @@ export async function editArt(deps: CoverArtDeps, input: EditArtInput): Promise<
     }
     return image;
   });
-  await writeIndex(deps, release.id);
+  await rewriteIndex(deps, release);
   return entryOf(deps, release, image.id);
 }
 
@@ -284,13 +323,12 @@ export async function removeArt(deps: CoverArtDeps, releaseText: string, imageId
     await addToCounters(trx, { images: -1, image_removals_total: 1 });
     return image;
   });
-  await writeIndex(deps, release.id);
-  await deleteImageFiles(deps.store, release.gid, image.id, image.suffix);
+  // While the old index.json may still name the image, its files stay (art reindex removes them later).
+  if (await rewriteIndex(deps, release)) {
+    const keys = [undefined, ...THUMBNAIL_SIZES].map((size) => imageKey(release.gid, image.id, image.suffix, size));
+    await removeLeftovers(deps, `the files of image ${image.id}`, keys, 'sleeve art reindex removes them once the store is back.');
+  }
   return { id: String(image.id) };
-}
-
-async function deleteImageFiles(store: ObjectStore, mbid: string, id: number, suffix: string): Promise<void> {
-  for (const size of [undefined, ...THUMBNAIL_SIZES]) await store.delete(imageKey(mbid, id, suffix, size));
 }
 
 /** Renumbers a release's orderings 1..n, keeping their order. */
@@ -320,7 +358,7 @@ export async function reorderArt(deps: CoverArtDeps, releaseText: string, idText
     if (missing.length > 0) throw invalidInput(`every image of the release must be named; missing: ${missing.join(' ')}`);
     await setOrdering(trx, ids);
   });
-  await writeIndex(deps, release.id);
+  await rewriteIndex(deps, release);
   return { order: ids.map(String) };
 }
 
@@ -382,7 +420,17 @@ export async function mergeRelease(deps: CoverArtDeps, oldText: string, intoText
     await Promise.all(copied.map((key) => deps.store.delete(key).catch(() => {})));
     throw err;
   }
-  await writeIndex(deps, into.id);
-  for (const key of await deps.store.list(`${folderKey(old.gid)}/`)) await deps.store.delete(key);
+  await rewriteIndex(deps, into);
+  // The old folder is named by nothing now (its MBID resolves to the target).
+  const oldFolder = `${folderKey(old.gid)}/`;
+  const remedy = `Remove what is left under ${oldFolder} once the store is back.`;
+  let leftovers: string[] = [];
+  try {
+    leftovers = await deps.store.list(oldFolder);
+  } catch (err) {
+    if (!isStoreUnavailable(err)) throw err;
+    deps.warn?.(`the merge is saved, but the old folder ${oldFolder} could not be removed: ${(err as Error).message}. ${remedy}`);
+  }
+  await removeLeftovers(deps, `the old folder ${oldFolder}`, leftovers, remedy);
   return { moved: images.map((i) => String(i.id)) };
 }

@@ -65,6 +65,18 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   return { start, end };
 }
 
+/**
+ * The answer while the store cannot be reached: a 503 that clients and caches retry, never
+ * a 404 (the file may well exist) nor anything stale.
+ */
+export function storeUnavailableResponse(): FileResponse {
+  return {
+    status: 503,
+    headers: { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff', 'retry-after': '5', 'content-type': 'text/plain; charset=utf-8' },
+    body: 'The file store is unavailable; try again later.\n',
+  };
+}
+
 /** Serves one stored file with validators, conditional requests and ranges. */
 export async function serveFile(
   store: ObjectStore,

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isStoreUnavailable } from '../shared/errors.js';
 import type { ObjectStore } from '../storage/index.js';
 import { handleApiRequest, type ApiDeps } from './api.js';
-import { keyForDownloadPath, serveFile } from './file-server.js';
+import { keyForDownloadPath, serveFile, storeUnavailableResponse, type FileResponse } from './file-server.js';
 import type { ResponseCache } from './response-cache.js';
 import { etagMatches, notModified, type ApiResponse } from './responses.js';
 
@@ -36,12 +37,19 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
     // Every method: the file server answers those it does not serve with 405.
     app.all('/download/*', async function downloadFile(req, reply) {
       const rest = req.url.slice('/download/'.length);
-      const res = await serveFile(store, keyForDownloadPath(rest), req.method, {
-        ifNoneMatch: header(req, 'if-none-match'),
-        ifModifiedSince: header(req, 'if-modified-since'),
-        range: header(req, 'range'),
-        ifRange: header(req, 'if-range'),
-      });
+      let res: FileResponse;
+      try {
+        res = await serveFile(store, keyForDownloadPath(rest), req.method, {
+          ifNoneMatch: header(req, 'if-none-match'),
+          ifModifiedSince: header(req, 'if-modified-since'),
+          range: header(req, 'range'),
+          ifRange: header(req, 'if-range'),
+        });
+      } catch (err) {
+        if (!isStoreUnavailable(err)) throw err;
+        req.log.warn({ err }, 'file store unavailable');
+        res = storeUnavailableResponse();
+      }
       reply.code(res.status).headers(res.headers);
       // No body (HEAD, 304) is sent as none: an empty string would make Fastify add a charset to the type.
       return reply.send(res.body);

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
+import { open, rm, stat } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type SqliteDatabase from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, Kysely, sql, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import type { DatabaseConfig } from '../config/load.js';
 import type { Database, Db } from './schema.js';
 
@@ -11,7 +13,68 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface DatabaseHandle {
   db: Db;
   dialect: DialectName;
+  /**
+   * Runs `fn` while holding a lock that every process on this database takes for schema
+   * changes, so processes started at once on a fresh database migrate it one at a time.
+   */
+  withSchemaLock<T>(fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** SQL texts of the hot-path queries (db/prepared.ts), each with its statement name. */
+const hotStatements = new Map<string, string>();
+
+/**
+ * Marks a query text as one of the few run over and over, so that on PostgreSQL each
+ * connection parses and plans it once (a named prepared statement) instead of per request.
+ */
+export function registerHotStatement(text: string): void {
+  if (!hotStatements.has(text)) hotStatements.set(text, `sleeve_hot_${hotStatements.size + 1}`);
+}
+
+/** Sends registered texts as named statements (Kysely calls client.query(text, values)). */
+function nameHotStatements(client: { query: (...args: any[]) => any }): void {
+  const query = client.query.bind(client);
+  client.query = (...args: any[]) => {
+    const [text, values] = args;
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
+      const name = hotStatements.get(text);
+      if (name !== undefined) return query({ name, text, values });
+    }
+    return query(...args);
+  };
+}
+
+/** The key of PostgreSQL's session-level advisory lock for schema changes ("sleeve" + 1). */
+const SCHEMA_LOCK_KEY = 0x736c6565_7665_0001n;
+
+/**
+ * A lock file beside the SQLite database, created exclusively: SQLite's own locks cannot
+ * span the several statements and transactions of a migration run.
+ */
+async function withLockFile<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  const lock = `${file}.schema-lock`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      const fh = await open(lock, 'wx');
+      await fh.writeFile(`${process.pid}\n`);
+      await fh.close();
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // A lock left by a process that died (migrations take seconds, not minutes) is taken over.
+      const age = await stat(lock).then((st) => Date.now() - st.mtimeMs, () => 0);
+      if (age > 300_000) await rm(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`another process holds ${lock}; if none is running, remove that file`);
+      else await sleep(50 + Math.random() * 50);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lock, { force: true });
+  }
 }
 
 const INT8_OID = 20;
@@ -78,19 +141,52 @@ export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: nu
       },
     };
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }) });
-    return { db, dialect: 'sqlite', close: () => db.destroy() };
+    const file = cfg.file;
+    return {
+      db,
+      dialect: 'sqlite',
+      withSchemaLock: (fn) => (file === ':memory:' ? fn() : withLockFile(file, fn)),
+      close: () => db.destroy(),
+    };
   }
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({
     connectionString: cfg.url,
     max: options.poolSize ?? 10,
+    // While the server is unreachable, a request fails after this wait (500) instead of hanging;
+    // it also bounds the wait for a free connection under overload.
+    connectionTimeoutMillis: 5000,
+    // A connection whose server vanished (no FIN, e.g. a network cut) is noticed and dropped.
+    keepAlive: true,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
-  // An idle client that loses its server must not crash the process; the next query reports the failure.
+  // A client that loses its server (a restart ends every session) must not crash the process.
+  // Idle clients report it to the pool, which drops them. A checked-out client between two
+  // queries has no listener of the pool's (found by the PostgreSQL restart test: an unhandled
+  // 'error' event); its next query fails instead, and the pool drops it on release. Later
+  // queries open new connections once the server is back.
   pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    nameHotStatements(client);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    // A session-level advisory lock on one pooled connection; the work itself may use the others.
+    withSchemaLock: (fn) =>
+      db.connection().execute(async (conn) => {
+        await sql`select pg_advisory_lock(${SCHEMA_LOCK_KEY.toString()}::bigint)`.execute(conn);
+        try {
+          return await fn();
+        } finally {
+          await sql`select pg_advisory_unlock(${SCHEMA_LOCK_KEY.toString()}::bigint)`.execute(conn);
+        }
+      }),
+    close: () => db.destroy(),
+  };
 }

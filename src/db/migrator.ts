@@ -1,4 +1,5 @@
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely';
+import type { DatabaseHandle } from './connect.js';
 import type { Db } from './schema.js';
 import * as m20261121T0300 from './migrations/20261121T0300_cover_art.js';
 import * as m20261121T0400 from './migrations/20261121T0400_auth.js';
@@ -20,9 +21,13 @@ function migrator(db: Db): Migrator {
   });
 }
 
-/** Applies every pending migration; returns the names applied. Throws on failure. */
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const result: MigrationResultSet = await migrator(db).migrateToLatest();
+/**
+ * Applies every pending migration under the database's schema lock (another process
+ * starting at the same moment waits, then finds nothing left to do); returns the names
+ * applied. Throws on failure.
+ */
+export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
+  const result: MigrationResultSet = await handle.withSchemaLock(() => migrator(handle.db).migrateToLatest());
   if (result.error !== undefined) {
     throw new Error(`migration failed: ${(result.error as Error).message ?? String(result.error)}`, { cause: result.error });
   }

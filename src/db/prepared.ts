@@ -1,4 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { registerHotStatement } from './connect.js';
 
 const SENTINEL = '\u0000sleeve-param:';
 
@@ -21,6 +22,7 @@ export function preparedQuery<P extends string, R>(names: readonly P[], build: (
       for (const n of names) if (!slots.includes(n)) throw new Error(`prepared query does not use its parameter ${n}`);
       entry = { query, slots };
       compiled.set(adapter, entry);
+      registerHotStatement(query.sql);
     }
     const { query, slots } = entry;
     const parameters = query.parameters.map((p, i) => {

@@ -13,18 +13,21 @@ import {
 } from '../cover-art/index.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
+import type { ListenerHealth } from './health.js';
 import { answeredStatus, type RequestObserver } from './observe.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { RateDecision, RequestLimiter } from './rate-limit.js';
 import { coverArtRoute } from './route-label.js';
 
 export interface CoverArtAppOptions {
   routes: CoverArtRouteDeps;
   logger: FastifyServerOptions['logger'];
-  rateLimiter: RateLimiter | undefined;
+  rateLimiter: RequestLimiter | undefined;
   trustedProxies: TrustedProxies;
   clock: Clock;
   /** Log every request (at debug level), cached answers included. */
   accessLog: boolean;
+  /** /healthz and /readyz, answered before the rate limit and the response cache. */
+  health?: ListenerHealth | undefined;
   /** Request ids and metrics, for every request (those answered before Fastify too). */
   observer: RequestObserver;
 }
@@ -38,23 +41,21 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse,
 
 /**
  * The cover art listener. In front of Fastify sits a small door that, before any
- * routing, applies the rate limit and replays cached answers to GET and HEAD; every
- * other request (and every miss) goes through the Fastify routes, which fill the cache.
+ * routing, answers health probes, applies the rate limit and replays cached answers to
+ * GET and HEAD; every other request (and every miss) goes through the Fastify routes,
+ * which fill the cache.
  */
 export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   const { cache } = opts.routes;
   const { observer } = opts;
-  const frontDoor = (req: IncomingMessage, res: ServerResponse): boolean => {
-    if (opts.rateLimiter !== undefined) {
-      const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
-      const decision = opts.rateLimiter.hit(client, opts.clock.now());
-      if (!decision.allowed) {
-        observer.rateLimited();
-        if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status: 503 }, 'rate limited');
-        write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }), observer);
-        return true;
-      }
-    }
+  const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
+    if (decision.allowed) return false;
+    observer.rateLimited();
+    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status: 503 }, 'rate limited');
+    write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }), observer);
+    return true;
+  };
+  const replay = (req: IncomingMessage, res: ServerResponse): boolean => {
     const url = req.url ?? '/';
     if (url === '*') {
       // Asterisk-form (OPTIONS *) never reaches a router.
@@ -76,6 +77,28 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: hit.status, cached: true }, 'request');
     return true;
   };
+  const frontDoor = (req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean => {
+    if (opts.health !== undefined && opts.health.answer(req, res, app.log)) return true;
+    if (opts.rateLimiter !== undefined) {
+      const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
+      const decision = opts.rateLimiter.hit(client, opts.clock.now());
+      if (decision instanceof Promise) {
+        // A shared limit (Redis) answers later; the rest of the door waits for it.
+        decision.then(
+          (d) => {
+            if (!refused(req, res, d) && !replay(req, res)) next(req, res);
+          },
+          (err: unknown) => {
+            app.log.error({ err, reqId: req.headers['x-request-id'] }, 'rate limit check failed; request let through');
+            if (!replay(req, res)) next(req, res);
+          },
+        );
+        return true;
+      }
+      if (refused(req, res, decision)) return true;
+    }
+    return replay(req, res);
+  };
 
   const app: FastifyInstance = Fastify({
     logger: opts.logger,
@@ -91,26 +114,30 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     frameworkErrors: function badRequest(_err, _req, reply) {
       return sendApiResponse(reply, errorPage(400), undefined);
     },
-    serverFactory: (handler) =>
-      http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000 }, (req, res) => {
+    serverFactory: (handler) => {
+      // Requests the front door passes on (at once, or after a shared rate limit answered).
+      const toFastify = (req: IncomingMessage, res: ServerResponse): void => {
+        observer.echo(req, res);
+        if (opts.accessLog) routed.add(req);
+        handler(req, res);
+      };
+      return http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000 }, (req, res) => {
         const start = observer.begin(req);
-        const early = frontDoor(req, res);
-        if (!early) {
-          observer.echo(req, res);
-          handler(req, res);
-        }
+        if (!frontDoor(req, res, toFastify)) toFastify(req, res);
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
         // itself (a malformed URL, 503 while closing), which runs no hooks for those.
-        if (res.writableEnded) requestDone(req, res, start, early);
-        else res.once('close', () => requestDone(req, res, start, early));
-      }),
+        if (res.writableEnded) requestDone(req, res, start);
+        else res.once('close', () => requestDone(req, res, start));
+      });
+    },
   }) as unknown as FastifyInstance;
 
-  const requestDone = (req: IncomingMessage, res: ServerResponse, start: number, early: boolean): void => {
+  // With the access log on: requests Fastify answered (the front door logs its own answers).
+  const routed = new WeakSet<IncomingMessage>();
+  const requestDone = (req: IncomingMessage, res: ServerResponse, start: number): void => {
     const status = answeredStatus(res);
     const ms = observer.finished(coverArtRoute(req.url ?? '/'), req.method, status, start);
-    // The front door logs its own answers.
-    if (opts.accessLog && !early) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status, ms }, 'request');
+    if (opts.accessLog && routed.has(req)) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status, ms }, 'request');
   };
   app.setErrorHandler(function whoops(err, req, reply) {
     const status = (err as { statusCode?: number }).statusCode;

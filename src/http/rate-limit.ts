@@ -6,8 +6,17 @@ export interface RateDecision {
   retryAfter: number;
 }
 
+/**
+ * Decides whether a client may make one more request. A limiter that asks another
+ * process (Redis) answers with a promise; one that knows at once answers directly, so
+ * the front door stays synchronous when it can.
+ */
+export interface RequestLimiter {
+  hit(key: string, now: number): RateDecision | Promise<RateDecision>;
+}
+
 /** Fixed-window request counter per client address, in this process. */
-export class RateLimiter {
+export class RateLimiter implements RequestLimiter {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
   private readonly limit: RateLimitConfig;
 

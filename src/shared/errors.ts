@@ -11,7 +11,8 @@ export type ErrorCode =
   | 'RATE_LIMITED'
   | 'INVALID_INPUT'
   | 'CONFLICT'
-  | 'CONFIG';
+  | 'CONFIG'
+  | 'STORE_UNAVAILABLE';
 
 const STATUS: Record<ErrorCode, number> = {
   BAD_REQUEST: 400,
@@ -23,6 +24,7 @@ const STATUS: Record<ErrorCode, number> = {
   INVALID_INPUT: 400,
   CONFLICT: 409,
   CONFIG: 500,
+  STORE_UNAVAILABLE: 503,
 };
 
 export class AppError extends Error {
@@ -52,4 +54,13 @@ export function notFound(message: string): AppError {
 /** Also true for an AppError of another copy of this module (the bundled CLI calls the unbundled server). */
 export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError || (err instanceof Error && err.name === 'AppError' && typeof (err as AppError).code === 'string' && typeof (err as AppError).status === 'number');
+}
+
+/** The object store cannot be used just now (unreachable, timing out, refusing access, or no such bucket). */
+export function storeUnavailable(message: string, cause?: unknown): AppError {
+  return new AppError('STORE_UNAVAILABLE', message, { cause });
+}
+
+export function isStoreUnavailable(err: unknown): boolean {
+  return isAppError(err) && err.code === 'STORE_UNAVAILABLE';
 }

@@ -1,7 +1,8 @@
-import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { access, constants, mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { BigIntStats } from 'node:fs';
+import { storeUnavailable } from '../shared/errors.js';
 import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectStore } from './object-store.js';
 
 function infoOf(st: BigIntStats): ObjectInfo {
@@ -108,6 +109,16 @@ export class FsObjectStore implements ObjectStore {
     };
     await walk('');
     return out.sort();
+  }
+
+  async ready(): Promise<void> {
+    try {
+      // The first put would make the root anyway; making it here proves it can be made.
+      await mkdir(this.root, { recursive: true });
+      await access(this.root, constants.R_OK | constants.W_OK | constants.X_OK);
+    } catch (err) {
+      throw storeUnavailable(`storage directory ${this.root} is not usable: ${(err as Error).message}`, err);
+    }
   }
 
   async close(): Promise<void> {}

@@ -20,7 +20,8 @@ export interface ObjectBody {
 }
 
 /**
- * Where originals, thumbnails and index.json live. Keys are `/`-separated relative
+ * Where originals, thumbnails and index.json live. A store that cannot be reached
+ * (rather than one refusing a caller's key) fails with a STORE_UNAVAILABLE AppError. Keys are `/`-separated relative
  * paths of safe characters (see isValidKey); the layout is archive.org's (DESIGN §4).
  */
 export interface ObjectStore {
@@ -31,8 +32,14 @@ export interface ObjectStore {
   get(key: string, range?: ByteRange): Promise<ObjectBody | undefined>;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
-  /** Keys that start with `prefix`. */
+  /** Keys that start with `prefix`, sorted. */
   list(prefix: string): Promise<string[]>;
+  /**
+   * Resolves when the store can be used (a directory that exists or can be made and is
+   * writable; a bucket that answers); rejects with a STORE_UNAVAILABLE AppError saying why.
+   * Cheap enough for a readiness probe.
+   */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 

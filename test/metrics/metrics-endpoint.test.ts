@@ -17,6 +17,7 @@ import { serve } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
+import { redisUnavailable, startRedis, type PrivateRedis } from '../helpers/redis.js';
 import { countOf, scrape, startLoggedServer, valueOf, type LoggedServer, type Scrape } from './support.js';
 
 const R = '3e7a0000-0000-4000-8000-000000000001';
@@ -144,6 +145,7 @@ describe(`metrics listener (${DIALECT})`, () => {
     for (const p of odd) await get(`${s.base}${p}?nonsense-q=1`);
     const star = await rawHttp(s.base, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     assert.equal(star.status, 200);
+    for (const probe of ['/healthz', '/readyz', '/healthz?x=1']) assert.equal((await get(`${s.base}${probe}`)).status, 200);
     const after = await pollUntil(
       () => scrape(s.server.metricsAddress),
       (m) => moved(before, m, REQS, req('coverart', 'other', 'OPTIONS', 200)) === 1,
@@ -152,6 +154,8 @@ describe(`metrics listener (${DIALECT})`, () => {
     const other = ['400', '404'].reduce((sum, status) => sum + moved(before, m, REQS, { listener: 'coverart', route: 'other', method: 'GET', status }), 0);
     assert.equal(other, odd.length);
     assert.equal(moved(before, m, REQS, req('coverart', 'other', 'OPTIONS', 200)), 1, 'OPTIONS * (answered asynchronously before routing) is counted');
+    assert.equal(moved(before, m, REQS, req('coverart', '/healthz', 'GET', 200)), 2);
+    assert.equal(moved(before, m, REQS, req('coverart', '/readyz', 'GET', 200)), 1);
     const allowed = new Set<string>(COVER_ART_ROUTES);
     for (const sample of m.samples.filter((x) => x.labels.listener === 'coverart')) {
       assert.ok(allowed.has(sample.labels.route ?? ''), `route label ${sample.labels.route}`);
@@ -171,6 +175,7 @@ describe(`metrics listener (${DIALECT})`, () => {
     assert.equal((await request(`${s.authBase}/user/nonsense-someone`)).status, 404);
     assert.equal((await request(`${s.authBase}/nonsense-page`)).status, 404);
     assert.equal((await request(`${s.authBase}/.well-known/oauth-authorization-server`)).status, 200);
+    assert.equal((await request(`${s.authBase}/readyz`)).status, 200);
     const bad = await rawHttps(s.authBase, 'GET /%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     assert.equal(bad, 400);
     const after = (await pollUntil(() => scrape(s.server.metricsAddress), (m) => moved(before, m, REQS, req('auth', 'other', 'GET', 400)) === 1)).value;
@@ -180,6 +185,7 @@ describe(`metrics listener (${DIALECT})`, () => {
     assert.equal(moved(before, after, REQS, req('auth', '/user/:name', 'GET', 404)), 1);
     assert.equal(moved(before, after, REQS, req('auth', 'other', 'GET', 404)), 1);
     assert.equal(moved(before, after, REQS, req('auth', '/.well-known/oauth-authorization-server', 'GET', 200)), 1);
+    assert.equal(moved(before, after, REQS, req('auth', '/readyz', 'GET', 200)), 1, 'probes answered before routing have their route');
     assert.equal(moved(before, after, `${DUR}_count`, dur('auth', '/oauth2/token', 'POST')), 3);
     assert.doesNotMatch(JSON.stringify(after.samples.map((x) => x.labels)), /nonsense/);
   });
@@ -271,6 +277,47 @@ describe(`metrics with a rate limit (${DIALECT})`, () => {
     assert.equal(moved(before, after, REQS, req('coverart', '/release/:mbid/:image', 'GET', 503)), 3);
     assert.equal(moved(before, after, REQS, req('coverart', '/release/:mbid/:image', 'GET', 404)), 4);
     assert.equal(moved(before, after, `${DUR}_count`, dur('coverart', '/release/:mbid/:image', 'GET')), 7);
+  });
+});
+
+describe(`metrics with a rate limit shared through Redis (${DIALECT})`, { skip: redisUnavailable() ?? false }, () => {
+  let t: TestEnv;
+  let s: LoggedServer;
+  let redis: PrivateRedis;
+
+  before(async () => {
+    redis = await startRedis();
+    t = await makeTestEnv({ SLEEVE_RATE_LIMIT: '3/1h', SLEEVE_REDIS_URL: redis.url, SLEEVE_LOG_LEVEL: 'debug' });
+    s = await startLoggedServer(t);
+  });
+
+  after(async () => {
+    await s?.server.close();
+    await t?.cleanup();
+    await redis?.destroy();
+  });
+
+  it('counts requests decided asynchronously (routed, replayed and refused) once each, with their ids', async () => {
+    const before = await scrape(s.server.metricsAddress);
+    const ids: string[] = [];
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await get(`${s.base}/release/${UNKNOWN}/front`);
+      statuses.push(res.status);
+      ids.push(res.headers.get('x-request-id') ?? '');
+    }
+    assert.deepEqual(statuses, [404, 404, 404, 503, 503]);
+    for (const id of ids) assert.match(id, /^[0-9a-f]{5}-[0-9a-z]+$/);
+    const after = await scrape(s.server.metricsAddress);
+    assert.equal(moved(before, after, REQS, req('coverart', '/release/:mbid/:image', 'GET', 404)), 3);
+    assert.equal(moved(before, after, REQS, req('coverart', '/release/:mbid/:image', 'GET', 503)), 2);
+    assert.equal(moved(before, after, 'sleeve_rate_limited_total', {}), 2);
+    assert.equal(moved(before, after, 'sleeve_response_cache_total', { result: 'miss' }), 1);
+    assert.equal(moved(before, after, 'sleeve_response_cache_total', { result: 'hit' }), 2);
+    // The one that went on to Fastify after Redis answered is logged as a routed request, with its id.
+    const routed = (await pollUntil(async () => s.logs().find((l) => l.reqId === ids[0]), (l) => l !== undefined)).value;
+    assert.equal(routed?.msg, 'request');
+    assert.equal(routed?.status, 404);
   });
 });
 

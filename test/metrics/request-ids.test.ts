@@ -49,6 +49,8 @@ describe(`request ids without a trusted proxy (${DIALECT})`, () => {
     ids.push(idOf(await get(`${s.base}/nope`)));
     const star = await rawHttp(s.base, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     ids.push(star.headers['x-request-id'] ?? '');
+    // Health probes, answered before everything else on both listeners.
+    ids.push(idOf(await get(`${s.base}/healthz`)), idOf(await get(`${s.base}/readyz`)), idOf(await request(`${s.authBase}/readyz`)));
     // Auth: a page, a JSON endpoint, a 404, and a plain-HTTP request refused on the HTTPS port.
     ids.push(idOf(await request(`${s.authBase}/login`)));
     ids.push(idOf(await request(`${s.authBase}/oauth2/token`, { form: { grant_type: 'password' } })));

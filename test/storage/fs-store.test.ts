@@ -62,6 +62,19 @@ describe('FsObjectStore on disk', () => {
     assert.equal((await readFile(path.join(base, 'not-yet', 'files', 'a', 'b'))).toString(), 'made');
   });
 
+  it('is ready when its root can be used (made when missing), and not when the root is a file', async () => {
+    const fresh: ObjectStore = new FsObjectStore(path.join(base, 'ready', 'files'));
+    await fresh.ready();
+    assert.deepEqual(readdirSync(path.join(base, 'ready')), ['files']);
+    await writeFile(path.join(base, 'a-file'), 'not a directory');
+    const broken: ObjectStore = new FsObjectStore(path.join(base, 'a-file'));
+    await assert.rejects(broken.ready(), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'STORE_UNAVAILABLE');
+      assert.match(err.message, /^storage directory .*a-file is not usable: .*(EEXIST|ENOTDIR)/);
+      return true;
+    });
+  });
+
   it('leaves no temporary file behind after puts, rewrites and concurrent puts', async () => {
     const dir = path.join(await tempDir(), 'files');
     const s: ObjectStore = new FsObjectStore(dir);

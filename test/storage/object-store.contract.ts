@@ -21,6 +21,12 @@ export function runObjectStoreContract(name: string, makeStore: () => Promise<Ob
       await store.close();
     });
 
+    it('is ready for use, fresh and after a put', async () => {
+      await store.ready();
+      await store.put('mbid-a/index.json', Buffer.from('{}'), 'application/json');
+      await store.ready();
+    });
+
     describe('put, get and head', () => {
       it('gives back exactly the bytes put, with a size, a strong quoted etag and a modification date', async () => {
         const bytes = randomBytes(4096);
