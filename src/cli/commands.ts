@@ -362,15 +362,16 @@ const appAdd: Command = {
   },
 };
 
-function notYet(name: string, issue: string): Command {
-  return {
-    name,
-    lenient: true,
-    async run() {
-      throw invalidInput(`"sleeve ${name}" is not available in this version of sleeve yet (${issue})`);
-    },
-  };
-}
+const importMusicBrainz: Command = {
+  name: 'import musicbrainz',
+  options: { 'skip-malformed': { type: 'boolean' }, restart: { type: 'boolean' }, 'batch-rows': { type: 'string' } },
+  async run(ctx) {
+    const [dir = ''] = want(ctx, 1, 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]');
+    // Loaded here: the other commands do not pay for the importer at start-up.
+    const { runImportCommand } = await import('./import-command.js');
+    return runImportCommand(ctx, dir);
+  },
+};
 
 /** Every command by its name (one or two words). */
 export const COMMANDS: Record<string, Command> = Object.fromEntries(
@@ -388,6 +389,6 @@ export const COMMANDS: Record<string, Command> = Object.fromEntries(
     artReindex,
     userAdd,
     appAdd,
-    notYet('import musicbrainz', 'MusicBrainz data import'),
+    importMusicBrainz,
   ].map((c) => [c.name, c]),
 );
