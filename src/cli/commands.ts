@@ -364,7 +364,7 @@ const appAdd: Command = {
 
 const importMusicBrainz: Command = {
   name: 'import musicbrainz',
-  options: { 'skip-malformed': { type: 'boolean' }, restart: { type: 'boolean' }, 'batch-rows': { type: 'string' } },
+  options: { 'skip-malformed': { type: 'boolean' }, restart: { type: 'boolean' }, 'batch-rows': { type: 'string' }, 'trace-sql': { type: 'boolean' } },
   async run(ctx) {
     const [dir = ''] = want(ctx, 1, 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]');
     // Loaded here: the other commands do not pay for the importer at start-up.

@@ -76,7 +76,14 @@ export async function runImportCommand(ctx: CommandContext, dir: string): Promis
   const reporter = process.stderr.isTTY ? ttyReporter(process.stderr) : plainReporter(process.stderr);
   try {
     const summary = await importMusicBrainz(
-      { backend, clock: systemClock, reporter, signal: controller.signal },
+      {
+        backend,
+        clock: systemClock,
+        reporter,
+        signal: controller.signal,
+        // --trace-sql: each statement of the apply step and its duration on stderr, for tuning.
+        ...(ctx.options['trace-sql'] === true ? { trace: (sql: string, ms: number) => process.stderr.write(`[${ms.toFixed(0).padStart(7)} ms] ${sql.replace(/\s+/g, ' ').slice(0, 160)}\n`) } : {}),
+      },
       { dir, skipMalformed: ctx.options['skip-malformed'] === true, restart: ctx.options.restart === true, batchRows },
     );
     reporter.end();

@@ -37,11 +37,11 @@ export interface StagingState {
 /** Receives the valid rows of one file, chunk by chunk. */
 export interface FileStager {
   /**
-   * One valid row: its bytes `buf[start, end)` as in the file, `terminated` when
-   * `buf[end]` is its newline (a last line may lack one), its parsed values (all
-   * columns) and its line number in the file.
+   * One valid row: its converted values and its raw (still escaped) fields, all
+   * columns, and its line number in the file. Only the table's kept columns are
+   * staged; timestamps as epoch milliseconds.
    */
-  add(buf: Buffer, start: number, end: number, terminated: boolean, values: readonly (string | number | null)[], line: number): void;
+  add(values: readonly (string | number | null)[], raw: readonly string[], line: number): void;
   /** Hands rows added so far to the database (PostgreSQL streams them into COPY); keeps memory bounded. */
   flush(): Promise<void>;
   /** Ends the chunk: its rows and `progress` are committed together. */
@@ -110,6 +110,8 @@ export interface ApplyOptions {
   runId: number;
   outcome: (result: ApplyResult) => RunOutcome;
   onStep?: (step: string) => void;
+  /** Each statement of the apply step with its duration in ms (tuning). */
+  trace?: (sql: string, ms: number) => void;
 }
 
 export interface ImportBackend {

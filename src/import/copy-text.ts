@@ -211,10 +211,11 @@ export function convertField(raw: string, col: Column): string | number | null {
 }
 
 /**
- * Parses a line (without its newline) into `out`, one converted value per column.
- * Throws RowError for a wrong number of columns or a bad value.
+ * Parses a line (without its newline) into `out`, one converted value per column, and
+ * returns the raw fields (still escaped). Throws RowError for a wrong number of columns
+ * or a bad value.
  */
-export function parseRow(line: string, columns: readonly Column[], out: (string | number | null)[]): void {
+export function parseRow(line: string, columns: readonly Column[], out: (string | number | null)[]): string[] {
   if (line.includes('\r')) throw new RowError('a carriage return in the data (it must be written \\r)');
   if (line.includes('\u0000')) throw new RowError('a zero byte in the data');
   const fields = splitFields(line);
@@ -222,6 +223,7 @@ export function parseRow(line: string, columns: readonly Column[], out: (string 
     throw new RowError(`${fields.length} column${fields.length === 1 ? '' : 's'} where ${columns.length} were expected (${columns.map((c) => c.name).join(', ')})`);
   }
   for (let i = 0; i < columns.length; i++) out[i] = convertField(fields[i] as string, columns[i] as Column);
+  return fields;
 }
 
 /** A row shown to the operator: escapes visible, cut to `max` characters. */

@@ -37,6 +37,8 @@ export interface ImportDeps {
   reporter: ImportReporter;
   /** Aborting stops the import at the next chunk boundary (or before the apply commits). */
   signal: AbortSignal;
+  /** Each statement of the apply step with its duration in ms. */
+  trace?: (sql: string, ms: number) => void;
 }
 
 export interface ImportOptions {
@@ -171,6 +173,7 @@ export async function importMusicBrainz(deps: ImportDeps, options: ImportOptions
       signal,
       runId,
       onStep: (step) => reporter.applyStep(step),
+      ...(deps.trace === undefined ? {} : { trace: deps.trace }),
       outcome: (result) => ({
         status: 'succeeded',
         finishedAt: clock.now(),
@@ -312,16 +315,17 @@ async function stageFile(
           bad(lineNo, 'not valid UTF-8', buf.toString('utf8', s, e));
         } else {
           const text = buf.toString('utf8', s, e);
+          let raw: string[] | undefined;
           let reason: string | undefined;
           try {
-            parseRow(text, table.columns, values);
+            raw = parseRow(text, table.columns, values);
           } catch (err) {
             if (!(err instanceof RowError)) throw err;
             reason = err.message;
           }
-          if (reason !== undefined) bad(lineNo, reason, text);
+          if (raw === undefined) bad(lineNo, reason ?? 'malformed', text);
           else if (edits === undefined || contains(edits, values[0] as number)) {
-            stager.add(buf, s, e, terminated, values, lineNo);
+            stager.add(values, raw, lineNo);
             p.rowsStaged++;
           }
         }

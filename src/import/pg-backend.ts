@@ -1,7 +1,7 @@
 /*
- * PostgreSQL: every dump file is streamed, as the bytes it holds, through COPY FROM
- * STDIN into an UNLOGGED staging table of the same columns and types; each chunk is
- * committed with the file's progress row. Progress and staging are both unlogged, so
+ * PostgreSQL: the kept columns of every dump file are streamed through COPY FROM STDIN
+ * (the fields as the file has them, timestamps as epoch milliseconds) into an UNLOGGED
+ * staging table; each chunk is committed with the file's progress row. Progress and staging are both unlogged, so
  * a crash of the server empties them together and the import starts over, never
  * resuming from a progress row whose rows are gone.
  */
@@ -10,7 +10,7 @@ import { finished } from 'node:stream/promises';
 import { AppError } from '../shared/errors.js';
 import { applyStaging, type SqlRunner } from './apply.js';
 import { emptyProgress, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type RunRecord, type StagingState } from './backend.js';
-import { DUMP_TABLES, sqlType, type DumpTable } from './tables.js';
+import { DUMP_TABLES, keptIndexes, sqlType, type DumpTable } from './tables.js';
 
 const PREFIX = 'import_mb_';
 /** pg_try_advisory_lock key: one import at a time per database. */
@@ -48,6 +48,9 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
   await client.connect();
   // An error on an idle connection must not crash the process; the next query reports it.
   client.on('error', () => {});
+  // The apply step's temporary tables hold up to a few hundred MB: keep them in memory
+  // (server side) rather than in the default 8 MB. Only settable before their first use.
+  await client.query(`SET temp_buffers = '256MB'`);
   const q = (text: string, values?: unknown[]) => client.query(text, values);
 
   const runner: SqlRunner = {
@@ -57,6 +60,19 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
     },
     async all<T>(sql: string) {
       return (await q(sql)).rows as T[];
+    },
+    async attempt(sql) {
+      await q('SAVEPOINT attempt');
+      try {
+        await q(sql);
+        await q('RELEASE SAVEPOINT attempt');
+        return true;
+      } catch (err) {
+        await q('ROLLBACK TO SAVEPOINT attempt');
+        await q('RELEASE SAVEPOINT attempt');
+        if ((err as { code?: string }).code === '23505') return false;
+        throw err;
+      }
     },
     async deleteReturning(sql): Promise<Omission> {
       const r = await q(`WITH d AS (${sql}) SELECT (SELECT count(*) FROM d) AS n, (SELECT array_agg(x) FROM (SELECT x FROM d LIMIT 3) s) AS ex`);
@@ -137,7 +153,11 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
         );
         for (const table of DUMP_TABLES) {
           // No keys or indexes: rows go in as fast as COPY takes them; the apply step dedupes.
-          await q(`CREATE UNLOGGED TABLE ${stagingName(table)} (${table.columns.map((c) => `${c.name} ${sqlType(c.type)}`).join(', ')})`);
+          const cols = keptIndexes(table).map((i) => {
+            const c = table.columns[i] as (typeof table.columns)[number];
+            return `${c.name} ${c.type === 'timestamptz' ? 'bigint' : sqlType(c.type)}`;
+          });
+          await q(`CREATE UNLOGGED TABLE ${stagingName(table)} (${cols.join(', ')})`);
         }
         await q(`INSERT INTO ${PREFIX}meta (key, value) VALUES ('identity', $1)`, [identity]);
         for (const f of files) {
@@ -160,21 +180,16 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
 
     async stager(table): Promise<FileStager> {
       const target = stagingName(table);
+      const kept = keptIndexes(table);
+      const stamp = kept.map((i) => table.columns[i]?.type === 'timestamptz');
       let inTx = false;
       let copy: ReturnType<typeof copyFrom> | undefined;
       let copyError: Error | undefined;
-      /** Pieces of file bytes (whole lines) not yet written to COPY. */
-      let pending: Buffer[] = [];
-      let runBuf: Buffer | undefined;
-      let runStart = 0;
-      let runEnd = 0;
+      /** COPY text of rows not yet written. */
+      let pending = '';
       /** File line of each row sent in this COPY, to name the line PostgreSQL may refuse. */
       let sentLines: number[] = [];
 
-      const closeRun = () => {
-        if (runBuf !== undefined && runEnd > runStart) pending.push(runBuf.subarray(runStart, runEnd));
-        runBuf = undefined;
-      };
       const begin = async () => {
         if (inTx) return;
         await q('BEGIN');
@@ -187,8 +202,7 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
         return new StageRowError(line, `PostgreSQL refused the row: ${e.message ?? String(err)}`);
       };
       const flush = async () => {
-        closeRun();
-        if (pending.length === 0) return;
+        if (pending === '') return;
         await begin();
         if (copy === undefined) {
           copy = client.query(copyFrom(`COPY ${target} FROM STDIN`));
@@ -197,32 +211,27 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
             copyError = err;
           });
         }
-        const pieces = pending;
-        pending = [];
-        for (const piece of pieces) {
-          if (copyError !== undefined) throw translate(copyError);
-          if (!copy.write(piece)) {
-            try {
-              await once(copy, 'drain');
-            } catch (err) {
-              throw translate(err);
-            }
+        const piece = Buffer.from(pending, 'utf8');
+        pending = '';
+        if (copyError !== undefined) throw translate(copyError);
+        if (!copy.write(piece)) {
+          try {
+            await once(copy, 'drain');
+          } catch (err) {
+            throw translate(err);
           }
         }
       };
       return {
-        add(buf, start, end, terminated, _values, line) {
-          if (runBuf === buf && start === runEnd) runEnd = terminated ? end + 1 : end;
-          else {
-            closeRun();
-            runBuf = buf;
-            runStart = start;
-            runEnd = terminated ? end + 1 : end;
+        add(values, raw, line) {
+          // The raw fields are valid COPY text already (escapes and \N as in the file).
+          let out = '';
+          for (let k = 0; k < kept.length; k++) {
+            const i = kept[k] as number;
+            const field = stamp[k] ? (values[i] === null ? '\\N' : String(values[i])) : (raw[i] as string);
+            out += k === 0 ? field : `\t${field}`;
           }
-          if (!terminated) {
-            closeRun();
-            pending.push(Buffer.from('\n'));
-          }
+          pending += `${out}\n`;
           sentLines.push(line);
         },
         flush,
@@ -249,8 +258,7 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
           sentLines = [];
         },
         async abort() {
-          pending = [];
-          runBuf = undefined;
+          pending = '';
           sentLines = [];
           if (copy !== undefined) {
             const c = copy;
@@ -290,6 +298,8 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
     async apply(options: ApplyOptions): Promise<ApplyResult> {
       const staged: Record<string, number> = {};
       for (const r of (await q(`SELECT file, rows_staged FROM ${PREFIX}progress`)).rows as { file: string; rows_staged: number }[]) staged[r.file] = Number(r.rows_staged);
+      // Statistics for the planner: the staging tables are new and autovacuum has not looked yet.
+      for (const t of DUMP_TABLES) await q(`ANALYZE ${stagingName(t)}`);
       await q('BEGIN');
       try {
         const result = await applyStaging(runner, { ...options, staged });

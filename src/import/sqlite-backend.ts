@@ -12,8 +12,13 @@ import { applyStaging, type SqlRunner } from './apply.js';
 import { emptyProgress, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type StagingState } from './backend.js';
 import { DUMP_TABLES, keptIndexes, sqlType, type DumpTable } from './tables.js';
 
-/** Page cache per database (main, stage and temp): fast bulk work within a bounded memory. */
-const CACHE_KIB = 32 * 1024;
+/**
+ * Page caches (KiB): big enough for fast bulk work, small enough to keep the process
+ * well under 300 MB. Staging is written and read in order and needs little.
+ */
+const MAIN_CACHE_KIB = 16 * 1024;
+const TEMP_CACHE_KIB = 16 * 1024;
+const STAGE_CACHE_KIB = 4 * 1024;
 
 export function stagingFile(dbFile: string): string {
   return `${dbFile}.import-staging`;
@@ -35,8 +40,8 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 15000');
-  db.pragma(`cache_size = -${CACHE_KIB}`);
-  db.pragma(`temp.cache_size = -${CACHE_KIB}`);
+  db.pragma(`cache_size = -${MAIN_CACHE_KIB}`);
+  db.pragma(`temp.cache_size = -${TEMP_CACHE_KIB}`);
   const stage = file === ':memory:' ? ':memory:' : stagingFile(file);
   db.prepare('ATTACH DATABASE ? AS stage').run(stage);
 
@@ -47,6 +52,16 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
     },
     async all<T>(sql: string) {
       return db.prepare(sql).all() as T[];
+    },
+    async attempt(sql) {
+      try {
+        db.prepare(sql).run();
+        return true;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return false;
+        throw err;
+      }
     },
     async deleteReturning(sql): Promise<Omission> {
       const examples: string[] = [];
@@ -72,7 +87,7 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
         db.pragma('stage.locking_mode = EXCLUSIVE');
         db.pragma('stage.journal_mode = WAL');
         db.pragma('stage.synchronous = NORMAL');
-        db.pragma(`stage.cache_size = -${CACHE_KIB}`);
+        db.pragma(`stage.cache_size = -${STAGE_CACHE_KIB}`);
         db.exec('CREATE TABLE IF NOT EXISTS stage.holder (pid integer)');
         db.exec('BEGIN');
         db.prepare('DELETE FROM stage.holder').run();
@@ -174,7 +189,7 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
         if (!db.inTransaction) db.exec('BEGIN');
       };
       return {
-        add(_buf, _start, _end, _terminated, values) {
+        add(values) {
           begin();
           for (let i = 0; i < kept.length; i++) row[i] = values[kept[i] as number];
           insert.run(row);
