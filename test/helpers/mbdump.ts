@@ -9,7 +9,16 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
 
-export type Value = string | number | null;
+/** A field written as given: already in COPY text form (for octal and hex escapes). */
+export interface RawField {
+  raw: string;
+}
+
+export type Value = string | number | null | RawField;
+
+export function raw(text: string): RawField {
+  return { raw: text };
+}
 
 /** Column counts of the real tables, to catch a test writing the wrong shape by mistake. */
 export const COLUMNS: Record<string, number> = {
@@ -32,6 +41,7 @@ const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n'
 /** A value as PostgreSQL's COPY TO writes it in text format. */
 export function copyValue(v: Value): string {
   if (v === null) return '\\N';
+  if (typeof v === 'object') return v.raw;
   return String(v).replace(/[\\\t\n\r\b\f\v]/g, (c) => ESCAPES[c] as string);
 }
 
