@@ -175,9 +175,11 @@ export function parseTimestamp(raw: string): number | undefined {
   return Date.UTC(year, month - 1, day, hour, minute, second, ms) - offset;
 }
 
-function typeName(c: Column): string {
-  return c.type === 'timestamptz' ? 'timestamp' : c.type === 'smallint' || c.type === 'bigint' ? `${c.type} integer` : c.type === 'int' ? 'integer' : c.type;
-}
+const TYPE_NAMES: Record<'int' | 'smallint' | 'bigint', string> = {
+  int: 'an integer',
+  smallint: 'a smallint (-32768 to 32767)',
+  bigint: 'an integer below 2^53',
+};
 
 /**
  * Converts one raw field to its value: numbers for integers, lower-case text for
@@ -202,7 +204,7 @@ export function convertField(raw: string, col: Column): string | number | null {
     default: {
       const [min, max] = LIMITS[col.type];
       const n = INT_RE.test(raw) ? Number(raw) : Number.NaN;
-      if (!Number.isSafeInteger(n) || n < min || n > max) throw new RowError(`column ${col.name} is not a ${typeName(col)}: ${JSON.stringify(raw.slice(0, 60))}`);
+      if (!Number.isSafeInteger(n) || n < min || n > max) throw new RowError(`column ${col.name} is not ${TYPE_NAMES[col.type]}: ${JSON.stringify(raw.slice(0, 60))}`);
       if (col.check === 'positive' && n <= 0) throw new RowError(`column ${col.name} must be greater than 0, not ${n}`);
       if (col.check === 'non-negative' && n < 0) throw new RowError(`column ${col.name} must not be negative, not ${n}`);
       return n;
