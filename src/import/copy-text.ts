@@ -220,6 +220,7 @@ export function convertField(raw: string, col: Column): string | number | null {
 export function parseRow(line: string, columns: readonly Column[], out: (string | number | null)[]): string[] {
   if (line.includes('\r')) throw new RowError('a carriage return in the data (it must be written \\r)');
   if (line.includes('\u0000')) throw new RowError('a zero byte in the data');
+  if (line.endsWith('\\') && /(?:^|[^\\])(?:\\\\)*\\$/.test(line)) throw new RowError('a backslash ends the line (a newline in a value must be written \\n)');
   const fields = splitFields(line);
   if (fields.length !== columns.length) {
     throw new RowError(`${fields.length} column${fields.length === 1 ? '' : 's'} where ${columns.length} were expected (${columns.map((c) => c.name).join(', ')})`);
