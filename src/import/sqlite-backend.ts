@@ -2,8 +2,8 @@
  * SQLite: staging lives in a file of its own beside the database ("{db}.import-staging",
  * attached as `stage`), so it can be deleted afterwards and its space comes back.
  * Rows go in through one prepared statement per file, in transactions of a chunk,
- * each committed with the file's progress row. The staging file is held with an
- * exclusive lock for as long as the import runs: a second import is refused.
+ * each committed with the file's progress row. A small "{db}.import-lock" database is
+ * held exclusively for as long as the import runs: a second import is refused.
  */
 import { rmSync } from 'node:fs';
 import type SqliteDatabase from 'better-sqlite3';
@@ -74,32 +74,35 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
     },
   };
 
-  const tableNames = () =>
-    (db.prepare(`SELECT name FROM stage.sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((r) => r.name).filter((n) => n !== 'holder');
+  const tableNames = () => (db.prepare(`SELECT name FROM stage.sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((r) => r.name);
+  let closeLock = () => {};
 
   const backend: ImportBackend = {
     dialect: 'sqlite',
 
     async lock() {
-      db.pragma('busy_timeout = 0');
-      try {
-        // Exclusive mode: once written, the staging file stays locked until this connection closes.
-        db.pragma('stage.locking_mode = EXCLUSIVE');
-        db.pragma('stage.journal_mode = WAL');
-        db.pragma('stage.synchronous = NORMAL');
-        db.pragma(`stage.cache_size = -${STAGE_CACHE_KIB}`);
-        db.exec('CREATE TABLE IF NOT EXISTS stage.holder (pid integer)');
-        db.exec('BEGIN');
-        db.prepare('DELETE FROM stage.holder').run();
-        db.prepare('INSERT INTO stage.holder VALUES (?)').run(process.pid);
-        db.exec('COMMIT');
-      } catch (err) {
-        if (db.inTransaction) db.exec('ROLLBACK');
-        if (isBusy(err)) throw new AppError('CONFLICT', 'another "sleeve import musicbrainz" is running on this database; wait for it to finish');
-        throw err;
-      } finally {
-        db.pragma('busy_timeout = 15000');
+      if (file !== ':memory:') {
+        // A database of its own for the lock, held in exclusive mode for as long as this
+        // process runs: a second import is refused at once; a dead process holds nothing.
+        const { default: Sqlite2 } = await import('better-sqlite3');
+        const lockDb = new Sqlite2(`${file}.import-lock`);
+        try {
+          lockDb.pragma('busy_timeout = 0');
+          lockDb.pragma('locking_mode = EXCLUSIVE');
+          lockDb.exec('BEGIN EXCLUSIVE');
+          lockDb.exec('CREATE TABLE IF NOT EXISTS holder (pid integer)');
+          lockDb.exec(`DELETE FROM holder; INSERT INTO holder VALUES (${process.pid})`);
+          lockDb.exec('COMMIT');
+        } catch (err) {
+          lockDb.close();
+          if (isBusy(err)) throw new AppError('CONFLICT', 'another "sleeve import musicbrainz" is running on this database; wait for it to finish');
+          throw err;
+        }
+        closeLock = () => lockDb.close();
       }
+      db.pragma('stage.journal_mode = WAL');
+      db.pragma('stage.synchronous = NORMAL');
+      db.pragma(`stage.cache_size = -${STAGE_CACHE_KIB}`);
       db.prepare(`UPDATE import_run SET status = 'interrupted', finished_at = ?, message = 'the importing process ended without finishing' WHERE status = 'running'`).run(Date.now());
     },
 
@@ -246,6 +249,7 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
 
     async close() {
       db.close();
+      closeLock();
     },
   };
   return backend;
