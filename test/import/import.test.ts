@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, makeTestEnv, pollUntil, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { fetchState, readIndex, storageTree } from '../cover-art/cli-support.js';
 import { COMMENT, G, IMAGES, R, writeFixture } from './fixture.js';
 import { dumpLines, query } from './support.js';
@@ -219,5 +219,29 @@ describe(`sleeve import musicbrainz without the edit table (${DIALECT})`, () => 
         [IMAGES.r5PdfFront, 1],
       ],
     );
+  });
+});
+
+describe(`sleeve import musicbrainz under a running server (${DIALECT})`, () => {
+  let t: TestEnv;
+  let s: RunningServer;
+
+  before(async () => {
+    // The response cache on (its default), so the server must notice the import to answer anew.
+    t = await makeTestEnv({ SLEEVE_CHANGE_POLL_MS: '50' });
+    s = await startServer(t, { SLEEVE_IMAGE_BASE_URL: ARCHIVE });
+  });
+  after(async () => {
+    await s?.server.close();
+    await t?.cleanup();
+  });
+
+  it('answers from the imported catalogue without a restart', async () => {
+    const front = `${s.base}/release/${R.one}/front`;
+    assert.equal((await fetchState(front)).status, 404);
+    assert.equal((await fetchState(front)).status, 404);
+    await cliOk(t.env, ['import', 'musicbrainz', await writeFixture(path.join(t.dir, 'dump'))]);
+    const { value } = await pollUntil(() => fetchState(front), (r) => r.status === 307, 5000);
+    assert.equal(value.location, file(R.one, `${IMAGES.r1Front}.jpg`));
   });
 });
