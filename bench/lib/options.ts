@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'import'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
+/** What runs when no benchmark is named (import only when asked: it takes a while and wants PostgreSQL). */
+export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth'];
 
 /** Settings of one benchmark run; each can come from a flag or a SLEEVE_BENCH_* variable. */
 export interface Options {
@@ -24,8 +26,15 @@ export interface Options {
   large: number;
   /** Random MBIDs the uncached scale runs pick from. */
   sample: number;
-  /** Rebuild the cached scale catalogues. */
+  /** Rebuild the cached scale catalogues (and the import benchmark's dump). */
   rebuild: boolean;
+  /** Size of the import benchmark's synthetic dump. */
+  importReleases: number;
+  importImages: number;
+  /** Measured imports into PostgreSQL. */
+  importRounds: number;
+  /** Also one import into SQLite. */
+  importSqlite: boolean;
   /** Run sleeve's processes with --cpu-prof, writing into bench/.work/profiles/. */
   cpuProf: boolean;
   /** Keep the temporary data directories. */
@@ -34,10 +43,12 @@ export interface Options {
   json: string | undefined;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|import|all ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth|import|all ...] [options]
 
-With no benchmark named, all four run (redirect, ingest, scale, auth).
+With no benchmark named, redirect, ingest, scale and auth run; import runs when named
+(or with all). import takes PostgreSQL from SLEEVE_BENCH_POSTGRES_URL, else
+SLEEVE_TEST_POSTGRES_URL (an admin URL: a database is made and dropped per run).
 
 options (environment variable in brackets):
   --duration S      seconds per measured load run      [SLEEVE_BENCH_DURATION]  (redirect 8, scale 6)
@@ -51,7 +62,11 @@ options (environment variable in brackets):
   --small N         small scale catalogue (releases)    [SLEEVE_BENCH_SMALL]     (1000)
   --large N         large scale catalogue (releases)    [SLEEVE_BENCH_LARGE]     (1000000)
   --sample N        MBIDs the uncached runs pick from   [SLEEVE_BENCH_SAMPLE]    (10000)
-  --rebuild         rebuild the cached scale catalogues in bench/.work/
+  --rebuild         rebuild the cached scale catalogues and import dump in bench/.work/
+  --import-releases N  releases in the import dump      [SLEEVE_BENCH_IMPORT_RELEASES] (1000000)
+  --import-images N    images in the import dump        [SLEEVE_BENCH_IMPORT_IMAGES]   (2000000)
+  --import-rounds N    imports into PostgreSQL          [SLEEVE_BENCH_IMPORT_ROUNDS]   (3)
+  --no-import-sqlite   skip the one import into SQLite
   --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
   --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
   --keep            keep the temporary data directories
@@ -85,6 +100,10 @@ export function parseOptions(argv: string[]): Options | undefined {
       large: { type: 'string' },
       sample: { type: 'string' },
       rebuild: { type: 'boolean' },
+      'import-releases': { type: 'string' },
+      'import-images': { type: 'string' },
+      'import-rounds': { type: 'string' },
+      'no-import-sqlite': { type: 'boolean' },
       'same-process': { type: 'boolean' },
       quick: { type: 'boolean' },
       'cpu-prof': { type: 'boolean' },
@@ -106,7 +125,7 @@ export function parseOptions(argv: string[]): Options | undefined {
   const e = process.env;
   const quick = values.quick === true;
   return {
-    which: which.length === 0 ? [...BENCHMARKS] : [...new Set(which)],
+    which: which.length === 0 ? [...DEFAULT_BENCHMARKS] : [...new Set(which)],
     duration: num('--duration', values.duration, e.SLEEVE_BENCH_DURATION, quick ? 3 : undefined),
     rounds: num('--rounds', values.rounds, e.SLEEVE_BENCH_ROUNDS, quick ? 3 : undefined),
     warmup: num('--warmup', values.warmup, e.SLEEVE_BENCH_WARMUP, quick ? 2 : values['same-process'] === true ? 5 : 3),
@@ -118,6 +137,10 @@ export function parseOptions(argv: string[]): Options | undefined {
     large: num('--large', values.large, e.SLEEVE_BENCH_LARGE, 1_000_000),
     sample: num('--sample', values.sample, e.SLEEVE_BENCH_SAMPLE, 10_000),
     rebuild: values.rebuild === true,
+    importReleases: num('--import-releases', values['import-releases'], e.SLEEVE_BENCH_IMPORT_RELEASES, 1_000_000),
+    importImages: num('--import-images', values['import-images'], e.SLEEVE_BENCH_IMPORT_IMAGES, 2_000_000),
+    importRounds: num('--import-rounds', values['import-rounds'], e.SLEEVE_BENCH_IMPORT_ROUNDS, quick ? 1 : 3),
+    importSqlite: values['no-import-sqlite'] !== true,
     cpuProf: values['cpu-prof'] === true,
     keep: values.keep === true,
     json: values.json,

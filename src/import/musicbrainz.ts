@@ -75,6 +75,10 @@ export interface ImportSummary {
   /** The first few malformed rows skipped (--skip-malformed). */
   skipped_rows: SkippedRow[];
   applied: ApplyResult;
+  /** Reading and staging the files, in this run. */
+  staging_seconds: number;
+  /** The one transaction that applied staging to sleeve's tables. */
+  apply_seconds: number;
   seconds: number;
   rows_per_second: number;
 }
@@ -183,7 +187,8 @@ export async function importMusicBrainz(deps: ImportDeps, options: ImportOptions
         message: null,
       }),
     });
-    reporter.applyDone(clock.now() - t0);
+    const applyMs = clock.now() - t0;
+    reporter.applyDone(applyMs);
     await backend.dropStaging();
 
     const seconds = (clock.now() - started) / 1000;
@@ -198,6 +203,8 @@ export async function importMusicBrainz(deps: ImportDeps, options: ImportOptions
       rows_skipped: rowsSkipped,
       skipped_rows: skippedRows,
       applied,
+      staging_seconds: (t0 - started) / 1000,
+      apply_seconds: applyMs / 1000,
       seconds,
       rows_per_second: seconds > 0 ? Math.round(rowsRead / seconds) : rowsRead,
     };
