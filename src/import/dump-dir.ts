@@ -75,7 +75,13 @@ export async function openDumpDir(given: string): Promise<DumpDir> {
   return { dir, files, meta };
 }
 
-/** What identifies the dump as a whole: a new dump has a new TIMESTAMP or REPLICATION_SEQUENCE. */
+/** The layout of staging (its tables and columns): staging of another layout is not resumed. */
+const STAGING_FORMAT = 1;
+
+/**
+ * What identifies the dump as a whole (a new dump has a new TIMESTAMP or
+ * REPLICATION_SEQUENCE), and the staging layout this version of sleeve writes.
+ */
 export function dumpIdentity(d: DumpDir): string {
-  return JSON.stringify({ timestamp: d.meta.TIMESTAMP ?? null, replication_sequence: d.meta.REPLICATION_SEQUENCE ?? null });
+  return JSON.stringify({ timestamp: d.meta.TIMESTAMP ?? null, replication_sequence: d.meta.REPLICATION_SEQUENCE ?? null, staging: STAGING_FORMAT });
 }

@@ -235,7 +235,7 @@ async function prepareStaging(deps: ImportDeps, dump: DumpDir, options: ImportOp
   const identity = dumpIdentity(dump);
   let state = await backend.readStaging();
   if (state !== undefined && state.identity !== identity) {
-    reporter.note(`the rows staged by an earlier run are from another dump (${state.identity}); starting over`);
+    reporter.note(`the rows staged by an earlier run are from another dump or version of sleeve (${state.identity}); starting over`);
     state = undefined;
   } else if (state !== undefined && options.restart) {
     reporter.note('--restart: discarding the rows staged by an earlier run');
