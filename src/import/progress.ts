@@ -50,14 +50,14 @@ export function ttyReporter(out: Out, now: () => number = Date.now): ImportRepor
   let applyStarted = 0;
   let step = '';
   let spinner: ReturnType<typeof setInterval> | undefined;
-  const width = () => Math.max(40, Math.min(out.columns ?? 100, 120));
+  const width = () => Math.max(40, Math.min(out.columns || 100, 120));
   const draw = (line: string) => out.write(`\r\x1b[2K${line.slice(0, width() - 1)}`);
   return {
     note(m) {
       out.write(`\r\x1b[2K${m}\n`);
     },
     fileStart(name, total, from) {
-      file = name;
+      file = name.replace(/^cover_art_archive\./, '');
       size = total;
       fromByte = from;
       started = now();
@@ -70,8 +70,10 @@ export function ttyReporter(out: Out, now: () => number = Date.now): ImportRepor
       const rate = elapsed > 0 ? (rows / elapsed) * 1000 : 0;
       const byteRate = elapsed > 0 ? (bytes - fromByte) / elapsed : 0;
       const eta = byteRate > 0 ? (size - bytes) / byteRate : Number.NaN;
+      // The bar itself only where there is room for it.
+      const bar = width() >= 100 ? ` ${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)}` : '';
       draw(
-        `${file.padEnd(34)} ${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)} ${String(Math.floor(share * 100)).padStart(3)}%  ${mib(bytes)}/${mib(size)}  ${count(Math.round(rate))} rows/s  ETA ${Number.isFinite(eta) ? duration(eta) : '?'}`,
+        `${file.padEnd(24)}${bar} ${String(Math.floor(share * 100)).padStart(3)}%  ${mib(bytes)}/${mib(size)}  ${count(Math.round(rate))} rows/s  ETA ${Number.isFinite(eta) ? duration(eta) : '?'}`,
       );
     },
     fileDone(name, rows, skipped, ms) {

@@ -104,10 +104,16 @@ describe('import progress output', () => {
     now = 10_000;
     r.fileProgress(25 * 1048576, 500_000);
     const bar = s.text().split('\r\x1b[2K').at(-1) as string;
-    assert.match(bar, /^cover_art_archive\.cover_art\s+█{6}░{18}\s+25%\s+25 MiB\/100 MiB\s+50,000 rows\/s\s+ETA 0:30$/);
+    assert.match(bar, /^cover_art\s+█{6}░{18}\s+25%\s+25 MiB\/100 MiB\s+50,000 rows\/s\s+ETA 0:30$/);
     r.fileDone('cover_art_archive.cover_art', 2_000_000, 3, 40_000);
     assert.match(s.text(), /✓ mbdump\/cover_art_archive\.cover_art: 2,000,000 rows \(3 malformed skipped\) in 0:40 \(50,000 rows\/s\)\n$/);
     r.end();
+    // A narrow terminal gets the figures without the bar.
+    const narrow = sink();
+    const n = ttyReporter({ ...narrow.out, columns: 60 }, () => now);
+    n.fileStart('release', 100, 0, 1);
+    n.fileProgress(50, 10);
+    assert.match(narrow.text().split('\r\x1b[2K').at(-1) as string, /^release\s+50%\s+0\.0 MiB\/0\.0 MiB/);
   });
 
   it('writes one line per file otherwise', () => {
