@@ -1,6 +1,7 @@
 /**
- * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs them all;
- * `npm run bench -- redirect|ingest|scale|auth|cluster` runs some; `--help` lists the options.
+ * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs redirect,
+ * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import`
+ * runs some; `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
 import { writeFileSync } from 'node:fs';
@@ -8,13 +9,14 @@ import os from 'node:os';
 import { authBench } from './auth.js';
 import { clusterBench } from './cluster.js';
 import { ingestBench } from './ingest.js';
+import { importBench } from './import.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { parseOptions, type BenchName, type Options } from './lib/options.js';
 import { redirectBench } from './redirect.js';
 import { scaleBench } from './scale.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
+/** What runs when no benchmark is named (import only when asked: it takes a while). */
+export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
 
 /** Settings of one benchmark run; each can come from a flag or a SLEEVE_BENCH_* variable. */
 export interface Options {
@@ -24,8 +26,15 @@ export interface Options {
   large: number;
   /** Random MBIDs the uncached scale runs pick from. */
   sample: number;
-  /** Rebuild the cached scale catalogues. */
+  /** Rebuild the cached scale catalogues (and the import benchmark's dump). */
   rebuild: boolean;
+  /** Size of the import benchmark's synthetic dump. */
+  importReleases: number;
+  importImages: number;
+  /** Measured imports into PostgreSQL. */
+  importRounds: number;
+  /** Also one import into SQLite. */
+  importSqlite: boolean;
   /** Run sleeve's processes with --cpu-prof, writing into bench/.work/profiles/. */
   cpuProf: boolean;
   /** Keep the temporary data directories. */
@@ -40,10 +49,13 @@ export interface Options {
   pgReleases: number;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|all ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|all ...] [options]
 
-With no benchmark named, all run (redirect, ingest, scale, auth, cluster).
+With no benchmark named, redirect, ingest, scale, auth and cluster run; import runs when
+named (or with all). cluster and import take PostgreSQL from --postgres /
+SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
+is made and dropped per run.
 
 options (environment variable in brackets):
   --duration S      seconds per measured load run      [SLEEVE_BENCH_DURATION]  (redirect 8, scale 6)
@@ -61,7 +73,11 @@ options (environment variable in brackets):
                     (postgres://postgres@127.0.0.1:5432/postgres; a database is created and dropped)
   --redis URL       Redis for cluster's processes       [SLEEVE_BENCH_REDIS_URL] (none)
   --pg-releases N   releases in cluster's catalogue     [SLEEVE_BENCH_PG_RELEASES] (100000)
-  --rebuild         rebuild the cached scale catalogues in bench/.work/
+  --rebuild         rebuild the cached scale catalogues and import dump in bench/.work/
+  --import-releases N  releases in the import dump      [SLEEVE_BENCH_IMPORT_RELEASES] (1000000)
+  --import-images N    images in the import dump        [SLEEVE_BENCH_IMPORT_IMAGES]   (2000000)
+  --import-rounds N    imports into PostgreSQL          [SLEEVE_BENCH_IMPORT_ROUNDS]   (3)
+  --no-import-sqlite   skip the one import into SQLite
   --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
   --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
   --keep            keep the temporary data directories
@@ -95,6 +111,10 @@ export function parseOptions(argv: string[]): Options | undefined {
       large: { type: 'string' },
       sample: { type: 'string' },
       rebuild: { type: 'boolean' },
+      'import-releases': { type: 'string' },
+      'import-images': { type: 'string' },
+      'import-rounds': { type: 'string' },
+      'no-import-sqlite': { type: 'boolean' },
       'same-process': { type: 'boolean' },
       quick: { type: 'boolean' },
       'cpu-prof': { type: 'boolean' },
@@ -119,7 +139,7 @@ export function parseOptions(argv: string[]): Options | undefined {
   const e = process.env;
   const quick = values.quick === true;
   return {
-    which: which.length === 0 ? [...BENCHMARKS] : [...new Set(which)],
+    which: which.length === 0 ? [...DEFAULT_BENCHMARKS] : [...new Set(which)],
     duration: num('--duration', values.duration, e.SLEEVE_BENCH_DURATION, quick ? 3 : undefined),
     rounds: num('--rounds', values.rounds, e.SLEEVE_BENCH_ROUNDS, quick ? 3 : undefined),
     warmup: num('--warmup', values.warmup, e.SLEEVE_BENCH_WARMUP, quick ? 2 : values['same-process'] === true ? 5 : 3),
@@ -131,6 +151,10 @@ export function parseOptions(argv: string[]): Options | undefined {
     large: num('--large', values.large, e.SLEEVE_BENCH_LARGE, 1_000_000),
     sample: num('--sample', values.sample, e.SLEEVE_BENCH_SAMPLE, 10_000),
     rebuild: values.rebuild === true,
+    importReleases: num('--import-releases', values['import-releases'], e.SLEEVE_BENCH_IMPORT_RELEASES, 1_000_000),
+    importImages: num('--import-images', values['import-images'], e.SLEEVE_BENCH_IMPORT_IMAGES, 2_000_000),
+    importRounds: num('--import-rounds', values['import-rounds'], e.SLEEVE_BENCH_IMPORT_ROUNDS, quick ? 1 : 3),
+    importSqlite: values['no-import-sqlite'] !== true,
     cpuProf: values['cpu-prof'] === true,
     keep: values.keep === true,
     json: values.json,

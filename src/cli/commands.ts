@@ -22,7 +22,7 @@ import { migrateToLatest } from '../db/migrator.js';
 import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
-import type { ChangeAnnouncer } from '../cluster/notify.js';
+import { announceChange } from '../cluster/announce.js';
 
 export interface CommandContext {
   args: string[];
@@ -79,26 +79,10 @@ async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<
     // Also after a failure: part of a change (its commit) may have happened.
     if (announcer !== undefined && before !== undefined) {
       const after = await readCounter(rt.database.db, 'catalogue_version').catch(() => undefined);
-      if (after !== undefined && after !== before) await announceChange(announcer, config, after);
+      if (after !== undefined && after !== before) await announceChange(announcer, config.changePollRedisMs, after);
     }
     announcer?.close();
     await rt.close();
-  }
-}
-
-/**
- * Tells serving processes through Redis that the catalogue changed. The change is already
- * committed, so failing here does not fail the command: the processes' database poll sees
- * it anyway, later; stderr says so.
- */
-async function announceChange(announcer: ChangeAnnouncer, config: Readonly<Config>, version: number): Promise<void> {
-  try {
-    await announcer.announce(version);
-  } catch (err) {
-    process.stderr.write(
-      `sleeve: warning: could not announce the change to serving processes (${(err as Error).message}); ` +
-        `they will see it at their next database poll (within SLEEVE_CHANGE_POLL_REDIS_MS, ${config.changePollRedisMs} ms)\n`,
-    );
   }
 }
 
@@ -401,15 +385,16 @@ const appAdd: Command = {
   },
 };
 
-function notYet(name: string, issue: string): Command {
-  return {
-    name,
-    lenient: true,
-    async run() {
-      throw invalidInput(`"sleeve ${name}" is not available in this version of sleeve yet (${issue})`);
-    },
-  };
-}
+const importMusicBrainz: Command = {
+  name: 'import musicbrainz',
+  options: { 'skip-malformed': { type: 'boolean' }, restart: { type: 'boolean' }, 'batch-rows': { type: 'string' }, 'trace-sql': { type: 'boolean' } },
+  async run(ctx) {
+    const [dir = ''] = want(ctx, 1, 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]');
+    // Loaded here: the other commands do not pay for the importer at start-up.
+    const { runImportCommand } = await import('./import-command.js');
+    return runImportCommand(ctx, dir);
+  },
+};
 
 /** Every command by its name (one or two words). */
 export const COMMANDS: Record<string, Command> = Object.fromEntries(
@@ -427,6 +412,6 @@ export const COMMANDS: Record<string, Command> = Object.fromEntries(
     artReindex,
     userAdd,
     appAdd,
-    notYet('import musicbrainz', 'MusicBrainz data import'),
+    importMusicBrainz,
   ].map((c) => [c.name, c]),
 );

@@ -19,6 +19,8 @@ const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL]
            [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]
   app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]
+  import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
+                                        load a MusicBrainz dump (resumable; see README)
 
 Configuration comes from SLEEVE_* environment variables (see README) and --config FILE.
 `;

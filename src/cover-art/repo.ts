@@ -207,7 +207,7 @@ export async function bumpCatalogueVersion(db: Queryable): Promise<void> {
     .execute();
 }
 
-/** Counter rows kept by the catalogue's changes for the metrics of serving processes (migration 20261122T0100). */
+/** Counter rows kept by the catalogue's changes for the metrics of serving processes (migration 20261122T0200). */
 export type CatalogueCounter = 'uploads_total' | 'upload_bytes_total' | 'image_removals_total' | 'releases' | 'images';
 
 /**

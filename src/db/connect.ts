@@ -45,8 +45,8 @@ function nameHotStatements(client: { query: (...args: any[]) => any }): void {
   };
 }
 
-/** The key of PostgreSQL's session-level advisory lock for schema changes ("sleeve" + 1). */
-const SCHEMA_LOCK_KEY = 0x736c6565_7665_0001n;
+/** The key of PostgreSQL's session-level advisory lock for schema changes ("sleeveSC"; the import holds another). */
+const SCHEMA_LOCK_KEY = 0x736c6565_7665_5343n;
 
 /**
  * A lock file beside the SQLite database, created exclusively: SQLite's own locks cannot

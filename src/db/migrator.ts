@@ -3,13 +3,15 @@ import type { DatabaseHandle } from './connect.js';
 import type { Db } from './schema.js';
 import * as m20261121T0300 from './migrations/20261121T0300_cover_art.js';
 import * as m20261121T0400 from './migrations/20261121T0400_auth.js';
-import * as m20261122T0100 from './migrations/20261122T0100_metric_counters.js';
+import * as m20261122T0100 from './migrations/20261122T0100_musicbrainz_import.js';
+import * as m20261122T0200 from './migrations/20261122T0200_metric_counters.js';
 
 /** Every migration, in order. A static list, so a bundled build finds them too. */
 const MIGRATIONS: Record<string, Migration> = {
   '20261121T0300_cover_art': m20261121T0300,
   '20261121T0400_auth': m20261121T0400,
-  '20261122T0100_metric_counters': m20261122T0100,
+  '20261122T0100_musicbrainz_import': m20261122T0100,
+  '20261122T0200_metric_counters': m20261122T0200,
 };
 
 function migrator(db: Db): Migrator {

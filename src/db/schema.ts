@@ -10,6 +10,8 @@ export interface ReleaseGroupTable {
   id: Generated<number>;
   gid: string;
   name: string;
+  /** 1 when the row came from a MusicBrainz dump (sleeve import), 0 when made here. */
+  imported: Generated<number>;
 }
 
 export interface ReleaseTable {
@@ -23,11 +25,13 @@ export interface ReleaseTable {
   date_day: number | null;
   /** When (epoch ms) the release last changed while its index.json may not match yet; 0 when it matches. */
   index_dirty: Generated<number>;
+  imported: Generated<number>;
 }
 
 export interface GidRedirectTable {
   gid: string;
   new_id: number;
+  imported: Generated<number>;
 }
 
 export interface ReleaseGroupCoverArtTable {
@@ -62,6 +66,7 @@ export interface CoverArtTable {
   thumb_250_filesize: number | null;
   thumb_500_filesize: number | null;
   thumb_1200_filesize: number | null;
+  imported: Generated<number>;
 }
 
 export interface CoverArtTypeTable {
@@ -72,6 +77,25 @@ export interface CoverArtTypeTable {
 export interface CounterTable {
   name: string;
   value: number;
+}
+
+/** One run of `sleeve import musicbrainz` (a serving process may report them). */
+export interface ImportRunTable {
+  id: Generated<number>;
+  source: string;
+  /** The mbdump/ folder read. */
+  dir: string;
+  /** The dump's TIMESTAMP file, when it has one. */
+  dump_timestamp: string | null;
+  replication_sequence: number | null;
+  started_at: number;
+  finished_at: number | null;
+  status: 'running' | 'succeeded' | 'failed' | 'interrupted';
+  rows_read: number;
+  rows_skipped: number;
+  /** JSON: per-file counts and, on success, what was added, changed, removed and left out. */
+  details: string | null;
+  message: string | null;
 }
 
 export interface AccountTable {
@@ -154,6 +178,7 @@ export interface Database {
   cover_art: CoverArtTable;
   cover_art_type: CoverArtTypeTable;
   counter: CounterTable;
+  import_run: ImportRunTable;
   account: AccountTable;
   web_session: WebSessionTable;
   login_throttle: LoginThrottleTable;

@@ -5,7 +5,7 @@ import { readImportSummary, renderImportMetrics, type ImportSummary } from './im
 /** What the database holds for the metrics, as of `readAt` (epoch ms). */
 export interface DatabaseSnapshot {
   counters: Map<string, number>;
-  imports: ImportSummary | undefined;
+  imports: ImportSummary;
   readAt: number;
 }
 
@@ -92,6 +92,6 @@ export class DatabaseMetrics {
     counter('sleeve_catalogue_changes_total', 'catalogue_version', 'Committed changes to the catalogue (each empties the response caches of serving processes).');
     gauge('sleeve_releases', 'releases', 'Releases in the catalogue.');
     gauge('sleeve_images', 'images', 'Images in the catalogue.');
-    if (snap.imports !== undefined) renderImportMetrics(out, snap.imports);
+    renderImportMetrics(out, snap.imports);
   }
 }

@@ -17,6 +17,7 @@ import { serve } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
+import { generateDump } from '../helpers/mbdump.js';
 import { redisUnavailable, startRedis, type PrivateRedis } from '../helpers/redis.js';
 import { countOf, scrape, startLoggedServer, valueOf, type LoggedServer, type Scrape } from './support.js';
 
@@ -222,8 +223,10 @@ describe(`metrics listener (${DIALECT})`, () => {
     assert.equal(valueOf(last, 'sleeve_image_removals_total'), 1);
     assert.equal(valueOf(last, 'sleeve_images'), 1);
     assert.equal(valueOf(last, 'sleeve_uploads_total'), 2);
-    // No import has been recorded (and the import table is not read yet): no sleeve_import_* family.
-    assert.equal([...last.types.keys()].filter((k) => k.startsWith('sleeve_import_')).length, 0);
+    // No import yet: its counters are there, at 0, and nothing about a last run.
+    assert.equal(valueOf(last, 'sleeve_import_runs_total', { result: 'succeeded' }), 0);
+    assert.equal(valueOf(last, 'sleeve_import_running'), 0);
+    assert.equal(last.types.has('sleeve_import_last_success_timestamp_seconds'), false);
   });
 
   it('counts releases through add and merge, and `art reindex` corrects counts a bulk writer left behind', async () => {
@@ -245,6 +248,43 @@ describe(`metrics listener (${DIALECT})`, () => {
     assert.equal((await pollUntil(releases, (n) => n === 3)).value, 3);
     const m = await scrape(s.server.metricsAddress);
     assert.equal(valueOf(m, 'sleeve_images'), 1);
+  });
+});
+
+describe(`metrics of sleeve import musicbrainz (${DIALECT})`, () => {
+  it('reports runs by result, the last success and its rows, and the catalogue recounted, while the server runs', async () => {
+    const t = await makeTestEnv();
+    const s = await startLoggedServer(t);
+    try {
+      // One image uploaded here first: the import keeps it, and the recount includes it.
+      await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+      const file = path.join(t.dir, 'local.jpg');
+      await writeFile(file, await makeJpeg(64, 64));
+      await cliOk(t.env, ['art', 'add', R, file, '--type', 'Front']);
+      const dump = await generateDump(path.join(t.dir, 'dump'), { releases: 40, images: 60 });
+      const started = Date.now();
+      const summary = await cliOk(t.env, ['--json', 'import', 'musicbrainz', dump.dir]);
+      const db = s.server.runtime.database.db;
+      const count = async (table: 'release' | 'cover_art') =>
+        Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      const [releases, images] = [await count('release'), await count('cover_art')];
+      assert.ok(releases > 40 && images > 60, `${releases} releases, ${images} images`);
+      const m = (await pollUntil(() => scrape(s.server.metricsAddress), (x) => valueOf(x, 'sleeve_import_runs_total', { result: 'succeeded' }) === 1)).value;
+      assert.equal(valueOf(m, 'sleeve_import_runs_total', { result: 'succeeded' }), 1);
+      assert.equal(valueOf(m, 'sleeve_import_runs_total', { result: 'failed' }), 0);
+      assert.equal(valueOf(m, 'sleeve_import_running'), 0);
+      assert.equal(valueOf(m, 'sleeve_import_last_success_rows_read'), summary.rows_read);
+      const at = valueOf(m, 'sleeve_import_last_success_timestamp_seconds') ?? 0;
+      assert.ok(at * 1000 >= started - 1000 && at * 1000 <= Date.now() + 1000, `finished at ${at}`);
+      assert.ok((valueOf(m, 'sleeve_import_last_duration_seconds') ?? -1) >= 0);
+      assert.equal(valueOf(m, 'sleeve_releases'), releases);
+      assert.equal(valueOf(m, 'sleeve_images'), images);
+      // Imported images are not uploads.
+      assert.equal(valueOf(m, 'sleeve_uploads_total'), 1);
+    } finally {
+      await s.server.close();
+      await t.cleanup();
+    }
   });
 });
 

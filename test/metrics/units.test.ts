@@ -151,18 +151,20 @@ describe('rendering', () => {
 
   it('import metrics, from a summary of runs', () => {
     const out = new Exposition();
-    renderImportMetrics(out, { runs: { succeeded: 3, failed: 1 }, running: true, lastSuccessAt: 1_700_000_000_500, lastDurationMs: 65_000, lastRows: 1234 });
+    renderImportMetrics(out, { runs: { succeeded: 3, failed: 1, interrupted: 2 }, running: true, lastSuccessAt: 1_700_000_000_500, lastDurationMs: 65_000, lastRows: 1234 });
     const m = parseScrape(out.toString());
     assert.equal(valueOf(m, 'sleeve_import_runs_total', { result: 'succeeded' }), 3);
     assert.equal(valueOf(m, 'sleeve_import_runs_total', { result: 'failed' }), 1);
+    assert.equal(valueOf(m, 'sleeve_import_runs_total', { result: 'interrupted' }), 2);
     assert.equal(valueOf(m, 'sleeve_import_running'), 1);
     assert.equal(valueOf(m, 'sleeve_import_last_success_timestamp_seconds'), 1_700_000_000.5);
     assert.equal(valueOf(m, 'sleeve_import_last_duration_seconds'), 65);
-    assert.equal(valueOf(m, 'sleeve_import_last_rows'), 1234);
+    assert.equal(valueOf(m, 'sleeve_import_last_success_rows_read'), 1234);
     const none = new Exposition();
-    renderImportMetrics(none, { runs: { succeeded: 0, failed: 0 }, running: false, lastSuccessAt: undefined, lastDurationMs: undefined, lastRows: undefined });
+    renderImportMetrics(none, { runs: { succeeded: 0, failed: 0, interrupted: 0 }, running: false, lastSuccessAt: undefined, lastDurationMs: undefined, lastRows: undefined });
     const n = parseScrape(none.toString());
     assert.equal(valueOf(n, 'sleeve_import_running'), 0);
+    assert.equal(valueOf(n, 'sleeve_import_runs_total', { result: 'failed' }), 0);
     assert.equal(n.types.has('sleeve_import_last_success_timestamp_seconds'), false);
   });
 });

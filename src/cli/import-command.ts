@@ -1,0 +1,128 @@
+/*
+ * `sleeve import musicbrainz DIR`: signals, progress on stderr, the summary on stdout.
+ * Loaded only when the command runs.
+ */
+import { announceChange } from '../cluster/announce.js';
+import type { Config } from '../config/load.js';
+import { readCounter } from '../cover-art/index.js';
+import { openDatabase } from '../db/connect.js';
+import { migrateToLatest } from '../db/migrator.js';
+import { ImportInterrupted, importMusicBrainz, openPgBackend, openSqliteBackend, plainReporter, ttyReporter, type ImportSummary } from '../import/index.js';
+import { invalidInput } from '../shared/errors.js';
+import { systemClock } from '../shared/clock.js';
+import type { CommandContext } from './commands.js';
+
+const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
+function n(x: number): string {
+  return x.toLocaleString('en-US');
+}
+
+function describe(s: ImportSummary): string {
+  const a = s.applied;
+  const entity = (label: string, c: { added: number; changed: number; removed: number; keptLocal?: number; moved?: number }) =>
+    `  ${label}: ${n(c.added)} added, ${n(c.changed)} changed, ${n(c.removed)} removed${c.keptLocal ? `, ${n(c.keptLocal)} kept as local (images uploaded here)` : ''}${c.moved ? `, ${n(c.moved)} local rows moved` : ''}`;
+  const lines = [
+    `imported the MusicBrainz dump ${s.dump.timestamp === null ? '' : `of ${s.dump.timestamp} `}from ${s.dir}${s.resumed ? ' (resumed)' : ''}`,
+    `  ${n(s.rows_read)} rows read in ${s.seconds.toFixed(1)} s (${n(s.rows_per_second)} rows/s)`,
+    entity('releases', a.release),
+    entity('release groups', a.release_group),
+    entity('images', a.cover_art),
+    entity('merged release MBIDs', a.release_gid_redirect),
+    entity('merged release group MBIDs', a.release_group_gid_redirect),
+    entity('release group covers', a.release_group_cover_art),
+    `  approved: ${a.approvedFrom === 'edit' ? 'from the edit table (the add-edit is closed)' : 'no mbdump/edit, so from edits_pending (no edit pending on the image)'}`,
+  ];
+  if (s.rows_skipped > 0) {
+    lines.push(`  ${n(s.rows_skipped)} malformed rows skipped (--skip-malformed), first:`);
+    for (const r of s.skipped_rows) lines.push(`    ${r.file} line ${r.line}: ${r.reason}\n      row: ${r.row}`);
+  }
+  const omitted = Object.entries(a.omitted);
+  if (omitted.length > 0) {
+    lines.push('  rows of the dump left out:');
+    for (const [what, o] of omitted) lines.push(`    ${what}: ${n(o.count)}${o.examples.length > 0 ? ` (e.g. ${o.examples.join('; ')})` : ''}`);
+  }
+  lines.push("index.json files are not written by an import (with SLEEVE_IMAGE_BASE_URL=https://archive.org/download the archive serves them); `sleeve art reindex` writes them into sleeve's store.");
+  return lines.join('\n');
+}
+
+/** With Redis configured, tells serving processes the catalogue changed (else their poll finds it). */
+async function announceImport(config: Readonly<Config>): Promise<void> {
+  const { ChangeAnnouncer } = await import('../cluster/notify.js');
+  const announcer = new ChangeAnnouncer(config.redisUrl as string);
+  try {
+    const handle = await openDatabase(config.database);
+    let version: number;
+    try {
+      version = await readCounter(handle.db, 'catalogue_version');
+    } finally {
+      await handle.close();
+    }
+    await announceChange(announcer, config.changePollRedisMs, version);
+  } finally {
+    announcer.close();
+  }
+}
+
+export async function runImportCommand(ctx: CommandContext, dir: string): Promise<number> {
+  const batchText = ctx.options['batch-rows'];
+  const batchRows = typeof batchText === 'string' ? Number(batchText) : 50_000;
+  if (!Number.isSafeInteger(batchRows) || batchRows < 1 || batchRows > 10_000_000) throw invalidInput('--batch-rows must be a whole number from 1 to 10000000');
+  const config = ctx.config();
+
+  const handle = await openDatabase(config.database);
+  try {
+    await migrateToLatest(handle);
+  } finally {
+    await handle.close();
+  }
+  const backend = config.database.kind === 'postgres' ? await openPgBackend(config.database.url) : await openSqliteBackend(config.database.file);
+
+  const controller = new AbortController();
+  let caught: string | undefined;
+  const onSignal = (signal: string) => {
+    if (caught !== undefined) {
+      process.stderr.write(`\nsleeve: ${signal} again: stopping now; nothing was applied\n`);
+      process.exit(SIGNAL_EXIT[signal] ?? 1);
+    }
+    caught = signal;
+    process.stderr.write(`\nsleeve: ${signal}: stopping at the next chunk boundary (${signal} again stops at once; either way nothing is applied half-way)\n`);
+    controller.abort();
+  };
+  const onInt = () => onSignal('SIGINT');
+  const onTerm = () => onSignal('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+
+  const reporter = process.stderr.isTTY ? ttyReporter(process.stderr) : plainReporter(process.stderr);
+  try {
+    const summary = await importMusicBrainz(
+      {
+        backend,
+        clock: systemClock,
+        reporter,
+        signal: controller.signal,
+        // --trace-sql: each statement of the apply step and its duration on stderr, for tuning.
+        ...(ctx.options['trace-sql'] === true ? { trace: (sql: string, ms: number) => process.stderr.write(`[${ms.toFixed(0).padStart(7)} ms] ${sql.replace(/\s+/g, ' ').slice(0, 160)}\n`) } : {}),
+      },
+      { dir, skipMalformed: ctx.options['skip-malformed'] === true, restart: ctx.options.restart === true, batchRows },
+    );
+    reporter.end();
+    if (config.redisUrl !== undefined) await announceImport(config);
+    ctx.out(describe(summary), summary);
+    return 0;
+  } catch (err) {
+    reporter.end();
+    if (err instanceof ImportInterrupted) {
+      const message = `${err.message}. Nothing was changed in sleeve's catalogue; what was staged is kept. Run the same command again to resume.`;
+      if (ctx.json) process.stdout.write(`${JSON.stringify({ error: { code: 'INTERRUPTED', message } })}\n`);
+      process.stderr.write(`sleeve: ${message}\n`);
+      return SIGNAL_EXIT[caught ?? ''] ?? 130;
+    }
+    throw err;
+  } finally {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+    await backend.close();
+  }
+}
