@@ -4,7 +4,8 @@
  * runs some; `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import { authBench } from './auth.js';
 import { clusterBench } from './cluster.js';
@@ -46,6 +47,7 @@ async function main(): Promise<number> {
   const total = (Date.now() - started) / 1000;
   process.stdout.write(`### verdict\n\n${verdicts.map(([n, ok]) => `- ${n}: ${ok ? 'all goals met' : 'GOAL MISSED'}`).join('\n')}\n\ntotal ${total.toFixed(0)} s; load average at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
   if (opts.json !== undefined) {
+    mkdirSync(path.dirname(path.resolve(opts.json)), { recursive: true });
     writeFileSync(opts.json, `${JSON.stringify({ machine, command, options: opts, results, totalSeconds: total }, null, 2)}\n`);
     process.stderr.write(`bench: results written to ${opts.json}\n`);
   }
