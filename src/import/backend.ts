@@ -27,6 +27,22 @@ export interface FileProgress {
   skipped: SkippedRow[];
 }
 
+/** A row of a staging progress table (either database) as FileProgress. */
+export function progressFromRow(r: Record<string, unknown>): FileProgress {
+  return {
+    file: String(r.file),
+    size: Number(r.size),
+    mtimeMs: Number(r.mtime_ms),
+    bytesDone: Number(r.bytes_done),
+    linesDone: Number(r.lines_done),
+    rowsStaged: Number(r.rows_staged),
+    rowsSkipped: Number(r.rows_skipped),
+    // PostgreSQL answers a boolean, SQLite 0 or 1.
+    done: r.done === true || Number(r.done) === 1,
+    skipped: JSON.parse(String(r.skipped)) as SkippedRow[],
+  };
+}
+
 export interface StagingState {
   /** dumpIdentity() of the dump being staged. */
   identity: string;

@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import { AppError } from '../shared/errors.js';
 import { applyStaging, type SqlRunner } from './apply.js';
-import { emptyProgress, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type RunRecord, type StagingState } from './backend.js';
+import { emptyProgress, progressFromRow, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type RunRecord, type StagingState } from './backend.js';
 import { DUMP_TABLES, keptIndexes, sqlType, type DumpTable } from './tables.js';
 
 const PREFIX = 'import_mb_';
@@ -128,17 +128,7 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
       const rows = await q(`SELECT * FROM ${PREFIX}progress`);
       const files = new Map<string, FileProgress>();
       for (const r of rows.rows as Record<string, unknown>[]) {
-        files.set(String(r.file), {
-          file: String(r.file),
-          size: Number(r.size),
-          mtimeMs: Number(r.mtime_ms),
-          bytesDone: Number(r.bytes_done),
-          linesDone: Number(r.lines_done),
-          rowsStaged: Number(r.rows_staged),
-          rowsSkipped: Number(r.rows_skipped),
-          done: r.done === true,
-          skipped: JSON.parse(String(r.skipped)),
-        });
+        files.set(String(r.file), progressFromRow(r));
       }
       return { identity: String(meta.rows[0].value), files };
     },

@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import type SqliteDatabase from 'better-sqlite3';
 import { AppError } from '../shared/errors.js';
 import { applyStaging, type SqlRunner } from './apply.js';
-import { emptyProgress, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type StagingState } from './backend.js';
+import { emptyProgress, progressFromRow, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type StagingState } from './backend.js';
 import { DUMP_TABLES, keptIndexes, sqlType, type DumpTable } from './tables.js';
 
 /**
@@ -132,17 +132,7 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
       if (meta === undefined) return undefined;
       const files = new Map<string, FileProgress>();
       for (const r of db.prepare('SELECT * FROM stage.progress').all() as Record<string, unknown>[]) {
-        files.set(String(r.file), {
-          file: String(r.file),
-          size: Number(r.size),
-          mtimeMs: Number(r.mtime_ms),
-          bytesDone: Number(r.bytes_done),
-          linesDone: Number(r.lines_done),
-          rowsStaged: Number(r.rows_staged),
-          rowsSkipped: Number(r.rows_skipped),
-          done: Number(r.done) === 1,
-          skipped: JSON.parse(String(r.skipped)),
-        });
+        files.set(String(r.file), progressFromRow(r));
       }
       return { identity: meta.value, files };
     },
