@@ -16,6 +16,7 @@ import { listenMetrics, Metrics } from './metrics/index.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { WriteBatcher } from './db/write-batch.js';
 import { isStoreUnavailable } from './shared/errors.js';
+import { keepTickShape } from './shared/tick-shape.js';
 
 export interface Server {
   runtime: Runtime;
@@ -43,6 +44,8 @@ function addressOf(server: HttpServer, scheme: string): string {
 
 /** Starts the listeners of DESIGN §2 on one runtime. */
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<Server> {
+  // Done first thing by the CLI; here too for servers started in-process (the earlier, the surer).
+  keepTickShape();
   const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal' });
   const logger = { level: config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) };
   const apps: FastifyInstance[] = [];

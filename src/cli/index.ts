@@ -1,3 +1,5 @@
+// First, before anything else loads and the first garbage collections run: see shared/tick-shape.ts.
+import './early.js';
 import { main } from './main.js';
 
 // -1: a long-running command (serve) that sets the exit code itself when it stops.
