@@ -17,6 +17,7 @@ import type { ListenerHealth } from './health.js';
 import { answeredStatus, type RequestObserver } from './observe.js';
 import type { RateDecision, RequestLimiter } from './rate-limit.js';
 import { coverArtRoute } from './route-label.js';
+import { writeResponse } from './wire.js';
 
 export interface CoverArtAppOptions {
   routes: CoverArtRouteDeps;
@@ -35,8 +36,7 @@ export interface CoverArtAppOptions {
 const WHOOPS = 'Whoops. Our bad.\n';
 
 function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse, observer: RequestObserver): void {
-  res.writeHead(response.status, observer.headers(req, response.headers));
-  res.end(req.method === 'HEAD' ? undefined : response.body);
+  writeResponse(req, res, response, observer.id(req));
 }
 
 /**

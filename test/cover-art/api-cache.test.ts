@@ -226,3 +226,100 @@ describe(`rate limit behind a trusted proxy (${DIALECT})`, () => {
     assert.equal((await ask('198.51.100.1')).status, 404, 'a new window after Retry-After');
   });
 });
+
+/** Splits the answers read from one connection: by Content-Length, no body to HEAD or 304. */
+function splitAnswers(raw: Buffer, methods: string[]): { status: number; headers: Record<string, string>; body: Buffer }[] {
+  const out = [];
+  let at = 0;
+  for (const method of methods) {
+    const end = raw.indexOf('\r\n\r\n', at);
+    assert.notEqual(end, -1, `answer ${out.length + 1} of ${methods.length} is missing: ${JSON.stringify(raw.subarray(at).toString('latin1'))}`);
+    const [statusLine = '', ...lines] = raw.subarray(at, end).toString('latin1').split('\r\n');
+    const headers: Record<string, string> = {};
+    for (const line of lines) headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
+    const status = Number(statusLine.split(' ')[1]);
+    const length = method === 'HEAD' || status === 304 ? 0 : Number(headers['content-length']);
+    assert.ok(Number.isInteger(length), `answer ${out.length + 1} has no Content-Length: ${statusLine}`);
+    out.push({ status, headers, body: raw.subarray(end + 4, end + 4 + length) });
+    at = end + 4 + length;
+  }
+  assert.equal(at, raw.length, 'nothing follows the last answer');
+  return out;
+}
+
+describe(`cached answers on the wire (${DIALECT})`, () => {
+  let t: TestEnv;
+  let s: RunningServer;
+  const comment = 'Ünïcödé “sleeve” — 日本語 ✓';
+
+  before(async () => {
+    t = await makeTestEnv();
+    s = await startServer(t);
+    await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+    const file = path.join(t.dir, 'front.png');
+    await writeFile(file, await makePng(64, 64));
+    await cliOk(t.env, ['art', 'add', R, file, '--type', 'Front', '--comment', comment]);
+  });
+
+  after(async () => {
+    await s?.server.close();
+    await t?.cleanup();
+  });
+
+  it('pipelined requests on one connection get whole answers in order, the same bytes as when first made', async () => {
+    const targets = [`/release/${R}/front`, `/release-group/${G}/`, `/release/${UNKNOWN}/front`];
+    // First answers (made by the routes, then cached), one connection each.
+    const first = new Map<string, Buffer>();
+    for (const p of targets) {
+      const r = await rawHttp(s.base, `GET ${p} HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nConnection: close\r\n\r\n`);
+      first.set(p, r.body);
+    }
+    const listing = JSON.parse(first.get(`/release-group/${G}/`)?.toString('utf8') ?? '{}') as { images: { comment: string }[] };
+    assert.equal(listing.images[0]?.comment, comment);
+    const etag = (await fetch(`${s.base}/release-group/${G}/`)).headers.get('etag') ?? '';
+    assert.match(etag, /^"/);
+
+    const requests: [string, string, string?][] = [
+      ['GET', targets[0] as string],
+      ['HEAD', targets[0] as string],
+      ['GET', targets[1] as string],
+      ['GET', targets[1] as string, `If-None-Match: ${etag}`],
+      ['GET', targets[2] as string],
+      ['HEAD', targets[1] as string],
+      ['GET', targets[0] as string],
+    ];
+    const wire = requests
+      .map(([m, p, extra], i) => `${m} ${p} HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\n${extra === undefined ? '' : `${extra}\r\n`}${i === requests.length - 1 ? 'Connection: close\r\n' : ''}\r\n`)
+      .join('');
+    const { connect } = await import('node:net');
+    const url = new URL(s.base);
+    const raw = await new Promise<Buffer>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => socket.write(wire));
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks)));
+    });
+    const answers = splitAnswers(
+      raw,
+      requests.map(([m]) => m),
+    );
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [307, 307, 200, 304, 404, 200, 307],
+    );
+    const ids = answers.map((a) => a.headers['x-request-id']);
+    assert.equal(new Set(ids).size, ids.length, `every answer has its own request id: ${ids.join(' ')}`);
+    for (const [i, [method, p]] of requests.entries()) {
+      const a = answers[i];
+      assert.ok(a !== undefined);
+      if (method === 'HEAD' || a.status === 304) {
+        assert.equal(a.body.length, 0);
+        continue;
+      }
+      assert.equal(Number(a.headers['content-length']), a.body.length, `${method} ${p}: Content-Length is the body's byte count`);
+      assert.deepEqual(a.body, first.get(p), `${method} ${p}: the cached answer is the first answer's bytes`);
+    }
+    assert.equal(answers[1]?.headers['content-length'], answers[0]?.headers['content-length'], 'HEAD names the GET body length');
+  });
+});
