@@ -15,6 +15,7 @@ import { RequestIds } from './http/request-id.js';
 import { listenMetrics, Metrics } from './metrics/index.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { WriteBatcher } from './db/write-batch.js';
+import { importLockHeld, type ImportLockPlace } from './import/lock.js';
 import { isStoreUnavailable } from './shared/errors.js';
 import { keepTickShape } from './shared/tick-shape.js';
 
@@ -53,7 +54,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   // Request ids (X-Request-Id) on every listener; metrics when their listener is on.
   const trustedForIds = new TrustedProxies(config.trustProxy);
   const requestIds = new RequestIds((address) => trustedForIds.trusts(address));
-  const metrics = config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db);
+  const importLock: ImportLockPlace =
+    config.database.kind === 'postgres' ? { dialect: 'postgres', db: runtime.database.db } : { dialect: 'sqlite', file: config.database.file };
+  const metrics =
+    config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db, { importLockHeld: () => importLockHeld(importLock) });
   const accessLog = config.logLevel === 'debug' || config.logLevel === 'trace';
   const health = new Health();
   const database: HealthCheck = {

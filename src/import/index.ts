@@ -5,3 +5,4 @@ export { openPgBackend } from './pg-backend.js';
 export { openSqliteBackend, stagingFile } from './sqlite-backend.js';
 export { plainReporter, silentReporter, ttyReporter } from './progress.js';
 export { DUMP_TABLES, type DumpTable } from './tables.js';
+export { importLockHeld, type ImportLockPlace } from './lock.js';

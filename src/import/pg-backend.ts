@@ -10,11 +10,10 @@ import { finished } from 'node:stream/promises';
 import { AppError } from '../shared/errors.js';
 import { applyStaging, type SqlRunner } from './apply.js';
 import { emptyProgress, progressFromRow, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type RunRecord, type StagingState } from './backend.js';
+import { PG_IMPORT_LOCK_KEY } from './lock.js';
 import { DUMP_TABLES, keptIndexes, sqlType, type DumpTable } from './tables.js';
 
 const PREFIX = 'import_mb_';
-/** pg_try_advisory_lock key: one import at a time per database. */
-const LOCK_KEY = 0x736c656576650001n;
 const INT8_OID = 20;
 
 /** A row PostgreSQL refused while staging (it passed sleeve's own checks). */
@@ -94,7 +93,7 @@ export async function openPgBackend(url: string): Promise<ImportBackend> {
     dialect: 'postgres',
 
     async lock() {
-      const r = await q('SELECT pg_try_advisory_lock($1) AS ok', [LOCK_KEY.toString()]);
+      const r = await q('SELECT pg_try_advisory_lock($1) AS ok', [PG_IMPORT_LOCK_KEY.toString()]);
       if (r.rows[0]?.ok !== true) throw new AppError('CONFLICT', 'another "sleeve import musicbrainz" is running on this database; wait for it to finish');
       await q(`UPDATE import_run SET status = 'interrupted', finished_at = $1, message = 'the importing process ended without finishing' WHERE status = 'running'`, [Date.now()]);
     },

@@ -10,6 +10,7 @@ import type SqliteDatabase from 'better-sqlite3';
 import { AppError } from '../shared/errors.js';
 import { applyStaging, type SqlRunner } from './apply.js';
 import { emptyProgress, progressFromRow, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type StagingState } from './backend.js';
+import { isSqliteBusy, sqliteImportLockFile } from './lock.js';
 import { DUMP_TABLES, keptIndexes, sqlType, type DumpTable } from './tables.js';
 
 /**
@@ -26,11 +27,6 @@ export function stagingFile(dbFile: string): string {
 
 function progressValues(p: FileProgress): unknown[] {
   return [p.file, p.size, p.mtimeMs, p.bytesDone, p.linesDone, p.rowsStaged, p.rowsSkipped, p.done ? 1 : 0, JSON.stringify(p.skipped)];
-}
-
-function isBusy(err: unknown): boolean {
-  const code = (err as { code?: string }).code ?? '';
-  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
 }
 
 export async function openSqliteBackend(file: string): Promise<ImportBackend> {
@@ -85,7 +81,7 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
         // A database of its own for the lock, held in exclusive mode for as long as this
         // process runs: a second import is refused at once; a dead process holds nothing.
         const { default: Sqlite2 } = await import('better-sqlite3');
-        const lockDb = new Sqlite2(`${file}.import-lock`);
+        const lockDb = new Sqlite2(sqliteImportLockFile(file));
         try {
           lockDb.pragma('busy_timeout = 0');
           lockDb.pragma('locking_mode = EXCLUSIVE');
@@ -95,7 +91,7 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
           lockDb.exec('COMMIT');
         } catch (err) {
           lockDb.close();
-          if (isBusy(err)) throw new AppError('CONFLICT', 'another "sleeve import musicbrainz" is running on this database; wait for it to finish');
+          if (isSqliteBusy(err)) throw new AppError('CONFLICT', 'another "sleeve import musicbrainz" is running on this database; wait for it to finish');
           throw err;
         }
         closeLock = () => lockDb.close();

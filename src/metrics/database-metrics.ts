@@ -15,6 +15,8 @@ export interface DatabaseMetricsOptions {
   /** Values read less than this long ago are reused rather than read again. */
   maxAgeMs?: number;
   now?: () => number;
+  /** Whether an import holds the import lock now (sleeve_import_running). */
+  importLockHeld?: () => Promise<boolean>;
 }
 
 /**
@@ -29,6 +31,7 @@ export class DatabaseMetrics {
   private readonly timeoutMs: number;
   private readonly maxAgeMs: number;
   private readonly now: () => number;
+  private readonly importLockHeld: (() => Promise<boolean>) | undefined;
   private last: DatabaseSnapshot | undefined;
   private reading: Promise<void> | undefined;
   /** Reads that failed or took longer than the timeout. */
@@ -39,6 +42,7 @@ export class DatabaseMetrics {
     this.timeoutMs = options.timeoutMs ?? 1000;
     this.maxAgeMs = options.maxAgeMs ?? 1000;
     this.now = options.now ?? Date.now;
+    this.importLockHeld = options.importLockHeld;
   }
 
   /** The freshest values available within the timeout (undefined until a read has succeeded). */
@@ -64,7 +68,7 @@ export class DatabaseMetrics {
   private async read(): Promise<void> {
     try {
       const rows = await this.db.selectFrom('counter').select(['name', 'value']).execute();
-      const imports = await readImportSummary(this.db);
+      const imports = await readImportSummary(this.db, this.importLockHeld);
       this.last = { counters: new Map(rows.map((r) => [r.name, Number(r.value)])), imports, readAt: this.now() };
     } catch {
       // The database is away: the last values stay, and their age tells.

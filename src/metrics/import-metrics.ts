@@ -9,8 +9,9 @@ export interface ImportSummary {
   /** Finished runs, by outcome. */
   runs: Record<(typeof IMPORT_RESULTS)[number], number>;
   /**
-   * Whether a run is recorded as running. An import killed outright stays so until the next
-   * one starts (which marks it interrupted).
+   * Whether an import is running now: its lock is held (a killed import holds none). Without
+   * a way to look at the lock, whether a run is recorded as running, which a killed import
+   * stays until the next one starts (and marks it interrupted).
    */
   running: boolean;
   /** When the last successful run finished (epoch ms). */
@@ -22,7 +23,7 @@ export interface ImportSummary {
 }
 
 /** Reads the summary of import runs from import_run (a handful of rows; the last ones by index). */
-export async function readImportSummary(db: Db): Promise<ImportSummary> {
+export async function readImportSummary(db: Db, lockHeld?: () => Promise<boolean>): Promise<ImportSummary> {
   const byStatus = await db
     .selectFrom('import_run')
     .select((eb) => ['status', eb.fn.countAll().as('n')])
@@ -46,7 +47,7 @@ export async function readImportSummary(db: Db): Promise<ImportSummary> {
     .executeTakeFirst();
   return {
     runs: { succeeded: count('succeeded'), failed: count('failed'), interrupted: count('interrupted') },
-    running: count('running') > 0,
+    running: lockHeld === undefined ? count('running') > 0 : await lockHeld(),
     lastSuccessAt: lastSuccess?.finished_at === null || lastSuccess === undefined ? undefined : Number(lastSuccess.finished_at),
     lastRows: lastSuccess === undefined ? undefined : Number(lastSuccess.rows_read),
     lastDurationMs:
@@ -58,7 +59,7 @@ export async function readImportSummary(db: Db): Promise<ImportSummary> {
 export function renderImportMetrics(out: Exposition, s: ImportSummary): void {
   out.family('sleeve_import_runs_total', 'counter', 'Finished runs of sleeve import musicbrainz, by result.');
   for (const result of IMPORT_RESULTS) out.sample('sleeve_import_runs_total', formatLabels([['result', result]]), s.runs[result]);
-  out.single('sleeve_import_running', 'gauge', 'Whether an import is recorded as running (1) or not (0); a killed one stays so until the next import starts.', s.running ? 1 : 0);
+  out.single('sleeve_import_running', 'gauge', 'Whether an import of MusicBrainz data is running now (1) or not (0).', s.running ? 1 : 0);
   if (s.lastSuccessAt !== undefined) {
     out.single('sleeve_import_last_success_timestamp_seconds', 'gauge', 'When the last successful import finished (Unix time).', s.lastSuccessAt / 1000);
   }

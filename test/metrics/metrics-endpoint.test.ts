@@ -17,6 +17,7 @@ import { serve } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
+import { spawnCli } from '../cover-art/cli-support.js';
 import { generateDump } from '../helpers/mbdump.js';
 import { redisUnavailable, startRedis, type PrivateRedis } from '../helpers/redis.js';
 import { countOf, scrape, startLoggedServer, valueOf, type LoggedServer, type Scrape } from './support.js';
@@ -252,6 +253,39 @@ describe(`metrics listener (${DIALECT})`, () => {
 });
 
 describe(`metrics of sleeve import musicbrainz (${DIALECT})`, () => {
+  it('sleeve_import_running is 1 while an import holds its lock and 0 once it is killed, though its run is still recorded as running', async () => {
+    const t = await makeTestEnv();
+    const s = await startLoggedServer(t);
+    try {
+      const dump = await generateDump(path.join(t.dir, 'dump'), { releases: 5000, images: 10000 });
+      // Small chunks: the import is still staging when it is stopped.
+      const run = spawnCli(t.env, ['import', 'musicbrainz', dump.dir, '--batch-rows', '100']);
+      let seen = '';
+      await new Promise<void>((resolve, reject) => {
+        run.child.stderr?.on('data', (c: Buffer) => {
+          seen += c.toString();
+          if (/mbdump\//.test(seen)) resolve();
+        });
+        run.done.then((r) => reject(new Error(`the import ended first: exit ${r.code}\n${r.stderr}`)), reject);
+      });
+      run.child.kill('SIGSTOP');
+      const running = async () => valueOf(await scrape(s.server.metricsAddress), 'sleeve_import_running');
+      assert.equal((await pollUntil(running, (v) => v === 1)).value, 1);
+      run.child.kill('SIGKILL');
+      assert.equal((await run.done).signal, 'SIGKILL');
+      assert.equal((await pollUntil(running, (v) => v === 0)).value, 0);
+      const rows = await s.server.runtime.database.db.selectFrom('import_run').select('status').execute();
+      assert.deepEqual(
+        rows.map((r) => r.status),
+        ['running'],
+        'the killed run is marked interrupted only by the next import',
+      );
+    } finally {
+      await s.server.close();
+      await t.cleanup();
+    }
+  });
+
   it('reports runs by result, the last success and its rows, and the catalogue recounted, while the server runs', async () => {
     const t = await makeTestEnv();
     const s = await startLoggedServer(t);
