@@ -1,7 +1,7 @@
 import { parseMbid } from '../shared/uuid.js';
 import { imageKey, indexKey, type ThumbnailSize } from './keys.js';
 import { buildListing, serializeListing, type ListingUrls } from './listing.js';
-import { BACK_TYPE, chooseGroupRelease, findImage, findPrimaryImage, findRelease, findReleaseGroup, FRONT_TYPE, hasImages, listImages, type Queryable } from './repo.js';
+import { BACK_TYPE, chooseGroupRelease, findImage, findPrimaryImage, findRelease, findReleaseAndPrimaryImage, findReleaseGroup, FRONT_TYPE, hasImages, listImages, type Queryable } from './repo.js';
 import {
   acceptsJson,
   ALLOW,
@@ -154,14 +154,15 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
   }
   const parsed = parseFilename(filename);
   if (parsed === undefined) return errorPage(400, `${filename} does not not contain a valid cover image id`, {}, true);
-  const release = await findRelease(deps.db, mbid);
   if (parsed.kind === 'id') {
+    const release = await findRelease(deps.db, mbid);
     const image = release === undefined || parsed.id === undefined ? undefined : await findImage(deps.db, release.id, parsed.id);
     if (release === undefined || image === undefined) return errorPage(404, `cover image with id ${parsed.digits} not found`, {}, true);
     return redirect(307, imageUrl(deps, imageKey(release.gid, image.id, image.suffix, parsed.size)), IMAGE_ID_CACHE_CONTROL);
   }
-  const typeId = parsed.kind === 'front' ? FRONT_TYPE : BACK_TYPE;
-  const image = release === undefined ? undefined : await findPrimaryImage(deps.db, release.id, typeId);
+  const found = await findReleaseAndPrimaryImage(deps.db, mbid, parsed.kind === 'front' ? FRONT_TYPE : BACK_TYPE);
+  const release = found?.release;
+  const image = found?.image;
   if (release === undefined || image === undefined) {
     return errorPage(404, `No ${parsed.kind} cover image found for release with identifier ${mbid}`, {}, true);
   }

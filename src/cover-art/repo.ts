@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, type Transaction } from 'kysely';
 import type { DialectName } from '../db/connect.js';
 import { preparedQuery } from '../db/prepared.js';
 import type { Database, Db } from '../db/schema.js';
@@ -69,6 +69,55 @@ const primaryImage = preparedQuery(['release', 'type'] as const, (db, p) =>
 
 export async function findPrimaryImage(db: Queryable, releaseId: number, typeId: number): Promise<{ id: number; suffix: string } | undefined> {
   return (await primaryImage(db, { release: releaseId, type: typeId })).rows[0];
+}
+
+/**
+ * The release with this MBID and its lowest-ordered image of an art type, in one query: on
+ * PostgreSQL an uncached front or back lookup then costs one round trip, not two (measured
+ * one after another on one connection: ~210 against ~350 µs).
+ */
+const releaseWithPrimaryImage = preparedQuery(['gid', 'type'] as const, (db, p) =>
+  db
+    .selectFrom('release as r')
+    .leftJoin('cover_art as ca', (j) =>
+      j.on((eb) =>
+        eb(
+          'ca.id',
+          '=',
+          eb
+            .selectFrom('cover_art as c2')
+            .innerJoin('cover_art_type as t', (jt) => jt.onRef('t.id', '=', 'c2.id').on('t.type_id', '=', p.type))
+            .select('c2.id')
+            .whereRef('c2.release', '=', 'r.id')
+            .orderBy('c2.ordering')
+            .limit(1),
+        ),
+      ),
+    )
+    .leftJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+    .select(['r.id', 'r.gid', 'r.release_group', 'ca.id as image_id', 'it.suffix'])
+    .where('r.gid', '=', p.gid),
+);
+
+/** The release with this MBID (or the one it was merged into) and its primary image of `typeId`, if any. */
+export async function findReleaseAndPrimaryImage(
+  db: Queryable,
+  gid: string,
+  typeId: number,
+): Promise<{ release: ReleaseRef; image: { id: number; suffix: string } | undefined } | undefined> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
+    // SQLite answers in-process: there the two plain lookups are quicker than the joined one
+    // (measured: ~30 against ~41 µs on 100,000 releases).
+    const release = await findRelease(db, gid);
+    return release === undefined ? undefined : { release, image: await findPrimaryImage(db, release.id, typeId) };
+  }
+  const row = (await releaseWithPrimaryImage(db, { gid, type: typeId })).rows[0];
+  if (row !== undefined) {
+    const release = { id: row.id, gid: row.gid, release_group: row.release_group };
+    return { release, image: row.image_id === null || row.suffix === null ? undefined : { id: Number(row.image_id), suffix: row.suffix } };
+  }
+  const merged = (await releaseByOldGid(db, { gid })).rows[0];
+  return merged === undefined ? undefined : { release: merged, image: await findPrimaryImage(db, merged.id, typeId) };
 }
 
 const imageOfRelease = preparedQuery(['id', 'release'] as const, (db, p) =>
