@@ -4,7 +4,8 @@
  * goes away; start() brings it back on the same port with the same objects.
  *
  * s3rver does not check signatures (reference/anchors.md §4): credentials, presigned URLs
- * and expiry cannot be tested against it, only what the store does with the objects.
+ * and expiry cannot be tested against it alone, only what the store does with the objects
+ * (sigv4-proxy.ts puts a signature check in front of it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
