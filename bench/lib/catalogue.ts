@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { DIST, SLEEVE_CLI, workDir } from './paths.js';
 import { runOk } from './proc.js';
 import { sleeveEnv } from './servers.js';
+import { mulberry32 } from '../../test/helpers/prng.js';
 
 /** Bumped whenever the generated data changes, so cached catalogues are rebuilt. */
 const GENERATOR_VERSION = 1;
@@ -32,18 +33,6 @@ interface Meta {
   oneMbid: string;
   buildSeconds: number;
   built: string;
-}
-
-/** A deterministic PRNG (mulberry32) for reproducible MBIDs and samples. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
 }
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
@@ -133,9 +122,9 @@ export async function ensureCatalogue(releases: number, sample: number, rebuild:
   db.pragma('cache_size = -262144');
   db.pragma('temp_store = MEMORY');
 
-  const rgGid = uuidMaker(prng(0x5eed0000 + releases));
-  const relGid = uuidMaker(prng(0x5eed1111 + releases));
-  const pick = prng(0x5eed2222 + releases);
+  const rgGid = uuidMaker(mulberry32(0x5eed0000 + releases));
+  const relGid = uuidMaker(mulberry32(0x5eed1111 + releases));
+  const pick = mulberry32(0x5eed2222 + releases);
   const wanted = Math.min(sample, releases);
   // Selection sampling: exactly `wanted` of the releases, spread uniformly at random.
   let need = wanted;
@@ -185,7 +174,7 @@ export async function ensureCatalogue(releases: number, sample: number, rebuild:
   db.close();
 
   // Shuffle the sample so the paths file has no order.
-  const shuffle = prng(0x5eed3333 + releases);
+  const shuffle = mulberry32(0x5eed3333 + releases);
   for (let i = sampled.length - 1; i > 0; i--) {
     const j = shuffle() % (i + 1);
     [sampled[i], sampled[j]] = [sampled[j] as string, sampled[i] as string];

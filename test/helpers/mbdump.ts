@@ -8,6 +8,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
+import { mulberry32 } from './prng.js';
 
 /** A field written as given: already in COPY text form (for octal and hex escapes). */
 export interface RawField {
@@ -115,16 +116,10 @@ export async function writeDump(dir: string, tables: Partial<Record<string, Valu
   return dir;
 }
 
-/** A small fast deterministic PRNG (mulberry32). */
+/** Numbers in [0, 1) from mulberry32. */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
+  return () => next() / 4294967296;
 }
 
 function hex(n: number, width: number): string {
