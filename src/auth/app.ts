@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { ListenerHealth } from '../http/health.js';
+import { OneWriteResponse } from '../http/one-write.js';
 import type { AuthDeps } from './accounts.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
@@ -82,8 +83,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
               // Once answered, whoever answered (a probe, a route, or Fastify itself for a malformed request).
               res.once('close', () => requestDone(req, res, start));
             };
-      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, observed);
-      plain = http.createServer(observed);
+      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key, ServerResponse: OneWriteResponse }, observed);
+      plain = http.createServer({ ServerResponse: OneWriteResponse }, observed);
       sniffProtocol(secure, plain);
       return secure;
     },

@@ -17,6 +17,7 @@ import type { ListenerHealth } from './health.js';
 import { answeredStatus, type RequestObserver } from './observe.js';
 import type { RateDecision, RequestLimiter } from './rate-limit.js';
 import { coverArtRoute } from './route-label.js';
+import { OneWriteResponse } from './one-write.js';
 import { writeResponse } from './wire.js';
 
 export interface CoverArtAppOptions {
@@ -121,7 +122,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (opts.accessLog) routed.add(req);
         handler(req, res);
       };
-      return http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000 }, (req, res) => {
+      return http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000, ServerResponse: OneWriteResponse }, (req, res) => {
         const start = observer.begin(req);
         if (!frontDoor(req, res, toFastify)) toFastify(req, res);
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
