@@ -64,6 +64,7 @@ const primaryImage = preparedQuery(['release', 'type'] as const, (db, p) =>
     .select(['ca.id', 'it.suffix'])
     .where('ca.release', '=', p.release)
     .orderBy('ca.ordering')
+    .orderBy('ca.id')
     .limit(1),
 );
 
@@ -90,6 +91,7 @@ const releaseWithPrimaryImage = preparedQuery(['gid', 'type'] as const, (db, p) 
             .select('c2.id')
             .whereRef('c2.release', '=', 'r.id')
             .orderBy('c2.ordering')
+            .orderBy('c2.id')
             .limit(1),
         ),
       ),

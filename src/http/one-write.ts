@@ -9,7 +9,8 @@ import { ServerResponse, type IncomingMessage } from 'node:http';
  * write() and end() has nothing left to write. Measured on plain node:http servers sending
  * sleeve's 307 on this project's VM: about 45,000 answers/s against 37,000 (bench/RESULTS.md,
  * "Session 3"). What is sent, and in which order, does not change; only when: at once rather
- * than a tick later. Streamed answers (end() without a body) take Node's own path. A text body
+ * than a tick later. Answers without a head made by writeHead first, and streamed answers
+ * (end() without a body), take Node's own path. A text body
  * joins the head in one string; a Buffer stays a chunk of its own (two, not three, in a writev).
  */
 export class OneWriteResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
@@ -17,7 +18,9 @@ export class OneWriteResponse<Request extends IncomingMessage = IncomingMessage>
   override end(chunk: unknown, cb?: () => void): this;
   override end(chunk: unknown, encoding: BufferEncoding, cb?: () => void): this;
   override end(chunk?: unknown, encoding?: BufferEncoding | (() => void), cb?: () => void): this {
-    if ((typeof chunk === 'string' || chunk instanceof Uint8Array) && chunk.length > 0 && this.req.method !== 'HEAD') {
+    // Only once writeHead has made the head: before it, end(body) is what lets Node send a
+    // Content-Length, where a write first would make the answer chunked.
+    if (this.headersSent && (typeof chunk === 'string' || chunk instanceof Uint8Array) && chunk.length > 0 && this.req.method !== 'HEAD') {
       if (typeof encoding === 'function') {
         cb = encoding;
         encoding = undefined;

@@ -83,7 +83,9 @@ export async function openSqliteBackend(file: string): Promise<ImportBackend> {
         const { default: Sqlite2 } = await import('better-sqlite3');
         const lockDb = new Sqlite2(sqliteImportLockFile(file));
         try {
-          lockDb.pragma('busy_timeout = 0');
+          // A short wait: a serving process's metrics may be reading this file for a moment
+          // (import/lock.ts); an import holding it never lets go, so a second one is still refused.
+          lockDb.pragma('busy_timeout = 200');
           lockDb.pragma('locking_mode = EXCLUSIVE');
           lockDb.exec('BEGIN EXCLUSIVE');
           lockDb.exec('CREATE TABLE IF NOT EXISTS holder (pid integer)');

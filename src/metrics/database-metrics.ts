@@ -68,12 +68,23 @@ export class DatabaseMetrics {
   private async read(): Promise<void> {
     try {
       const rows = await this.db.selectFrom('counter').select(['name', 'value']).execute();
-      const imports = await readImportSummary(this.db, this.importLockHeld);
+      const imports = await readImportSummary(this.db, this.lockProbe());
       this.last = { counters: new Map(rows.map((r) => [r.name, Number(r.value)])), imports, readAt: this.now() };
     } catch {
       // The database is away: the last values stay, and their age tells.
       this.failures++;
     }
+  }
+
+  /** The import lock probe; where it fails, whether a run is recorded as running. */
+  private lockProbe(): (() => Promise<boolean>) | undefined {
+    const probe = this.importLockHeld;
+    if (probe === undefined) return undefined;
+    return () =>
+      probe().catch(async () => {
+        const running = await this.db.selectFrom('import_run').select('id').where('status', '=', 'running').limit(1).executeTakeFirst();
+        return running !== undefined;
+      });
   }
 
   async render(out: Exposition): Promise<void> {

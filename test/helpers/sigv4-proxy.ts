@@ -85,9 +85,21 @@ export async function startSigV4Proxy(target: string, key: { accessKeyId: string
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      if (req.headers.authorization === undefined) state.anonymous++;
-      else {
-        const why = checkSignature(req, body, key);
+      if (req.headers.authorization === undefined) {
+        // S3 lets anonymous reads of a public bucket through, nothing else.
+        if (req.method !== 'GET' && req.method !== 'HEAD') {
+          state.refused.push(`${req.method} ${req.url}: anonymous`);
+          refuse(res, 'AccessDenied', 'Access Denied');
+          return;
+        }
+        state.anonymous++;
+      } else {
+        let why: string | undefined;
+        try {
+          why = checkSignature(req, body, key);
+        } catch (err) {
+          why = `unreadable request: ${(err as Error).message}`;
+        }
         if (why !== undefined) {
           state.refused.push(`${req.method} ${req.url}: ${why}`);
           refuse(res, why.startsWith('unknown access key') ? 'InvalidAccessKeyId' : 'SignatureDoesNotMatch', why);

@@ -256,17 +256,19 @@ describe(`metrics of sleeve import musicbrainz (${DIALECT})`, () => {
   it('sleeve_import_running is 1 while an import holds its lock and 0 once it is killed, though its run is still recorded as running', async () => {
     const t = await makeTestEnv();
     const s = await startLoggedServer(t);
+    let run: ReturnType<typeof spawnCli> | undefined;
     try {
       const dump = await generateDump(path.join(t.dir, 'dump'), { releases: 5000, images: 10000 });
       // Small chunks: the import is still staging when it is stopped.
-      const run = spawnCli(t.env, ['import', 'musicbrainz', dump.dir, '--batch-rows', '100']);
+      const importing = spawnCli(t.env, ['import', 'musicbrainz', dump.dir, '--batch-rows', '100']);
+      run = importing;
       let seen = '';
       await new Promise<void>((resolve, reject) => {
-        run.child.stderr?.on('data', (c: Buffer) => {
+        importing.child.stderr?.on('data', (c: Buffer) => {
           seen += c.toString();
           if (/mbdump\//.test(seen)) resolve();
         });
-        run.done.then((r) => reject(new Error(`the import ended first: exit ${r.code}\n${r.stderr}`)), reject);
+        importing.done.then((r) => reject(new Error(`the import ended first: exit ${r.code}\n${r.stderr}`)), reject);
       });
       run.child.kill('SIGSTOP');
       const running = async () => valueOf(await scrape(s.server.metricsAddress), 'sleeve_import_running');
@@ -281,6 +283,7 @@ describe(`metrics of sleeve import musicbrainz (${DIALECT})`, () => {
         'the killed run is marked interrupted only by the next import',
       );
     } finally {
+      run?.child.kill('SIGKILL');
       await s.server.close();
       await t.cleanup();
     }

@@ -57,6 +57,7 @@ describe(`S3 credentials, checked as S3 checks them (${DIALECT})`, () => {
     );
     assert.deepEqual(proxy.refused, []);
     assert.ok(proxy.signed >= 6, `${proxy.signed} signed requests`);
+    assert.equal(proxy.anonymous, 0, 'sleeve sent no request unsigned');
   });
 
   it('with a wrong secret: refused by the store, a message naming the credentials, exit 1, and nothing changed', async () => {
