@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { ListenerHealth } from '../http/health.js';
+import { answeredStatus } from '../http/observe.js';
 import { OneWriteResponse } from '../http/one-write.js';
 import type { AuthDeps } from './accounts.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
@@ -51,8 +52,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   const routeOf = new WeakMap<http.IncomingMessage, string>();
   const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number): void => {
     const route = routeOf.get(req) ?? 'other';
-    // 499 when the client went away before its answer (as nginx logs it).
-    const status = res.writableEnded ? res.statusCode : 499;
+    const status = answeredStatus(res);
     const ms = opts.observer?.finished(route, req.method, status, start);
     if (opts.accessLog === true) {
       // The path only: query strings here carry authorization codes and states.

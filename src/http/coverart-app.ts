@@ -127,6 +127,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (!frontDoor(req, res, toFastify)) toFastify(req, res);
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
         // itself (a malformed URL, 503 while closing), which runs no hooks for those.
+        if (!observer.counting && !opts.accessLog) return;
         if (res.writableEnded) requestDone(req, res, start);
         else res.once('close', () => requestDone(req, res, start));
       });

@@ -23,6 +23,11 @@ export class RequestObserver {
     return performance.now();
   }
 
+  /** Whether answered requests are counted (metrics on). */
+  get counting(): boolean {
+    return this.requests !== undefined;
+  }
+
   /** The request's id (given by `begin`). */
   id(req: IncomingMessage): string {
     return req.headers['x-request-id'] as string;

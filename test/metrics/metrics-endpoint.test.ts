@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -422,10 +423,17 @@ function taken(port: number): Promise<boolean> {
 
 describe(`SLEEVE_METRICS_LISTEN=off (${DIALECT})`, () => {
   it('starts no metrics listener', async () => {
-    const t = await makeTestEnv({ SLEEVE_METRICS_LISTEN: 'off' });
+    const t = await makeTestEnv({ SLEEVE_METRICS_LISTEN: 'off', SLEEVE_LOG_LEVEL: 'debug' });
+    const log: string[] = [];
+    const logStream = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        log.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
     try {
       const takenBefore = await taken(9464);
-      const server = await serve(loadConfig(t.env), { only: 'coverart' });
+      const server = await serve(loadConfig(t.env), { only: 'coverart', logStream });
       try {
         assert.equal(server.metricsAddress, undefined);
         // Not on the default port either (unless something else held it already).
@@ -433,7 +441,13 @@ describe(`SLEEVE_METRICS_LISTEN=off (${DIALECT})`, () => {
         // The listener still answers, with request ids.
         const res = await get(`${server.coverArtAddress}/robots.txt`);
         assert.equal(res.status, 200);
-        assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f]{5}-[0-9a-z]+$/);
+        const id = res.headers.get('x-request-id') ?? '';
+        assert.match(id, /^[0-9a-f]{5}-[0-9a-z]+$/);
+        // Nothing counts requests, but the access log still has each one.
+        const lines = (await pollUntil(async () => log.map((l) => JSON.parse(l) as Record<string, unknown>), (ls) => ls.some((l) => l.reqId === id))).value;
+        const line = lines.find((l) => l.reqId === id && l.msg === 'request');
+        assert.equal(line?.status, 200);
+        assert.equal(line?.url, '/robots.txt');
       } finally {
         await server.close();
       }
