@@ -36,6 +36,7 @@ function isLoopbackHost(host: string): boolean {
  */
 export function redirectUriProblem(uri: string): string | undefined {
   if (uri.length > 2000) return 'the redirect URL is too long';
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:[^\s]/.test(uri)) return `redirect URL ${JSON.stringify(uri)} is not an absolute URL`;
   if (/[\u0000-\u0020\u007f]/.test(uri)) return 'a redirect URL must not contain spaces or control characters (percent-encode them)';
   if (uri.includes('#')) return 'a redirect URL must not contain a fragment (#…)';
   const port = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^/?@]*@)?(?:\[[^\]/?]*\]|[^:/?]*):(\d*)(?:[/?]|$)/.exec(uri)?.[1];

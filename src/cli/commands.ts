@@ -330,9 +330,11 @@ async function readPassword(): Promise<string> {
 
 /**
  * The CLI's audit trail (README, "Audit trail"): the command has no log, so each security
- * event is one JSON line on stderr, shaped like the server's log lines (`level` 30 is info).
+ * event is one JSON line on stderr, shaped like the server's log lines (`level` 30 is
+ * info), written when SLEEVE_LOG_LEVEL lets info through, as the server's are.
  */
-async function cliAudit(event: import('../auth/audit.js').AuditEvent, fields: import('../auth/audit.js').AuditFields): Promise<void> {
+async function cliAudit(ctx: CommandContext, event: import('../auth/audit.js').AuditEvent, fields: import('../auth/audit.js').AuditFields): Promise<void> {
+  if (!['info', 'debug', 'trace'].includes(ctx.config().logLevel)) return;
   const { audit } = await import('../auth/audit.js');
   audit({ info: (obj, msg) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), ...obj, msg })}\n`) }, event, { ...fields, via: 'cli' });
 }
@@ -367,7 +369,7 @@ const userAdd: Command = {
         country: str(ctx, 'country'),
       }),
     );
-    await cliAudit('user.created', { user: account.name });
+    await cliAudit(ctx, 'user.created', { user: account.name });
     ctx.out(`added user ${account.name}`, { id: account.id, name: account.name });
     return 0;
   },
@@ -393,7 +395,7 @@ const appAdd: Command = {
         resourceServer: ctx.options['resource-server'] === true,
       });
     });
-    await cliAudit('app.registered', { user: ownerName, clientId: result.app.client_id, reason: result.app.resource_server === 1 ? 'resource_server' : undefined });
+    await cliAudit(ctx, 'app.registered', { user: ownerName, clientId: result.app.client_id, reason: result.app.resource_server === 1 ? 'resource_server' : undefined });
     ctx.out(
       `registered ${result.app.kind} application ${result.app.name}\n  client_id:     ${result.app.client_id}\n  client_secret: ${result.clientSecret}  (shown once; stored hashed)`,
       { client_id: result.app.client_id, client_secret: result.clientSecret },
@@ -415,7 +417,7 @@ const appEdit: Command = {
     if (name === undefined && redirectUri === undefined && !on && !off) throw invalidInput('nothing to change: give --name, --redirect-uri, --resource-server or --no-resource-server');
     const { operatorEditApp } = await import('../auth/applications.js');
     const app = await withRuntime(ctx, (rt) => operatorEditApp(rt.auth, clientId, { name, redirectUri, resourceServer: on ? true : off ? false : undefined }));
-    await cliAudit('app.changed', { clientId: app.client_id, reason: on ? 'resource_server' : off ? 'not_resource_server' : undefined });
+    await cliAudit(ctx, 'app.changed', { clientId: app.client_id, reason: on ? 'resource_server' : off ? 'not_resource_server' : undefined });
     const resourceServer = app.resource_server === 1;
     ctx.out(`changed application ${app.name} (${app.client_id})${resourceServer ? '; it is a resource server: it may introspect every application\'s tokens' : ''}`, {
       client_id: app.client_id,

@@ -483,10 +483,16 @@ describe(`security of the authorization service (${DIALECT})`, () => {
       await request(`${s.base}/oauth2/revoke`, { form: { token: renewed.json().access_token, client_id: web.client_id, client_secret: web.client_secret } });
       await request(`${s.base}/oauth2/userinfo?access_token=${ex.json().access_token}`);
       await request(`${s.base}/oauth2/introspect`, { form: { token: ex.json().refresh_token, client_id: web.client_id, client_secret: web.client_secret } });
-      const reg = await alice.fetch(`${s.base}/account/applications/register`, { form: { csrf_token: await csrfOf(), name: 'Secret Keeper', kind: 'public', redirect_uri: '' } });
-      keep(/<dt>Client secret<\/dt><dd><code>([^<]+)<\/code>/.exec(reg.body)?.[1]);
-      const reset = await alice.fetch(`${s.base}/account/applications/reset-secret/${await appId('Secret Keeper')}`, { form: { csrf_token: await csrfOf() } });
-      keep(/<dt>Client secret<\/dt><dd><code>([^<]+)<\/code>/.exec(reset.body)?.[1]);
+      // Each answers 303; the applications page it leads to shows the secret once.
+      const shownSecret = async () => {
+        const secret = /<dt>Client secret<\/dt><dd><code>([^<]+)<\/code>/.exec((await list()).body)?.[1];
+        assert.ok(secret, 'a secret is shown');
+        return secret;
+      };
+      assert.equal((await alice.fetch(`${s.base}/account/applications/register`, { form: { csrf_token: await csrfOf(), name: 'Secret Keeper', kind: 'public', redirect_uri: '' } })).status, 303);
+      keep(await shownSecret());
+      assert.equal((await alice.fetch(`${s.base}/account/applications/reset-secret/${await appId('Secret Keeper')}`, { form: { csrf_token: await csrfOf() } })).status, 303);
+      keep(await shownSecret());
       keepCookies(alice);
     });
 
