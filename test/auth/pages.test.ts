@@ -182,6 +182,68 @@ describe(`account pages (${DIALECT})`, () => {
     });
   });
 
+  describe('Post/Redirect/Get and confirmation', () => {
+    const developerCount = async (name: string) => cards(await list()).developer.filter((c) => c.title === name).length;
+
+    it('answers every account form post with 303; reloading the page it leads to repeats nothing and shows the secret no more', async () => {
+      const res = await register({ name: 'Reloaded', kind: 'public', redirect_uri: '' });
+      assert.equal(res.status, 303);
+      assert.equal(res.headers.location, '/account/applications');
+      assert.equal(res.body.includes('Client secret'), false, 'nothing secret in the redirect');
+      assert.ok(!String(res.headers.location).includes('secret'));
+      const first = await list();
+      const shown = shownCredentials(first);
+      assert.ok(shown, 'shown on the page after the redirect');
+      assert.match(first.body, /Registered Reloaded\./);
+      for (let i = 0; i < 3; i++) {
+        const again = await list();
+        assert.equal(shownCredentials(again), undefined, 'shown once');
+        assert.doesNotMatch(again.body, /Registered Reloaded\./, 'said once');
+      }
+      assert.equal(await developerCount('Reloaded'), 1, 'registered once');
+      const id = appId(devCard(await list(), 'Reloaded'));
+      // The confirmation page alone does nothing; its post (303) does, once.
+      for (let i = 0; i < 2; i++) assert.match((await alice.fetch(`${s.base}/account/applications/reset-secret/${id}`)).body, /Are you sure/);
+      assert.equal((await request(`${s.base}/oauth2/revoke`, { form: { token: 'x', ...shown } })).status, 200, 'asking reset nothing');
+      const reset = await followed(await confirm(`/account/applications/reset-secret/${id}`));
+      const fresh = shownCredentials(reset);
+      assert.ok(fresh && fresh.client_secret !== shown.client_secret);
+      assert.equal(shownCredentials(await list()), undefined, 'the reload shows no secret');
+      assert.equal((await request(`${s.base}/oauth2/revoke`, { form: { token: 'x', ...fresh } })).status, 200, 'the reload reset nothing: the shown secret works');
+    });
+
+    it('refuses a confirmation post without the CSRF token with the confirmation page again, and does nothing', async () => {
+      await registerOk('Kept', 'public', '');
+      const id = appId(devCard(await list(), 'Kept'));
+      for (const path of [`/account/applications/remove/${id}`, `/account/applications/reset-secret/${id}`]) {
+        const res = await alice.fetch(`${s.base}${path}`, { form: { csrf_token: 'x'.repeat(43) } });
+        assert.equal(res.status, 400, path);
+        assert.match(res.body, /has expired/);
+        assert.match(res.body, /Are you sure/);
+      }
+      assert.equal(await developerCount('Kept'), 1);
+    });
+
+    it("shows a flash only to the user it is for, and a secret only while it is the application's secret", async () => {
+      assert.equal((await register({ name: 'Flashy', kind: 'public', redirect_uri: '' })).status, 303);
+      const flash = alice.jar.get('__Host-sleeve-flash');
+      assert.ok(flash, 'a flash cookie');
+      // Carried to bob's browser, it shows him nothing.
+      bob.jar.set('__Host-sleeve-flash', flash);
+      const bobs = await list(bob);
+      assert.equal(shownCredentials(bobs), undefined);
+      assert.doesNotMatch(bobs.body, /Flashy/);
+      // A flash naming a secret that is not (or no longer) the application's shows none.
+      const decoded = JSON.parse(Buffer.from(flash, 'base64url').toString('utf8'));
+      alice.jar.set('__Host-sleeve-flash', Buffer.from(JSON.stringify({ ...decoded, s: 'A'.repeat(43) })).toString('base64url'));
+      const forged = await list();
+      assert.equal(shownCredentials(forged), undefined);
+      assert.match(forged.body, /Registered Flashy\./);
+      alice.jar.set('__Host-sleeve-flash', 'not-base64-json');
+      assert.equal((await list()).status, 200, 'a mangled flash is ignored');
+    });
+  });
+
   describe('editing', () => {
     let app: Client;
     let id: string;
