@@ -229,7 +229,7 @@ describe(`security of the authorization service (${DIALECT})`, () => {
   });
 
   describe('HTML escaping', () => {
-    it(`escapes an application named ${XSS} on the consent, oob, form_post and applications pages`, async () => {
+    it(`escapes an application named ${XSS} on the consent, oob, form_post, declined, applications and confirmation pages`, async () => {
       const p = { client_id: xss.client_id, response_type: 'code', scope: 'profile', redirect_uri: OOB };
       const consent = await alice.fetch(authorizeUrl(s.base, p));
       assert.ok(isConsent(consent));
@@ -242,8 +242,16 @@ describe(`security of the authorization service (${DIALECT})`, () => {
       const tokens = await grant(alice, s.base, xss, { redirect_uri: OOB });
       keepTokens(tokens);
       const apps = await list();
-      const edit = await alice.fetch(`${s.base}/account/applications/edit/${await appId(XSS)}`);
-      for (const [name, res] of [['consent', consent], ['oob', oobPage], ['form_post', formPost], ['applications', apps], ['edit', edit]] as const) {
+      const id = await appId(XSS);
+      const edit = await alice.fetch(`${s.base}/account/applications/edit/${id}`);
+      const remove = await alice.fetch(`${s.base}/account/applications/remove/${id}`);
+      const reset = await alice.fetch(`${s.base}/account/applications/reset-secret/${id}`);
+      const grantId = /\/account\/applications\/revoke\/(\d+)/.exec(apps.body.split(ESCAPED_XSS)[1] ?? '')?.[1];
+      const revokePage = await alice.fetch(`${s.base}/account/applications/revoke/${grantId}`);
+      const denied = await authorize(alice, s.base, p, 'deny');
+      const declined = await alice.fetch(new URL(String(denied.headers.location), s.base).href);
+      const pages = [['consent', consent], ['oob', oobPage], ['form_post', formPost], ['applications', apps], ['edit', edit], ['remove', remove], ['reset', reset], ['revoke', revokePage], ['declined', declined]] as const;
+      for (const [name, res] of pages) {
         assert.ok(!res.body.includes(XSS), `${name} has the raw name`);
         assert.ok(res.body.includes(ESCAPED_XSS), `${name} shows the escaped name`);
       }
