@@ -96,6 +96,17 @@ async function revokeGrant(deps: AuthDeps, grantId: number, db = deps.db): Promi
 
 const CODE_RE = /^[A-Za-z0-9_-]+$/;
 
+/** The answer to a replayed code (`invalid_grant`), which revoked the grant its first use created: for the audit trail. */
+export class CodeReplayed extends OAuthError {
+  readonly accountId: number;
+  readonly clientId: string;
+  constructor(accountId: number, clientId: string) {
+    super('invalid_grant', 'Invalid authorization code');
+    this.accountId = accountId;
+    this.clientId = clientId;
+  }
+}
+
 /** `grant_type=authorization_code` for an authenticated client. */
 export async function exchangeCode(
   deps: AuthDeps,
@@ -108,8 +119,9 @@ export async function exchangeCode(
   if (row === undefined || row.application_id !== app.id) throw new OAuthError('invalid_grant', 'Invalid authorization code');
   if (row.used_at !== null) {
     // A second use of a code: whoever holds it is not to be trusted, so what the first use issued is revoked (RFC 6749 §4.1.2).
-    if (row.grant_id !== null) await revokeGrant(deps, row.grant_id);
-    throw new OAuthError('invalid_grant', 'Invalid authorization code');
+    if (row.grant_id === null) throw new OAuthError('invalid_grant', 'Invalid authorization code');
+    await revokeGrant(deps, row.grant_id);
+    throw new CodeReplayed(row.account_id, app.client_id);
   }
   if (params.redirectUri !== row.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the one of the authorization request');
   if (row.code_challenge !== null) {

@@ -113,6 +113,14 @@ describe(`audit trail (${DIALECT})`, () => {
     assert.ok(grantId);
     await confirm(`/account/applications/revoke/${grantId}`);
     await confirm(`/account/applications/remove/${id}`);
+
+    // A replayed code revokes what its first use issued.
+    const third = codeOf(await authorize(alice, s.base, { client_id: desktop.client_id, response_type: 'code', scope: 'profile', redirect_uri: OOB }));
+    keep(third);
+    const firstUse = await exchange(s.base, desktop, third, OOB);
+    assert.equal(firstUse.status, 200);
+    keepTokens(firstUse.json());
+    assert.equal((await exchange(s.base, desktop, third, OOB)).status, 400);
     keep(...alice.jar.values());
   });
 
@@ -129,13 +137,14 @@ describe(`audit trail (${DIALECT})`, () => {
     auditLine(lines, 'app.secret_reset', { user: 'alice', clientId: pageApp, address: '127.0.0.1' });
     auditLine(lines, 'app.removed', { user: 'alice', clientId: pageApp, address: '127.0.0.1' });
     const given = lines.filter((l) => l.audit === 'consent.given');
-    assert.equal(given.length, 2);
+    assert.equal(given.length, 3);
     assert.deepEqual(given[0], { ...given[0], user: 'alice', clientId: desktop.client_id, scope: 'profile email', reason: 'offline', address: '127.0.0.1' });
     auditLine(lines, 'consent.denied', { user: 'alice', clientId: desktop.client_id, scope: 'profile', address: '127.0.0.1' });
     auditLine(lines, 'token.revoked', { user: 'alice', clientId: desktop.client_id, via: 'oauth2/revoke' });
     auditLine(lines, 'grant.revoked', { user: 'alice', clientId: desktop.client_id, via: 'oauth2/revoke' });
     auditLine(lines, 'grant.revoked', { user: 'alice', clientId: desktop.client_id, via: 'account page', address: '127.0.0.1' });
-    assert.equal(lines.filter((l) => l.audit === 'grant.revoked' || l.audit === 'token.revoked').length, 3, 'an unknown token revokes nothing and logs nothing');
+    auditLine(lines, 'grant.revoked', { user: 'alice', clientId: desktop.client_id, via: 'oauth2/token', reason: 'code_replayed', address: '127.0.0.1' });
+    assert.equal(lines.filter((l) => l.audit === 'grant.revoked' || l.audit === 'token.revoked').length, 4, 'an unknown token revokes nothing and logs nothing');
   });
 
   it('logs the CLI events as JSON lines on stderr', () => {

@@ -254,6 +254,10 @@ describe(`the whole flow in a real browser (${DIALECT})`, () => {
       await checkPage(page, title);
     }
     await page.getByRole('link', { name: 'Cancel' }).click();
+    await card.getByRole('link', { name: 'Reset secret', exact: true }).click();
+    await page.getByRole('button', { name: 'Reset secret' }).click();
+    await page.waitForSelector('text=copy the client secret now');
+    await checkPage(page, 'applications, with a new secret shown');
     await page.locator('.card', { hasText: 'Axe Desktop' }).first().getByRole('link', { name: 'Revoke access' }).click();
     await page.waitForSelector('h1:has-text("Revoke access")');
     await checkPage(page, 'revoke access');

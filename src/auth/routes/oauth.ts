@@ -5,7 +5,7 @@ import { audit } from '../audit.js';
 import { authenticateClient, findAppByClientId, OOB_URI, redirectUriRefusal, type Application } from '../applications.js';
 import { tokenHash } from '../crypto.js';
 import { OAuthError } from '../errors.js';
-import { exchangeCode, findAccessToken, hasActiveGrant, introspect, issueCode, refreshGrant, revokeToken } from '../grants.js';
+import { CodeReplayed, exchangeCode, findAccessToken, hasActiveGrant, introspect, issueCode, refreshGrant, revokeToken } from '../grants.js';
 import { csrfValid, formParams, queryParams, withParams } from '../http-util.js';
 import { parseScope, PROFILE, scopeNames, SCOPES } from '../scopes.js';
 import { userinfoClaims } from '../userinfo.js';
@@ -259,6 +259,10 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
             : await refreshGrant(deps, client, params.get('refresh_token') as string);
         return sendJson(reply, body, CORS);
       } catch (err) {
+        if (err instanceof CodeReplayed) {
+          const user = (await findAccount(deps, err.accountId))?.name;
+          audit(req.log, 'grant.revoked', { user, clientId: err.clientId, address: ctx.clientAddress(req), via: 'oauth2/token', reason: 'code_replayed' });
+        }
         if (err instanceof OAuthError) return sendOAuthError(reply, err);
         throw err;
       }
