@@ -261,6 +261,12 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
       assert.deepEqual((await seenBy(tok.access_token, [desktop])).map((b) => b.active), [true]);
     });
 
+    it('shows the owner that an application is a resource server on the applications page', async () => {
+      const page = (await b2.fetch(`${s.base}/account/applications`)).body;
+      const card = page.split('<div class="card">').find((c) => c.includes('<h3>Resource Server</h3>'));
+      assert.match(card ?? '', /<dt>Resource server<\/dt>/);
+    });
+
     it('describes an active refresh token to its client and to a resource server', async () => {
       for (const body of await seenBy(editor1.profile?.refresh_token as string, [desktop, resource], 'refresh_token')) {
         assert.equal(body.active, true);
