@@ -13,9 +13,11 @@ export interface Application {
   client_id: string;
   redirect_uri: string | null;
   created_at: number;
+  /** 1 when the operator lets it introspect every application's tokens (`sleeve app edit --resource-server`). */
+  resource_server: number;
 }
 
-const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at'] as const;
+const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server'] as const;
 
 export const OOB_URI = 'urn:ietf:wg:oauth:2.0:oob';
 const LOOPBACK_RE = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?(\/[^#]*)?$/;
@@ -23,6 +25,30 @@ const REVERSE_DNS_RE = /^(?![_-])[\w-]+(?:\.(?![_-])[\w-]+)+:/;
 
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
+}
+
+/**
+ * Why `uri` cannot be a redirect target, or undefined when it can: a browser is sent to it
+ * with parameters added, so it must parse as a URL (a port of 1–65535), and it must not
+ * carry a fragment (which would swallow those parameters), a user name or password (which
+ * make a URL say one host and go to another), spaces or control characters (which URL
+ * parsers drop silently, so the target would not be the string compared).
+ */
+export function redirectUriProblem(uri: string): string | undefined {
+  if (uri.length > 2000) return 'the redirect URL is too long';
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:[^\s]/.test(uri)) return `redirect URL ${JSON.stringify(uri)} is not an absolute URL`;
+  if (/[\u0000-\u0020\u007f]/.test(uri)) return 'a redirect URL must not contain spaces or control characters (percent-encode them)';
+  if (uri.includes('#')) return 'a redirect URL must not contain a fragment (#…)';
+  const port = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^/?@]*@)?(?:\[[^\]/?]*\]|[^:/?]*):(\d*)(?:[/?]|$)/.exec(uri)?.[1];
+  if (port !== undefined && port !== '' && !(Number(port) >= 1 && Number(port) <= 65535)) return `the port of a redirect URL must be between 1 and 65535, not ${port}`;
+  let parsed: URL;
+  try {
+    parsed = new URL(uri);
+  } catch {
+    return `redirect URL ${JSON.stringify(uri)} is not an absolute URL`;
+  }
+  if (parsed.username !== '' || parsed.password !== '') return 'a redirect URL must not contain a user name or password (…@)';
+  return undefined;
 }
 
 /**
@@ -36,28 +62,34 @@ export function checkRedirectUri(kind: AppKind, raw: string | undefined): string
     if (kind === 'confidential') throw invalidInput('a redirect URL must be entered for confidential (web) applications');
     return null;
   }
-  if (uri.length > 2000) throw invalidInput('the redirect URL is too long');
-  let parsed: URL;
-  try {
-    parsed = new URL(uri);
-  } catch {
-    throw invalidInput(`redirect URL ${JSON.stringify(uri)} is not an absolute URL`);
-  }
-  if (parsed.hash !== '' || uri.includes('#')) throw invalidInput('a redirect URL must not contain a fragment (#…)');
+  const problem = redirectUriProblem(uri);
+  if (problem !== undefined) throw invalidInput(problem);
+  const parsed = new URL(uri);
   if (kind === 'confidential') {
     if (parsed.protocol === 'https:') return uri;
-    if (parsed.protocol === 'http:' && isLoopbackHost(parsed.hostname.startsWith('[') ? parsed.hostname : parsed.hostname)) return uri;
+    if (parsed.protocol === 'http:' && isLoopbackHost(parsed.hostname)) return uri;
     throw invalidInput('the redirect URL of a confidential (web) application must use https (http is allowed only for localhost, 127.0.0.1 and [::1])');
   }
   if (REVERSE_DNS_RE.test(uri)) return uri;
   throw invalidInput('the redirect URL of a public (installed) application must use a reverse-DNS custom scheme, as in org.example.app://auth; out-of-band and loopback URLs need no registration');
 }
 
-/** Whether `requested` may be used with this application (exact match, plus the installed-app allowances). */
+/**
+ * Why `requested` may not be used with this application, or undefined when it may: the
+ * registered URI exactly, plus, for public applications, out-of-band and loopback URLs
+ * on any port (each a valid redirect target).
+ */
+export function redirectUriRefusal(app: Pick<Application, 'kind' | 'redirect_uri'>, requested: string): string | undefined {
+  if (requested === OOB_URI && app.kind === 'public') return undefined;
+  const allowed = (app.redirect_uri !== null && requested === app.redirect_uri) || (app.kind === 'public' && LOOPBACK_RE.test(requested));
+  if (!allowed) return 'Mismatched redirect URI';
+  const problem = redirectUriProblem(requested);
+  return problem === undefined ? undefined : `Invalid redirect URI: ${problem}`;
+}
+
+/** Whether `requested` may be used with this application. */
 export function redirectUriAllowed(app: Pick<Application, 'kind' | 'redirect_uri'>, requested: string): boolean {
-  if (app.redirect_uri !== null && requested === app.redirect_uri) return true;
-  if (app.kind !== 'public') return false;
-  return requested === OOB_URI || LOOPBACK_RE.test(requested);
+  return redirectUriRefusal(app, requested) === undefined;
 }
 
 function checkName(raw: string | undefined): string {
@@ -75,7 +107,7 @@ export interface Registered {
 /** Registers an application; the secret is returned once and stored hashed. */
 export async function registerApp(
   deps: AuthDeps,
-  input: { ownerId: number; name: string | undefined; kind: string | undefined; redirectUri?: string },
+  input: { ownerId: number; name: string | undefined; kind: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean },
 ): Promise<Registered> {
   const kind = input.kind;
   if (kind !== 'confidential' && kind !== 'public') throw invalidInput('the application type must be confidential or public');
@@ -92,6 +124,7 @@ export async function registerApp(
       secret_hash: tokenHash(clientSecret),
       redirect_uri,
       created_at: deps.clock.now(),
+      resource_server: input.resourceServer === true ? 1 : 0,
     })
     .returning(APP_COLUMNS)
     .executeTakeFirstOrThrow();
@@ -138,6 +171,29 @@ export async function editApp(deps: AuthDeps, ownerId: number, id: number, input
   return deps.db
     .updateTable('oauth_application')
     .set({ name, redirect_uri })
+    .where('id', '=', app.id)
+    .returning(APP_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * The operator's change of any application, named by its client_id (`sleeve app edit`):
+ * name, redirect URI and whether it is a resource server; what is not given stays.
+ */
+export async function operatorEditApp(
+  deps: AuthDeps,
+  clientId: string,
+  input: { name?: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean | undefined },
+): Promise<Application> {
+  const app = await findAppByClientId(deps, clientId);
+  if (app === undefined) throw notFound(`no application with client_id ${clientId}`);
+  return deps.db
+    .updateTable('oauth_application')
+    .set({
+      name: input.name === undefined ? app.name : checkName(input.name),
+      redirect_uri: input.redirectUri === undefined ? app.redirect_uri : checkRedirectUri(app.kind, input.redirectUri),
+      resource_server: input.resourceServer === undefined ? app.resource_server : input.resourceServer ? 1 : 0,
+    })
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)
     .executeTakeFirstOrThrow();

@@ -12,6 +12,8 @@ export type AuditEvent =
   | 'consent.given'
   | 'consent.denied'
   | 'grant.revoked'
+  /** An offline grant's access token revoked through /oauth2/revoke (its refresh token still works). */
+  | 'token.revoked'
   | 'app.registered'
   | 'app.changed'
   | 'app.secret_reset'

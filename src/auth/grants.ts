@@ -96,6 +96,17 @@ async function revokeGrant(deps: AuthDeps, grantId: number, db = deps.db): Promi
 
 const CODE_RE = /^[A-Za-z0-9_-]+$/;
 
+/** The answer to a replayed code (`invalid_grant`), which revoked the grant its first use created: for the audit trail. */
+export class CodeReplayed extends OAuthError {
+  readonly accountId: number;
+  readonly clientId: string;
+  constructor(accountId: number, clientId: string) {
+    super('invalid_grant', 'Invalid authorization code');
+    this.accountId = accountId;
+    this.clientId = clientId;
+  }
+}
+
 /** `grant_type=authorization_code` for an authenticated client. */
 export async function exchangeCode(
   deps: AuthDeps,
@@ -108,8 +119,9 @@ export async function exchangeCode(
   if (row === undefined || row.application_id !== app.id) throw new OAuthError('invalid_grant', 'Invalid authorization code');
   if (row.used_at !== null) {
     // A second use of a code: whoever holds it is not to be trusted, so what the first use issued is revoked (RFC 6749 §4.1.2).
-    if (row.grant_id !== null) await revokeGrant(deps, row.grant_id);
-    throw new OAuthError('invalid_grant', 'Invalid authorization code');
+    if (row.grant_id === null) throw new OAuthError('invalid_grant', 'Invalid authorization code');
+    await revokeGrant(deps, row.grant_id);
+    throw new CodeReplayed(row.account_id, app.client_id);
   }
   if (params.redirectUri !== row.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the one of the authorization request');
   if (row.code_challenge !== null) {
@@ -156,7 +168,7 @@ export async function exchangeCode(
 }
 
 const grantById = preparedQuery(['id'] as const, (db, p) =>
-  db.selectFrom('oauth_grant').select(['id', 'application_id', 'offline', 'refresh_hash', 'access_hash', 'revoked_at']).where('id', '=', p.id),
+  db.selectFrom('oauth_grant').select(['id', 'account_id', 'application_id', 'offline', 'refresh_hash', 'access_hash', 'revoked_at']).where('id', '=', p.id),
 );
 
 /** Replaces a grant's access token, unless the grant ended or its refresh token changed meanwhile. */
@@ -187,19 +199,24 @@ export async function refreshGrant(deps: AuthDeps, app: Application, refreshToke
  * RFC 7009 revocation with the interface's effects: a refresh token ends the whole grant;
  * an access token ends only itself when the grant is offline (its refresh token still
  * works), and the whole grant when it is online. Unknown tokens and other clients' tokens
- * change nothing.
+ * change nothing. Says what ended (for the audit trail), or undefined when nothing did.
  */
-export async function revokeToken(deps: AuthDeps, app: Application, token: string): Promise<void> {
+export async function revokeToken(deps: AuthDeps, app: Application, token: string): Promise<{ ended: 'grant' | 'access_token'; accountId: number } | undefined> {
   const id = grantIdOf(token);
   const grant = id === undefined ? undefined : (await grantById(deps.db, { id })).rows[0];
-  if (grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null) return;
-  if (tokenMatches(token, grant.refresh_hash)) return revokeGrant(deps, grant.id);
-  if (!tokenMatches(token, grant.access_hash)) return;
+  if (grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null) return undefined;
+  const ended = { accountId: grant.account_id };
+  if (tokenMatches(token, grant.refresh_hash)) {
+    await revokeGrant(deps, grant.id);
+    return { ended: 'grant', ...ended };
+  }
+  if (!tokenMatches(token, grant.access_hash)) return undefined;
   if (grant.offline === 1) {
     await deps.db.updateTable('oauth_grant').set({ access_hash: null }).where('id', '=', grant.id).where('access_hash', '=', grant.access_hash).execute();
-  } else {
-    await revokeGrant(deps, grant.id);
+    return { ended: 'access_token', ...ended };
   }
+  await revokeGrant(deps, grant.id);
+  return { ended: 'grant', ...ended };
 }
 
 export interface ActiveToken {
@@ -254,10 +271,14 @@ export async function findAccessToken(deps: AuthDeps, token: string): Promise<Ac
   return { account, grantId: grant_id, scope, offline: offline === 1, clientId: client_id, issuedAt: access_created_at ?? 0, expiresAt: access_expires_at };
 }
 
-/** RFC 7662 introspection of an access or refresh token, for any authenticated client. */
-export async function introspect(deps: AuthDeps, token: string): Promise<Record<string, unknown>> {
+/**
+ * RFC 7662 introspection of an access or refresh token. A client learns only about its
+ * own tokens, unless the operator made it a resource server; any other token is, to it,
+ * `{"active": false}` (RFC 7662 §2.2), so it cannot tell whether the token exists.
+ */
+export async function introspect(deps: AuthDeps, caller: Pick<Application, 'client_id' | 'resource_server'>, token: string): Promise<Record<string, unknown>> {
   const row = await activeGrantOf(deps, token);
-  if (row === undefined) return { active: false };
+  if (row === undefined || (caller.resource_server !== 1 && row.client_id !== caller.client_id)) return { active: false };
   const common = { active: true, scope: scopeNames(row.scope).join(' '), client_id: row.client_id, username: row.name, sub: row.name, iss: deps.authUrl };
   if (tokenMatches(token, row.refresh_hash)) return { ...common, token_type: 'refresh_token', iat: Math.floor(row.granted_at / 1000) };
   if (tokenMatches(token, row.access_hash) && row.access_expires_at !== null && row.access_expires_at > deps.clock.now()) {
@@ -300,29 +321,37 @@ export async function listUserGrants(deps: AuthDeps, accountId: number): Promise
   return [...groups.values()];
 }
 
+/** One of the user's active authorizations (for the confirmation page before revoking), or undefined. */
+export async function findUserGrant(deps: AuthDeps, accountId: number, grantId: number): Promise<(UserGrant & { applicationId: number; clientId: string }) | undefined> {
+  const r = await deps.db
+    .selectFrom('oauth_grant as g')
+    .innerJoin('oauth_application as a', 'a.id', 'g.application_id')
+    .select(['g.id', 'g.application_id', 'a.name', 'a.client_id', 'g.scope', 'g.offline', 'g.created_at'])
+    .where('g.id', '=', grantId)
+    .where('g.account_id', '=', accountId)
+    .where('g.revoked_at', 'is', null)
+    .executeTakeFirst();
+  return r === undefined ? undefined : { id: r.id, appName: r.name, scope: r.scope, offline: r.offline === 1, createdAt: r.created_at, applicationId: r.application_id, clientId: r.client_id };
+}
+
 /**
  * The user ends an authorization: the named grant and every other active grant of the
- * same application with the same scopes. Returns false when it is not theirs or already ended.
+ * same application with the same scopes. Returns what ended, or undefined when it is not
+ * theirs or already ended.
  */
-export async function revokeUserGrant(deps: AuthDeps, accountId: number, grantId: number): Promise<boolean> {
-  const grant = await deps.db
-    .selectFrom('oauth_grant')
-    .select(['id', 'application_id', 'scope'])
-    .where('id', '=', grantId)
-    .where('account_id', '=', accountId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  if (grant === undefined) return false;
+export async function revokeUserGrant(deps: AuthDeps, accountId: number, grantId: number): Promise<{ appName: string; clientId: string; scope: number } | undefined> {
+  const grant = await findUserGrant(deps, accountId, grantId);
+  if (grant === undefined) return undefined;
   await deps.db.transaction().execute(async (trx) => {
     const all = await trx
       .selectFrom('oauth_grant')
       .select('id')
       .where('account_id', '=', accountId)
-      .where('application_id', '=', grant.application_id)
+      .where('application_id', '=', grant.applicationId)
       .where('scope', '=', grant.scope)
       .where('revoked_at', 'is', null)
       .execute();
     for (const g of all) await revokeGrant(deps, g.id, trx);
   });
-  return true;
+  return { appName: grant.appName, clientId: grant.clientId, scope: grant.scope };
 }

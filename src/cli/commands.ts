@@ -328,6 +328,17 @@ async function readPassword(): Promise<string> {
   return line;
 }
 
+/**
+ * The CLI's audit trail (README, "Audit trail"): the command has no log, so each security
+ * event is one JSON line on stderr, shaped like the server's log lines (`level` 30 is
+ * info), written when SLEEVE_LOG_LEVEL lets info through, as the server's are.
+ */
+async function cliAudit(ctx: CommandContext, event: import('../auth/audit.js').AuditEvent, fields: import('../auth/audit.js').AuditFields): Promise<void> {
+  if (!['info', 'debug', 'trace'].includes(ctx.config().logLevel)) return;
+  const { audit } = await import('../auth/audit.js');
+  audit({ info: (obj, msg) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), ...obj, msg })}\n`) }, event, { ...fields, via: 'cli' });
+}
+
 const userAdd: Command = {
   name: 'user add',
   options: {
@@ -358,6 +369,7 @@ const userAdd: Command = {
         country: str(ctx, 'country'),
       }),
     );
+    await cliAudit(ctx, 'user.created', { user: account.name });
     ctx.out(`added user ${account.name}`, { id: account.id, name: account.name });
     return 0;
   },
@@ -365,9 +377,9 @@ const userAdd: Command = {
 
 const appAdd: Command = {
   name: 'app add',
-  options: { owner: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' }, 'redirect-uri': { type: 'string' } },
+  options: { owner: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' }, 'redirect-uri': { type: 'string' }, 'resource-server': { type: 'boolean' } },
   async run(ctx) {
-    want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]');
+    want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server]');
     const ownerName = str(ctx, 'owner');
     if (ownerName === undefined) throw invalidInput('--owner NAME is required');
     const { findAccountByName } = await import('../auth/accounts.js');
@@ -375,12 +387,44 @@ const appAdd: Command = {
     const result = await withRuntime(ctx, async (rt) => {
       const owner = await findAccountByName(rt.auth, ownerName);
       if (owner === undefined) throw notFound(`no user ${ownerName}; add one with: sleeve user add NAME --email E --password-stdin`);
-      return registerApp(rt.auth, { ownerId: owner.id, name: str(ctx, 'name'), kind: str(ctx, 'type'), redirectUri: str(ctx, 'redirect-uri') });
+      return registerApp(rt.auth, {
+        ownerId: owner.id,
+        name: str(ctx, 'name'),
+        kind: str(ctx, 'type'),
+        redirectUri: str(ctx, 'redirect-uri'),
+        resourceServer: ctx.options['resource-server'] === true,
+      });
     });
+    await cliAudit(ctx, 'app.registered', { user: ownerName, clientId: result.app.client_id, reason: result.app.resource_server === 1 ? 'resource_server' : undefined });
     ctx.out(
       `registered ${result.app.kind} application ${result.app.name}\n  client_id:     ${result.app.client_id}\n  client_secret: ${result.clientSecret}  (shown once; stored hashed)`,
       { client_id: result.app.client_id, client_secret: result.clientSecret },
     );
+    return 0;
+  },
+};
+
+const appEdit: Command = {
+  name: 'app edit',
+  options: { name: { type: 'string' }, 'redirect-uri': { type: 'string' }, 'resource-server': { type: 'boolean' }, 'no-resource-server': { type: 'boolean' } },
+  async run(ctx) {
+    const [clientId = ''] = want(ctx, 1, 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server]');
+    const on = ctx.options['resource-server'] === true;
+    const off = ctx.options['no-resource-server'] === true;
+    if (on && off) throw invalidInput('--resource-server and --no-resource-server contradict each other');
+    const name = str(ctx, 'name');
+    const redirectUri = str(ctx, 'redirect-uri');
+    if (name === undefined && redirectUri === undefined && !on && !off) throw invalidInput('nothing to change: give --name, --redirect-uri, --resource-server or --no-resource-server');
+    const { operatorEditApp } = await import('../auth/applications.js');
+    const app = await withRuntime(ctx, (rt) => operatorEditApp(rt.auth, clientId, { name, redirectUri, resourceServer: on ? true : off ? false : undefined }));
+    await cliAudit(ctx, 'app.changed', { clientId: app.client_id, reason: on ? 'resource_server' : off ? 'not_resource_server' : undefined });
+    const resourceServer = app.resource_server === 1;
+    ctx.out(`changed application ${app.name} (${app.client_id})${resourceServer ? '; it is a resource server: it may introspect every application\'s tokens' : ''}`, {
+      client_id: app.client_id,
+      name: app.name,
+      redirect_uri: app.redirect_uri,
+      resource_server: resourceServer,
+    });
     return 0;
   },
 };
@@ -412,6 +456,7 @@ export const COMMANDS: Record<string, Command> = Object.fromEntries(
     artReindex,
     userAdd,
     appAdd,
+    appEdit,
     importMusicBrainz,
   ].map((c) => [c.name, c]),
 );

@@ -18,7 +18,8 @@ const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   art reindex [RELEASE_MBID]            rewrite index.json from the database
   user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL]
            [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]
-  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]
+  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server]
+  app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server]
   import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
                                         load a MusicBrainz dump (resumable; see README)
 

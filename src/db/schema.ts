@@ -137,6 +137,8 @@ export interface OAuthApplicationTable {
   secret_hash: string;
   redirect_uri: string | null;
   created_at: number;
+  /** 1 when the operator lets this client introspect every application's tokens (a resource server). */
+  resource_server: Generated<number>;
 }
 
 export interface OAuthGrantTable {

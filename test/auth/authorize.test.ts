@@ -245,7 +245,20 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assertErrorPage(badScope, 400, 'invalid_scope', 'Unsupported scope: nope');
       assertErrorPage(await get(oob({ response_type: 'token' })), 400, 'unsupported_response_type');
       assertErrorPage(await get(oob({ code_challenge_method: 'idk' })), 400, 'invalid_request', "The code_challenge_method must be 'S256' or 'plain'");
-      assertErrorPage(await authorize(alice, s.base, oob({}), 'deny'), 400, 'access_denied');
+    });
+
+    it('"No thanks" on an oob request: 303 to a page that says the user declined, without blaming the application', async () => {
+      const denied = await authorize(alice, s.base, base({ redirect_uri: OOB }, desktop), 'deny');
+      assert.equal(denied.status, 303, denied.body.slice(0, 300));
+      const location = String(denied.headers.location);
+      assert.ok(!location.includes('code='), location);
+      const page = await alice.fetch(new URL(location, s.base).href);
+      assert.equal(page.status, 200, page.body.slice(0, 400));
+      assertPageHeaders(page);
+      assert.match(page.body, /You did not give <strong>Test Desktop<\/strong> access to your account/);
+      assert.doesNotMatch(page.body, /Error:|made a request|cannot accept/, 'no blame');
+      // Reloading it repeats nothing and issues nothing: it is a plain page.
+      assert.equal((await alice.fetch(new URL(location, s.base).href)).body, page.body);
     });
 
     it('keeps the registered query of the redirect URI and overrides a same-named parameter', async () => {
@@ -475,6 +488,30 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
         'org.example.app://auth',
       ]) {
         assertErrorPage(await get(loop(uri)), 400, 'invalid_request', 'Mismatched redirect URI');
+      }
+    });
+
+    it('refuses malformed loopback URIs with the 400 page before any code exists (ports 0 and over 65535, control characters)', async () => {
+      const cases: [string, RegExp][] = [
+        ['http://localhost:99999/cb', /port .* between 1 and 65535, not 99999/],
+        ['http://127.0.0.1:65536/cb', /not 65536/],
+        ['http://[::1]:70000/cb', /not 70000/],
+        ['http://localhost:0/cb', /not 0/],
+        ['http://localhost:00000/cb', /not 00000/],
+        ['http://localhost/a\r\nSet-Cookie:x=1', /control characters/],
+        ['http://localhost/a b', /spaces/],
+        ['http://localhost/a\tb', /control characters/],
+      ];
+      for (const [uri, message] of cases) {
+        const asked = await get(loop(uri));
+        assertErrorPage(asked, 400, 'invalid_request');
+        assert.match(asked.body, message, uri);
+        // Allow, deny and a bad scope all stop at the same page: nothing reaches a 5xx.
+        const url = authorizeUrl(s.base, loop(uri));
+        for (const decision of ['allow', 'deny']) {
+          assertErrorPage(await alice.fetch(url, { form: { csrf_token: alice.jar.get('__Host-sleeve-csrf') ?? '', decision } }), 400, 'invalid_request');
+        }
+        assertErrorPage(await get(loop(uri, { scope: 'nope' })), 400, 'invalid_request');
       }
     });
   });

@@ -171,6 +171,11 @@ describe(`sleeve user add / app add (${DIALECT})`, () => {
         [['--owner', 'nobody', '--name', 'Bad 9', '--type', 'public'], /no user nobody/],
         [['--owner', 'alice', '--type', 'public'], /needs a name/],
         [['--owner', 'alice', '--name', 'Bad 13', '--type', 'public', '--bogus'], /bogus/],
+        [['--owner', 'alice', '--name', 'Bad 14', '--type', 'confidential', '--redirect-uri', 'http://localhost:99999/cb'], /between 1 and 65535, not 99999/],
+        [['--owner', 'alice', '--name', 'Bad 15', '--type', 'confidential', '--redirect-uri', 'https://x.example:0/cb'], /not 0/],
+        [['--owner', 'alice', '--name', 'Bad 16', '--type', 'confidential', '--redirect-uri', 'https://me:pw@x.example/cb'], /user name or password/],
+        [['--owner', 'alice', '--name', 'Bad 17', '--type', 'public', '--redirect-uri', 'org.example.app://auth:70000/cb'], /not 70000/],
+        [['--owner', 'alice', '--name', 'Bad 18', '--type', 'confidential', '--redirect-uri', 'https://x.example/a\tb'], /control characters/],
       ];
       const results = await Promise.all(cases.map(([args]) => appAdd(args)));
       results.forEach((r, i) => assertRefused(r, cases[i]?.[1] as RegExp, (cases[i]?.[0] as string[]).join(' ')));

@@ -60,14 +60,30 @@ describe(`account pages (${DIALECT})`, () => {
   const list = (b = alice) => b.fetch(`${s.base}/account/applications`);
   const csrf = async (b = alice) => Browser.csrf(await list(b));
   const register = async (form: Record<string, string>, b = alice) => b.fetch(`${s.base}/account/applications/register`, { form: { csrf_token: await csrf(b), ...form } });
+  /** A form post's answer: 303 to the applications page, which is then fetched (Post/Redirect/Get). */
+  const followed = async (res: HttpsResponse, b = alice): Promise<HttpsResponse> => {
+    assert.equal(res.status, 303, res.body.slice(0, 600));
+    assert.equal(res.headers.location, '/account/applications');
+    const page = await list(b);
+    assert.equal(page.status, 200);
+    return page;
+  };
   const registerOk = async (name: string, kind: string, redirectUri: string): Promise<Client> => {
-    const res = await register({ name, kind, redirect_uri: redirectUri });
-    assert.equal(res.status, 200, res.body.slice(0, 600));
-    const creds = shownCredentials(res);
+    const page = await followed(await register({ name, kind, redirect_uri: redirectUri }));
+    const creds = shownCredentials(page);
     assert.ok(creds, 'the credentials are shown');
+    assert.ok(!page.body.includes('<form method="post" action="/account/applications/register"'), 'not the form again');
     return creds;
   };
   const post = async (path: string, form: Record<string, string> = {}, b = alice) => b.fetch(`${s.base}${path}`, { form: { csrf_token: await csrf(b), ...form } });
+  /** A destructive action: its confirmation page (GET), then the confirmation's own form posted. */
+  const confirm = async (path: string, b = alice): Promise<HttpsResponse> => {
+    const ask = await b.fetch(`${s.base}${path}`);
+    assert.equal(ask.status, 200, ask.body.slice(0, 600));
+    assert.match(ask.body, /Are you sure/);
+    assert.ok(ask.body.includes(`<form method="post" action="${path}">`), 'the form posts to the same URL');
+    return b.fetch(`${s.base}${path}`, { form: { csrf_token: Browser.csrf(ask) } });
+  };
 
   it('sends a visitor who is not signed in to the login page', async () => {
     for (const path of ['/account/applications', '/account/applications/register', '/account/applications/edit/1']) {
@@ -138,6 +154,13 @@ describe(`account pages (${DIALECT})`, () => {
         [{ kind: 'confidential', redirect_uri: 'org.example.app://auth' }, /must use https/],
         [{ kind: 'confidential', redirect_uri: 'not a url' }, /not an absolute URL/],
         [{ kind: 'confidential', redirect_uri: 'javascript:alert(1)' }, /must use https/],
+        [{ kind: 'confidential', redirect_uri: 'http://localhost:99999/cb' }, /between 1 and 65535, not 99999/],
+        [{ kind: 'confidential', redirect_uri: 'https://web.example:65536/cb' }, /not 65536/],
+        [{ kind: 'confidential', redirect_uri: 'https://web.example:0/cb' }, /not 0/],
+        [{ kind: 'confidential', redirect_uri: 'https://user:pw@web.example/cb' }, /user name or password/],
+        [{ kind: 'confidential', redirect_uri: 'https://web.example@evil.example/cb' }, /user name or password/],
+        [{ kind: 'confidential', redirect_uri: 'https://web.example/a b' }, /spaces/],
+        [{ kind: 'public', redirect_uri: 'org.example.app://auth:99999/cb' }, /not 99999/],
         [{ kind: 'public', redirect_uri: 'https://web.example/cb' }, /reverse-DNS/],
         [{ kind: 'public', redirect_uri: 'myapp://cb' }, /reverse-DNS/],
         [{ kind: 'public', redirect_uri: 'http://localhost:8080/cb' }, /reverse-DNS/],
@@ -156,6 +179,68 @@ describe(`account pages (${DIALECT})`, () => {
       const page = await list();
       assert.equal(devCard(page, 'Refused App'), undefined);
       assert.equal(cards(page).developer.filter((c) => c.title.startsWith('nnnn')).length, 0);
+    });
+  });
+
+  describe('Post/Redirect/Get and confirmation', () => {
+    const developerCount = async (name: string) => cards(await list()).developer.filter((c) => c.title === name).length;
+
+    it('answers every account form post with 303; reloading the page it leads to repeats nothing and shows the secret no more', async () => {
+      const res = await register({ name: 'Reloaded', kind: 'public', redirect_uri: '' });
+      assert.equal(res.status, 303);
+      assert.equal(res.headers.location, '/account/applications');
+      assert.equal(res.body.includes('Client secret'), false, 'nothing secret in the redirect');
+      assert.ok(!String(res.headers.location).includes('secret'));
+      const first = await list();
+      const shown = shownCredentials(first);
+      assert.ok(shown, 'shown on the page after the redirect');
+      assert.match(first.body, /Registered Reloaded\./);
+      for (let i = 0; i < 3; i++) {
+        const again = await list();
+        assert.equal(shownCredentials(again), undefined, 'shown once');
+        assert.doesNotMatch(again.body, /Registered Reloaded\./, 'said once');
+      }
+      assert.equal(await developerCount('Reloaded'), 1, 'registered once');
+      const id = appId(devCard(await list(), 'Reloaded'));
+      // The confirmation page alone does nothing; its post (303) does, once.
+      for (let i = 0; i < 2; i++) assert.match((await alice.fetch(`${s.base}/account/applications/reset-secret/${id}`)).body, /Are you sure/);
+      assert.equal((await request(`${s.base}/oauth2/revoke`, { form: { token: 'x', ...shown } })).status, 200, 'asking reset nothing');
+      const reset = await followed(await confirm(`/account/applications/reset-secret/${id}`));
+      const fresh = shownCredentials(reset);
+      assert.ok(fresh && fresh.client_secret !== shown.client_secret);
+      assert.equal(shownCredentials(await list()), undefined, 'the reload shows no secret');
+      assert.equal((await request(`${s.base}/oauth2/revoke`, { form: { token: 'x', ...fresh } })).status, 200, 'the reload reset nothing: the shown secret works');
+    });
+
+    it('refuses a confirmation post without the CSRF token with the confirmation page again, and does nothing', async () => {
+      await registerOk('Kept', 'public', '');
+      const id = appId(devCard(await list(), 'Kept'));
+      for (const path of [`/account/applications/remove/${id}`, `/account/applications/reset-secret/${id}`]) {
+        const res = await alice.fetch(`${s.base}${path}`, { form: { csrf_token: 'x'.repeat(43) } });
+        assert.equal(res.status, 400, path);
+        assert.match(res.body, /has expired/);
+        assert.match(res.body, /Are you sure/);
+      }
+      assert.equal(await developerCount('Kept'), 1);
+    });
+
+    it("shows a flash only to the user it is for, and a secret only while it is the application's secret", async () => {
+      assert.equal((await register({ name: 'Flashy', kind: 'public', redirect_uri: '' })).status, 303);
+      const flash = alice.jar.get('__Host-sleeve-flash');
+      assert.ok(flash, 'a flash cookie');
+      // Carried to bob's browser, it shows him nothing.
+      bob.jar.set('__Host-sleeve-flash', flash);
+      const bobs = await list(bob);
+      assert.equal(shownCredentials(bobs), undefined);
+      assert.doesNotMatch(bobs.body, /Flashy/);
+      // A flash naming a secret that is not (or no longer) the application's shows none.
+      const decoded = JSON.parse(Buffer.from(flash, 'base64url').toString('utf8'));
+      alice.jar.set('__Host-sleeve-flash', Buffer.from(JSON.stringify({ ...decoded, s: 'A'.repeat(43) })).toString('base64url'));
+      const forged = await list();
+      assert.equal(shownCredentials(forged), undefined);
+      assert.match(forged.body, /Registered Flashy\./);
+      alice.jar.set('__Host-sleeve-flash', 'not-base64-json');
+      assert.equal((await list()).status, 200, 'a mangled flash is ignored');
     });
   });
 
@@ -192,9 +277,9 @@ describe(`account pages (${DIALECT})`, () => {
     });
 
     it('changes the name and the redirect URL; only the new URL is accepted afterwards', async () => {
-      const res = await post(`/account/applications/edit/${id}`, { name: 'Edited', redirect_uri: 'https://edit.example/new', kind: 'public' });
-      assert.equal(res.status, 200, res.body.slice(0, 500));
+      const res = await followed(await post(`/account/applications/edit/${id}`, { name: 'Edited', redirect_uri: 'https://edit.example/new', kind: 'public' }));
       assert.match(res.body, /Updated Edited\./);
+      assert.doesNotMatch((await list()).body, /Updated Edited\./, 'said once');
       const page = await list();
       assert.equal(devCard(page, 'Editable'), undefined);
       assert.match(devCard(page, 'Edited')?.html ?? '', /Confidential/);
@@ -210,8 +295,7 @@ describe(`account pages (${DIALECT})`, () => {
       const app = await registerOk('Resettable', 'public', '');
       const tokens = await grant(alice, s.base, app, { redirect_uri: OOB });
       const id = appId(devCard(await list(), 'Resettable'));
-      const res = await post(`/account/applications/reset-secret/${id}`);
-      assert.equal(res.status, 200);
+      const res = await followed(await confirm(`/account/applications/reset-secret/${id}`));
       const fresh = shownCredentials(res);
       assert.ok(fresh);
       assert.equal(fresh.client_id, app.client_id);
@@ -232,8 +316,7 @@ describe(`account pages (${DIALECT})`, () => {
       const tokens = await grant(alice, s.base, app, { redirect_uri: uri, access_type: 'offline' });
       const id = appId(devCard(await list(), 'Removable'));
       assert.ok(cards(await list()).authorized.some((c) => c.title === 'Removable'));
-      const res = await post(`/account/applications/remove/${id}`);
-      assert.equal(res.status, 200);
+      const res = await followed(await confirm(`/account/applications/remove/${id}`));
       assert.match(res.body, /Removed Removable/);
       const page = await list();
       assert.equal(devCard(page, 'Removable'), undefined);
@@ -253,17 +336,20 @@ describe(`account pages (${DIALECT})`, () => {
       id = appId(devCard(await list(), 'Alice Private'));
     });
 
-    it('are not listed and answer 404 to every page and action', async () => {
+    it('are not listed, answer 404 to every page and change nothing on any action', async () => {
       const page = await list(bob);
       assert.ok(!page.body.includes('Alice Private'));
       assert.ok(!page.body.includes(app.client_id));
-      assert.equal((await bob.fetch(`${s.base}/account/applications/edit/${id}`)).status, 404);
+      for (const path of [`/account/applications/edit/${id}`, `/account/applications/reset-secret/${id}`, `/account/applications/remove/${id}`]) {
+        assert.equal((await bob.fetch(`${s.base}${path}`)).status, 404, path);
+      }
       const edit = await post(`/account/applications/edit/${id}`, { name: 'Bob Owns This', redirect_uri: '' }, bob);
       assert.equal(edit.status, 404);
-      const reset = await post(`/account/applications/reset-secret/${id}`, {}, bob);
-      assert.equal(reset.status, 404);
-      assert.equal(shownCredentials(reset), undefined);
-      assert.equal((await post(`/account/applications/remove/${id}`, {}, bob)).status, 404);
+      for (const path of [`/account/applications/reset-secret/${id}`, `/account/applications/remove/${id}`]) {
+        const after = await followed(await post(path, {}, bob), bob);
+        assert.match(after.body, /There is no such application/, path);
+        assert.equal(shownCredentials(after), undefined);
+      }
       for (const bogus of ['999999', 'abc', '-1', '1e3']) assert.equal((await alice.fetch(`${s.base}/account/applications/edit/${bogus}`)).status, 404, bogus);
 
       const mine = devCard(await list(), 'Alice Private');
@@ -304,9 +390,9 @@ describe(`account pages (${DIALECT})`, () => {
 
     it("refuses to revoke another user's grant", async () => {
       const grantId = /\/account\/applications\/revoke\/(\d+)/.exec(cards(await list()).authorized.find((c) => c.title === 'Granted Online')?.html ?? '')?.[1];
-      const res = await post(`/account/applications/revoke/${grantId}`, {}, bob);
-      assert.equal(res.status, 404);
-      assert.match(res.body, /There is no such authorization\./);
+      assert.equal((await bob.fetch(`${s.base}/account/applications/revoke/${grantId}`)).status, 404);
+      const res = await followed(await post(`/account/applications/revoke/${grantId}`, {}, bob), bob);
+      assert.match(res.body, /There is no such authorization/);
       assert.equal(await userinfoStatus(s.base, onlineTokens.access_token), 200);
     });
 
@@ -317,13 +403,13 @@ describe(`account pages (${DIALECT})`, () => {
       ] as const) {
         const grantId = /\/account\/applications\/revoke\/(\d+)/.exec(cards(await list()).authorized.find((c) => c.title === title)?.html ?? '')?.[1];
         assert.ok(grantId);
-        const res = await post(`/account/applications/revoke/${grantId}`);
-        assert.equal(res.status, 200);
-        assert.match(res.body, /Access revoked\./);
+        const res = await followed(await confirm(`/account/applications/revoke/${grantId}`));
+        assert.match(res.body, /Access revoked/);
         assert.ok(!cards(res).authorized.some((c) => c.title === title));
         assert.equal(await userinfoStatus(s.base, tokens.access_token), 401, title);
         if ('refresh_token' in tokens && tokens.refresh_token !== undefined) assertOAuthError(await refresh(s.base, app, tokens.refresh_token), 400, 'invalid_grant');
-        assert.equal((await post(`/account/applications/revoke/${grantId}`)).status, 404, 'already revoked');
+        assert.match((await followed(await post(`/account/applications/revoke/${grantId}`))).body, /There is no such authorization/, 'already revoked');
+        assert.equal((await alice.fetch(`${s.base}/account/applications/revoke/${grantId}`)).status, 404, 'nothing left to confirm');
       }
       const code = await token(s.base, { grant_type: 'refresh_token', refresh_token: offlineTokens.refresh_token as string, client_id: offline.client_id, client_secret: offline.client_secret });
       assert.equal(code.status, 400);

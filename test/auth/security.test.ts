@@ -229,7 +229,7 @@ describe(`security of the authorization service (${DIALECT})`, () => {
   });
 
   describe('HTML escaping', () => {
-    it(`escapes an application named ${XSS} on the consent, oob, form_post and applications pages`, async () => {
+    it(`escapes an application named ${XSS} on the consent, oob, form_post, declined, applications and confirmation pages`, async () => {
       const p = { client_id: xss.client_id, response_type: 'code', scope: 'profile', redirect_uri: OOB };
       const consent = await alice.fetch(authorizeUrl(s.base, p));
       assert.ok(isConsent(consent));
@@ -242,8 +242,16 @@ describe(`security of the authorization service (${DIALECT})`, () => {
       const tokens = await grant(alice, s.base, xss, { redirect_uri: OOB });
       keepTokens(tokens);
       const apps = await list();
-      const edit = await alice.fetch(`${s.base}/account/applications/edit/${await appId(XSS)}`);
-      for (const [name, res] of [['consent', consent], ['oob', oobPage], ['form_post', formPost], ['applications', apps], ['edit', edit]] as const) {
+      const id = await appId(XSS);
+      const edit = await alice.fetch(`${s.base}/account/applications/edit/${id}`);
+      const remove = await alice.fetch(`${s.base}/account/applications/remove/${id}`);
+      const reset = await alice.fetch(`${s.base}/account/applications/reset-secret/${id}`);
+      const grantId = /\/account\/applications\/revoke\/(\d+)/.exec(apps.body.split(ESCAPED_XSS)[1] ?? '')?.[1];
+      const revokePage = await alice.fetch(`${s.base}/account/applications/revoke/${grantId}`);
+      const denied = await authorize(alice, s.base, p, 'deny');
+      const declined = await alice.fetch(new URL(String(denied.headers.location), s.base).href);
+      const pages = [['consent', consent], ['oob', oobPage], ['form_post', formPost], ['applications', apps], ['edit', edit], ['remove', remove], ['reset', reset], ['revoke', revokePage], ['declined', declined]] as const;
+      for (const [name, res] of pages) {
         assert.ok(!res.body.includes(XSS), `${name} has the raw name`);
         assert.ok(res.body.includes(ESCAPED_XSS), `${name} shows the escaped name`);
       }
@@ -483,10 +491,16 @@ describe(`security of the authorization service (${DIALECT})`, () => {
       await request(`${s.base}/oauth2/revoke`, { form: { token: renewed.json().access_token, client_id: web.client_id, client_secret: web.client_secret } });
       await request(`${s.base}/oauth2/userinfo?access_token=${ex.json().access_token}`);
       await request(`${s.base}/oauth2/introspect`, { form: { token: ex.json().refresh_token, client_id: web.client_id, client_secret: web.client_secret } });
-      const reg = await alice.fetch(`${s.base}/account/applications/register`, { form: { csrf_token: await csrfOf(), name: 'Secret Keeper', kind: 'public', redirect_uri: '' } });
-      keep(/<dt>Client secret<\/dt><dd><code>([^<]+)<\/code>/.exec(reg.body)?.[1]);
-      const reset = await alice.fetch(`${s.base}/account/applications/reset-secret/${await appId('Secret Keeper')}`, { form: { csrf_token: await csrfOf() } });
-      keep(/<dt>Client secret<\/dt><dd><code>([^<]+)<\/code>/.exec(reset.body)?.[1]);
+      // Each answers 303; the applications page it leads to shows the secret once.
+      const shownSecret = async () => {
+        const secret = /<dt>Client secret<\/dt><dd><code>([^<]+)<\/code>/.exec((await list()).body)?.[1];
+        assert.ok(secret, 'a secret is shown');
+        return secret;
+      };
+      assert.equal((await alice.fetch(`${s.base}/account/applications/register`, { form: { csrf_token: await csrfOf(), name: 'Secret Keeper', kind: 'public', redirect_uri: '' } })).status, 303);
+      keep(await shownSecret());
+      assert.equal((await alice.fetch(`${s.base}/account/applications/reset-secret/${await appId('Secret Keeper')}`, { form: { csrf_token: await csrfOf() } })).status, 303);
+      keep(await shownSecret());
       keepCookies(alice);
     });
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, request, startAuthServer, type AuthServer, type Browser, type HttpsResponse } from '../helpers/auth.js';
-import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { assertOAuthError, grant, OOB, revoke, signIn, sleep, startSibling, type Client, type Tokens } from './support.js';
 
 const ALL = 'profile email tag rating collection submit_isrc submit_barcode';
@@ -33,6 +33,8 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
   let short: AuthServer;
   let desktop: Client;
   let web: Client;
+  /** Registered with --resource-server: may introspect every application's tokens. */
+  let resource: Client;
   /** editor1's tokens by scope string. */
   const editor1: Record<string, Tokens> = {};
   let editor2: Tokens;
@@ -54,7 +56,11 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
       addUser(t, 'editor2'),
       addUser(t, 'æditorⅣ'),
     ]);
-    [desktop, web] = await Promise.all([addApp(t, 'editor1', 'public', undefined, 'Test Desktop'), addApp(t, 'editor1', 'confidential', 'https://client.example/cb', 'Test Web')]);
+    [desktop, web, resource] = await Promise.all([
+      addApp(t, 'editor1', 'public', undefined, 'Test Desktop'),
+      addApp(t, 'editor1', 'confidential', 'https://client.example/cb', 'Test Web'),
+      cliOk(t.env, ['--json', 'app', 'add', '--owner', 'editor2', '--name', 'Resource Server', '--type', 'confidential', '--redirect-uri', 'https://api.example/cb', '--resource-server']),
+    ]);
     let b1: Browser;
     let b3: Browser;
     [b1, b2, b3] = await Promise.all([signIn(s.base, 'editor1'), signIn(s.base, 'editor2'), signIn(s.base, 'æditorⅣ')]);
@@ -219,9 +225,13 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
     const introspect = (form: Record<string, string>, headers: Record<string, string> = {}) => request(`${s.base}/oauth2/introspect`, { form, headers });
     const as = (app: Client) => ({ client_id: app.client_id, client_secret: app.client_secret });
 
-    it('describes an active access token to any authenticated client', async () => {
+    /** The answer as each client sees it. */
+    const seenBy = async (tok: string, clients: Client[], hint?: string) =>
+      Promise.all(clients.map(async (c) => (await introspect({ token: tok, ...(hint ? { token_type_hint: hint } : {}), ...as(c) })).json()));
+
+    it('describes an active access token to the client it was issued to, and to a resource server', async () => {
       const tok = editor1[ALL] as Tokens;
-      for (const client of [desktop, web]) {
+      for (const client of [desktop, resource]) {
         const res = await introspect({ token: tok.access_token, ...as(client) });
         assert.equal(res.status, 200, res.body);
         assert.equal(res.headers['cache-control'], 'no-store');
@@ -235,26 +245,70 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
       }
     });
 
-    it('describes an active refresh token', async () => {
-      const res = await introspect({ token: editor1.profile?.refresh_token as string, token_type_hint: 'refresh_token', ...as(web) });
-      assert.equal(res.status, 200);
-      assert.equal(res.json().active, true);
-      assert.equal(res.json().scope, 'profile');
-      assert.equal(res.json().client_id, desktop.client_id);
-      assert.equal(res.json().username, 'editor1');
+    it("tells any other client nothing about another client's tokens, access or refresh: {\"active\": false}", async () => {
+      const tok = editor1[ALL] as Tokens;
+      for (const [what, value, hint] of [
+        ['access', tok.access_token, undefined],
+        ['access with hint', tok.access_token, 'access_token'],
+        ['refresh', tok.refresh_token as string, undefined],
+        ['refresh with hint', tok.refresh_token as string, 'refresh_token'],
+      ] as const) {
+        const res = await introspect({ token: value, ...(hint ? { token_type_hint: hint } : {}), ...as(web) });
+        assert.equal(res.status, 200, what);
+        assert.equal(res.body, '{"active":false}', what);
+      }
+      // The same tokens still work for their own client: the answer above was no revocation.
+      assert.deepEqual((await seenBy(tok.access_token, [desktop])).map((b) => b.active), [true]);
+    });
+
+    it('shows the owner that an application is a resource server on the applications page', async () => {
+      const page = (await b2.fetch(`${s.base}/account/applications`)).body;
+      const card = page.split('<div class="card">').find((c) => c.includes('<h3>Resource Server</h3>'));
+      assert.match(card ?? '', /<dt>Resource server<\/dt>/);
+    });
+
+    it('describes an active refresh token to its client and to a resource server', async () => {
+      for (const body of await seenBy(editor1.profile?.refresh_token as string, [desktop, resource], 'refresh_token')) {
+        assert.equal(body.active, true);
+        assert.equal(body.token_type, 'refresh_token');
+        assert.equal(body.scope, 'profile');
+        assert.equal(body.client_id, desktop.client_id);
+        assert.equal(body.username, 'editor1');
+      }
+    });
+
+    it('sleeve app edit CLIENT_ID --resource-server / --no-resource-server changes what a client may introspect, at once', async () => {
+      const tok = editor1[ALL] as Tokens;
+      const on = await cliOk(t.env, ['--json', 'app', 'edit', web.client_id, '--resource-server']);
+      assert.deepEqual(on, { client_id: web.client_id, name: 'Test Web', redirect_uri: 'https://client.example/cb', resource_server: true });
+      assert.equal((await seenBy(tok.access_token, [web]))[0].active, true);
+      const off = await cliOk(t.env, ['--json', 'app', 'edit', web.client_id, '--no-resource-server']);
+      assert.equal(off.resource_server, false);
+      assert.deepEqual(await seenBy(tok.access_token, [web]), [{ active: false }]);
+      for (const [args, message] of [
+        [[web.client_id], /nothing to change/],
+        [[web.client_id, '--resource-server', '--no-resource-server'], /contradict/],
+        [['no-such-client', '--resource-server'], /no application with client_id no-such-client/],
+        [[web.client_id, '--redirect-uri', 'https://client.example:99999/cb'], /between 1 and 65535/],
+      ] as const) {
+        const r = await runCli(t.env, ['app', 'edit', ...args]);
+        assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+        assert.match(r.stderr, message);
+      }
+      assert.deepEqual(await seenBy(tok.access_token, [web]), [{ active: false }], 'the refused edits changed nothing');
     });
 
     it('answers {"active":false} for unknown, revoked and expired tokens', async () => {
-      assert.deepEqual((await introspect({ token: 'nope', ...as(web) })).json(), { active: false });
+      assert.deepEqual((await introspect({ token: 'nope', ...as(resource) })).json(), { active: false });
       const tokens = await grant(b2, s.base, desktop, { redirect_uri: OOB });
       await revoke(s.base, desktop, tokens.refresh_token as string);
       for (const tok of [tokens.access_token, tokens.refresh_token as string]) {
-        const res = await introspect({ token: tok, ...as(web) });
+        const res = await introspect({ token: tok, ...as(desktop) });
         assert.equal(res.status, 200);
         assert.deepEqual(res.json(), { active: false });
       }
       await whenExpired();
-      assert.deepEqual((await request(`${short.base}/oauth2/introspect`, { form: { token: shortTokens.access_token, ...as(web) } })).json(), { active: false });
+      assert.deepEqual((await request(`${short.base}/oauth2/introspect`, { form: { token: shortTokens.access_token, ...as(resource) } })).json(), { active: false });
     });
 
     it('requires client authentication (body or Basic) and a token', async () => {
@@ -264,7 +318,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
         assert.equal(res.headers['www-authenticate'], 'Basic realm="OAuth2-Client"');
         assert.ok(!res.body.includes('editor1'));
       }
-      const viaBasic = await introspect({ token: tok }, { authorization: `Basic ${Buffer.from(`${web.client_id}:${web.client_secret}`).toString('base64')}` });
+      const viaBasic = await introspect({ token: tok }, { authorization: `Basic ${Buffer.from(`${resource.client_id}:${resource.client_secret}`).toString('base64')}` });
       assert.equal(viaBasic.json().active, true);
       assertOAuthError(await introspect({ ...as(web) }), 400, 'invalid_request', 'Required parameter is missing: token');
       assertOAuthError(await request(`${s.base}/oauth2/introspect?token=${tok}&client_id=${web.client_id}&client_secret=${web.client_secret}`), 400, 'invalid_request');

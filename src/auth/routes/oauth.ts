@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findAccount, type AuthDeps } from '../accounts.js';
-import { authenticateClient, findAppByClientId, OOB_URI, redirectUriAllowed, type Application } from '../applications.js';
+import { audit } from '../audit.js';
+import { authenticateClient, findAppByClientId, OOB_URI, redirectUriRefusal, type Application } from '../applications.js';
 import { tokenHash } from '../crypto.js';
 import { OAuthError } from '../errors.js';
-import { exchangeCode, findAccessToken, hasActiveGrant, introspect, issueCode, refreshGrant, revokeToken } from '../grants.js';
+import { CodeReplayed, exchangeCode, findAccessToken, hasActiveGrant, introspect, issueCode, refreshGrant, revokeToken } from '../grants.js';
 import { csrfValid, formParams, queryParams, withParams } from '../http-util.js';
-import { parseScope, PROFILE, SCOPES } from '../scopes.js';
+import { parseScope, PROFILE, scopeNames, SCOPES } from '../scopes.js';
 import { userinfoClaims } from '../userinfo.js';
-import { consentPage, errorPage, FORM_POST_SCRIPT, formPostPage, oobPage } from '../views/pages.js';
+import { consentPage, declinedPage, errorPage, FORM_POST_SCRIPT, formPostPage, oobPage } from '../views/pages.js';
 import { currentViewer, sendPage, type PageContext } from './pages.js';
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -128,16 +129,23 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
       }
       client = await findAppByClientId(deps, params.get('client_id') as string);
       if (client === undefined) throw new OAuthError('invalid_client', 'Unknown client', 400);
-      if (!redirectUriAllowed(client, params.get('redirect_uri') as string)) throw new OAuthError('invalid_request', 'Mismatched redirect URI');
+      const refusal = redirectUriRefusal(client, params.get('redirect_uri') as string);
+      if (refusal !== undefined) throw new OAuthError('invalid_request', refusal);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
-      return sendPage(reply, err.status, errorPage({ error: err.error, description: err.message, viewer }));
+      return sendPage(reply, err.status, errorPage({ error: err.error, description: err.message, viewer, blame: true }));
     }
     const redirectUri = params.get('redirect_uri') as string;
     const state = params.get('state');
     const sendBack = (fields: Record<string, string | undefined>, mode: 'query' | 'form_post') => {
       if (redirectUri === OOB_URI) {
-        if (fields.error !== undefined) return sendPage(reply, fields.error === 'temporarily_unavailable' ? 503 : 400, errorPage({ error: fields.error, description: fields.error_description ?? '', viewer }));
+        if (fields.error === 'access_denied') {
+          // The user said no: Post/Redirect/Get to a page that says so, without blaming the application.
+          return reply.redirect(`/oauth2/oob?${new URLSearchParams({ declined: client.client_id })}`, 303);
+        }
+        if (fields.error !== undefined) {
+          return sendPage(reply, fields.error === 'temporarily_unavailable' ? 503 : 400, errorPage({ error: fields.error, description: fields.error_description ?? '', viewer, blame: true }));
+        }
         return reply.redirect(withParams(`${deps.authUrl}/oauth2/oob`, fields), 302);
       }
       if (mode === 'form_post' && fields.error === undefined) {
@@ -186,8 +194,13 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
       if (req.method !== 'POST') return consent(200);
       if (!csrfValid(req)) return consent(400, 'The form you submitted has expired. Please try again.');
       const decision = formParams(req).get('decision');
-      if (decision === 'deny') throw new RedirectableError('access_denied', 'User denied the authorization request');
-      if (decision !== 'allow') return consent(400, 'Choose "Allow access" or "No thanks".');
+      if (decision !== 'allow' && decision !== 'deny') return consent(400, 'Choose "Allow access" or "No thanks".');
+      const facts = { user: account.name, address: ctx.clientAddress(req), clientId: client.client_id, scope: scopeNames(scope.mask).join(' ') };
+      if (decision === 'deny') {
+        audit(req.log, 'consent.denied', facts);
+        throw new RedirectableError('access_denied', 'User denied the authorization request');
+      }
+      audit(req.log, 'consent.given', { ...facts, reason: wantsOffline ? 'offline' : 'online' });
       return await grantCode(wantsOffline);
     } catch (err) {
       if (!(err instanceof RedirectableError)) throw err;
@@ -201,6 +214,11 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
     const viewer = await currentViewer(ctx, req, reply);
     if (viewer === undefined) return ctx.loginInterstitial(req, reply);
     const q = queryParams(req);
+    const declined = q.get('declined');
+    if (declined !== null && !q.has('code')) {
+      const app = await findAppByClientId(deps, declined);
+      if (app !== undefined) return sendPage(reply, 200, declinedPage({ appName: app.name, viewer }));
+    }
     const code = q.get('code') ?? '';
     const row = /^[A-Za-z0-9_-]{1,200}$/.test(code)
       ? await deps.db
@@ -241,6 +259,10 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
             : await refreshGrant(deps, client, params.get('refresh_token') as string);
         return sendJson(reply, body, CORS);
       } catch (err) {
+        if (err instanceof CodeReplayed) {
+          const user = (await findAccount(deps, err.accountId))?.name;
+          audit(req.log, 'grant.revoked', { user, clientId: err.clientId, address: ctx.clientAddress(req), via: 'oauth2/token', reason: 'code_replayed' });
+        }
         if (err instanceof OAuthError) return sendOAuthError(reply, err);
         throw err;
       }
@@ -257,7 +279,11 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
         const basic = req.headers.authorization !== undefined && /^basic\s/i.test(req.headers.authorization);
         const params = checkParams(req, ['token', 'client_id', 'client_secret'], new Set(basic ? ['token'] : ['token', 'client_id', 'client_secret']), 'body');
         const client = await requireClient(deps, req, params);
-        await revokeToken(deps, client, params.get('token') as string);
+        const ended = await revokeToken(deps, client, params.get('token') as string);
+        if (ended !== undefined) {
+          const user = (await findAccount(deps, ended.accountId))?.name;
+          audit(req.log, ended.ended === 'grant' ? 'grant.revoked' : 'token.revoked', { user, clientId: client.client_id, address: ctx.clientAddress(req), via: 'oauth2/revoke' });
+        }
         return reply.code(200).headers(CORS).send();
       } catch (err) {
         if (err instanceof OAuthError) return sendOAuthError(reply, err);
@@ -305,8 +331,8 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
       try {
         if (req.method !== 'POST') throw new OAuthError('invalid_request', 'Only POST requests are allowed');
         const params = checkParams(req, ['token', 'token_type_hint', 'client_id', 'client_secret'], new Set(['token']), 'body');
-        await requireClient(deps, req, params);
-        return sendJson(reply, await introspect(deps, params.get('token') as string), CORS);
+        const client = await requireClient(deps, req, params);
+        return sendJson(reply, await introspect(deps, client, params.get('token') as string), CORS);
       } catch (err) {
         if (err instanceof OAuthError) return sendOAuthError(reply, err);
         throw err;

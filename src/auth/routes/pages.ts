@@ -2,12 +2,24 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isAppError } from '../../shared/errors.js';
 import { authenticate, createSession, endSession, findAccountByName, sessionAccount, type AuthDeps } from '../accounts.js';
-import { editApp, listOwnApps, ownApp, registerApp, removeApp, resetSecret } from '../applications.js';
-import { listUserGrants, revokeUserGrant } from '../grants.js';
+import { authenticateClient, editApp, listOwnApps, ownApp, registerApp, removeApp, resetSecret, type Application } from '../applications.js';
+import { audit } from '../audit.js';
+import { findUserGrant, listUserGrants, revokeUserGrant } from '../grants.js';
 import { cookies, csrfToken, csrfValid, formParams, queryParams, SESSION_COOKIE, setCookie } from '../http-util.js';
 import { html } from '../views/html.js';
 import { page } from '../views/layout.js';
-import { applicationFormPage, applicationsPage, errorPage, homePage, loginPage, type Viewer } from '../views/pages.js';
+import {
+  applicationFormPage,
+  applicationsPage,
+  confirmRemovePage,
+  confirmResetPage,
+  confirmRevokePage,
+  errorPage,
+  homePage,
+  loginPage,
+  type ShownSecret,
+  type Viewer,
+} from '../views/pages.js';
 import { STYLESHEET } from '../views/style.js';
 
 export interface PageContext {
@@ -51,6 +63,52 @@ export function renderLoginInterstitial(req: FastifyRequest, reply: FastifyReply
   return sendPage(reply, 200, loginPage({ csrf: csrfToken(req, reply), returnTo: req.url, notice: 'You need to be logged in to view this page.' }));
 }
 
+const EXPIRED = 'The form you submitted has expired. Please try again.';
+
+/*
+ * Post/Redirect/Get: every form post on the account pages answers 303, and what it did is
+ * said once on the page it redirects to, by a flash cookie that page reads and clears. A
+ * new client secret travels the same way (never in a URL): the cookie is Secure, HttpOnly,
+ * SameSite=Strict and lives 5 minutes at most, names the user it is for, and the secret is
+ * shown only while it is still the application's secret. So a reload repeats nothing and
+ * shows the secret no more. See docs/decisions.md ("Account pages").
+ */
+const FLASH_COOKIE = '__Host-sleeve-flash';
+
+interface Flash {
+  /** The account it is for. */
+  a: number;
+  /** The notice. */
+  n: string;
+  /** A new secret to show once, with its client_id. */
+  c?: string;
+  s?: string;
+}
+
+function redirectWithFlash(reply: FastifyReply, flash: Flash): FastifyReply {
+  setCookie(reply, FLASH_COOKIE, Buffer.from(JSON.stringify(flash)).toString('base64url'), { maxAge: 300, sameSite: 'Strict' });
+  return reply.redirect('/account/applications', 303);
+}
+
+/** Reads and clears the flash, if it is for this user. */
+async function takeFlash(deps: AuthDeps, req: FastifyRequest, reply: FastifyReply, viewer: SignedIn): Promise<{ notice?: string; secret?: ShownSecret }> {
+  const raw = cookies(req).get(FLASH_COOKIE);
+  if (raw === undefined) return {};
+  setCookie(reply, FLASH_COOKIE, '', { maxAge: 0, sameSite: 'Strict' });
+  let flash: Partial<Flash> | null;
+  try {
+    flash = raw.length <= 2000 ? (JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Partial<Flash> | null) : null;
+  } catch {
+    return {};
+  }
+  if (typeof flash !== 'object' || flash === null || flash.a !== viewer.accountId || typeof flash.n !== 'string') return {};
+  const notice = flash.n.slice(0, 300);
+  if (typeof flash.c !== 'string' || typeof flash.s !== 'string') return { notice };
+  const app = await authenticateClient(deps, flash.c, flash.s);
+  if (app === undefined || app.owner_id !== viewer.accountId) return { notice };
+  return { notice, secret: { appName: app.name, clientId: app.client_id, secret: flash.s } };
+}
+
 const ETAG = `"${createHash('sha256').update(STYLESHEET).digest('base64url').slice(0, 22)}"`;
 
 export async function pageRoutes(app: FastifyInstance, ctx: PageContext): Promise<void> {
@@ -64,18 +122,9 @@ export async function pageRoutes(app: FastifyInstance, ctx: PageContext): Promis
     }
     return viewer;
   };
-  /** Form posts must carry the CSRF token; a failure re-shows the applications page with a message. */
-  const requirePost = async (req: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined> => {
-    const viewer = await requireViewer(req, reply);
-    if (viewer === undefined) return undefined;
-    if (!csrfValid(req)) {
-      await showApplications(reply, viewer, 400, { notice: 'The form you submitted has expired. Please try again.' });
-      return undefined;
-    }
-    return viewer;
-  };
-  const showApplications = async (reply: FastifyReply, viewer: SignedIn, status: number, extra: Parameters<typeof applicationsPage>[0] extends infer P ? Partial<P> : never) =>
-    sendPage(reply, status, applicationsPage({ viewer, grants: await listUserGrants(deps, viewer.accountId), apps: await listOwnApps(deps, viewer.accountId), ...extra }));
+  const showApplications = async (reply: FastifyReply, viewer: SignedIn, extra: { notice?: string; secret?: ShownSecret }) =>
+    sendPage(reply, 200, applicationsPage({ viewer, grants: await listUserGrants(deps, viewer.accountId), apps: await listOwnApps(deps, viewer.accountId), ...extra }));
+  const facts = (req: FastifyRequest, viewer: SignedIn, clientId: string) => ({ user: viewer.name, address: ctx.clientAddress(req), clientId });
   const idParam = (req: FastifyRequest): number => {
     const raw = (req.params as Record<string, string>).id ?? '';
     return /^\d{1,9}$/.test(raw) ? Number(raw) : -1;
@@ -139,14 +188,69 @@ export async function pageRoutes(app: FastifyInstance, ctx: PageContext): Promis
   app.get('/account/applications', async function applications(req, reply) {
     const viewer = await requireViewer(req, reply);
     if (viewer === undefined) return reply;
-    return showApplications(reply, viewer, 200, {});
+    return showApplications(reply, viewer, await takeFlash(deps, req, reply, viewer));
   });
 
-  app.post('/account/applications/revoke/:id', async function revokeGrant(req, reply) {
-    const viewer = await requirePost(req, reply);
-    if (viewer === undefined) return reply;
-    const ok = await revokeUserGrant(deps, viewer.accountId, idParam(req));
-    return showApplications(reply, viewer, ok ? 200 : 404, { notice: ok ? 'Access revoked.' : 'There is no such authorization.' });
+  /**
+   * A destructive action behind a confirmation page, as on musicbrainz.org: GET asks "Are
+   * you sure…", its form POSTs to the same URL with the CSRF token, and only that POST acts,
+   * then redirects. A second POST (a double tap, a reload) finds nothing left to do and says so.
+   */
+  const confirmed = <T>(
+    path: string,
+    missing: string,
+    load: (viewer: SignedIn, id: number) => Promise<T | undefined>,
+    ask: (viewer: SignedIn, item: T, error?: string) => string,
+    act: (req: FastifyRequest, viewer: SignedIn, item: T) => Promise<Flash>,
+  ): void => {
+    app.get(path, async function confirmForm(req, reply) {
+      const viewer = await requireViewer(req, reply);
+      if (viewer === undefined) return reply;
+      const item = await load(viewer, idParam(req));
+      if (item === undefined) return sendPage(reply, 404, errorPage({ error: 'not_found', description: missing, viewer }));
+      return sendPage(reply, 200, ask(viewer, item));
+    });
+    app.post(path, async function confirm(req, reply) {
+      const viewer = await requireViewer(req, reply);
+      if (viewer === undefined) return reply;
+      const item = await load(viewer, idParam(req));
+      if (item === undefined) return redirectWithFlash(reply, { a: viewer.accountId, n: missing });
+      if (!csrfValid(req)) return sendPage(reply, 400, ask(viewer, item, EXPIRED));
+      return redirectWithFlash(reply, await act(req, viewer, item));
+    });
+  };
+  const loadApp = async (viewer: SignedIn, id: number): Promise<Application | undefined> => {
+    try {
+      return await ownApp(deps, viewer.accountId, id);
+    } catch (err) {
+      if (isAppError(err) && err.code === 'NOT_FOUND') return undefined;
+      throw err;
+    }
+  };
+  const noApp = 'There is no such application (or it was removed).';
+
+  confirmed(
+    '/account/applications/revoke/:id',
+    'There is no such authorization (or it was revoked).',
+    (viewer, id) => findUserGrant(deps, viewer.accountId, id),
+    (viewer, grant, error) => confirmRevokePage({ viewer, grant, error }),
+    async (req, viewer, grant) => {
+      const ended = await revokeUserGrant(deps, viewer.accountId, grant.id);
+      if (ended !== undefined) audit(req.log, 'grant.revoked', { ...facts(req, viewer, ended.clientId), via: 'account page' });
+      return { a: viewer.accountId, n: `Access revoked: ${grant.appName} can no longer act for you.` };
+    },
+  );
+
+  confirmed('/account/applications/remove/:id', noApp, loadApp, (viewer, a, error) => confirmRemovePage({ viewer, app: a, error }), async (req, viewer, a) => {
+    await removeApp(deps, viewer.accountId, a.id);
+    audit(req.log, 'app.removed', facts(req, viewer, a.client_id));
+    return { a: viewer.accountId, n: `Removed ${a.name}; its grants and tokens no longer work.` };
+  });
+
+  confirmed('/account/applications/reset-secret/:id', noApp, loadApp, (viewer, a, error) => confirmResetPage({ viewer, app: a, error }), async (req, viewer, a) => {
+    const { clientSecret } = await resetSecret(deps, viewer.accountId, a.id);
+    audit(req.log, 'app.secret_reset', facts(req, viewer, a.client_id));
+    return { a: viewer.accountId, n: `New secret for ${a.name}; the old one no longer works.`, c: a.client_id, s: clientSecret };
   });
 
   app.get('/account/applications/register', async function registerForm(req, reply) {
@@ -161,10 +265,11 @@ export async function pageRoutes(app: FastifyInstance, ctx: PageContext): Promis
     const form = formParams(req);
     const values = { name: form.get('name') ?? undefined, kind: form.get('kind') ?? undefined, redirectUri: form.get('redirect_uri') ?? undefined };
     const again = (status: number, error: string) => sendPage(reply, status, applicationFormPage({ viewer, mode: 'register', action: '/account/applications/register', values, error }));
-    if (!csrfValid(req)) return again(400, 'The form you submitted has expired. Please try again.');
+    if (!csrfValid(req)) return again(400, EXPIRED);
     try {
       const { app: created, clientSecret } = await registerApp(deps, { ownerId: viewer.accountId, ...values });
-      return showApplications(reply, viewer, 200, { notice: `Registered ${created.name}.`, secret: { appName: created.name, clientId: created.client_id, secret: clientSecret } });
+      audit(req.log, 'app.registered', facts(req, viewer, created.client_id));
+      return redirectWithFlash(reply, { a: viewer.accountId, n: `Registered ${created.name}.`, c: created.client_id, s: clientSecret });
     } catch (err) {
       if (isAppError(err) && err.expose) return again(400, err.message);
       throw err;
@@ -174,59 +279,26 @@ export async function pageRoutes(app: FastifyInstance, ctx: PageContext): Promis
   app.get('/account/applications/edit/:id', async function editForm(req, reply) {
     const viewer = await requireViewer(req, reply);
     if (viewer === undefined) return reply;
-    try {
-      const a = await ownApp(deps, viewer.accountId, idParam(req));
-      return sendPage(reply, 200, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${a.id}`, values: { name: a.name, kind: a.kind, redirectUri: a.redirect_uri ?? '' } }));
-    } catch (err) {
-      if (isAppError(err) && err.code === 'NOT_FOUND') return sendPage(reply, 404, errorPage({ error: 'not_found', description: 'There is no such application.', viewer }));
-      throw err;
-    }
+    const a = await loadApp(viewer, idParam(req));
+    if (a === undefined) return sendPage(reply, 404, errorPage({ error: 'not_found', description: noApp, viewer }));
+    return sendPage(reply, 200, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${a.id}`, values: { name: a.name, kind: a.kind, redirectUri: a.redirect_uri ?? '' } }));
   });
 
   app.post('/account/applications/edit/:id', async function edit(req, reply) {
     const viewer = await requireViewer(req, reply);
     if (viewer === undefined) return reply;
     const form = formParams(req);
-    const id = idParam(req);
+    const current = await loadApp(viewer, idParam(req));
+    if (current === undefined) return sendPage(reply, 404, errorPage({ error: 'not_found', description: noApp, viewer }));
+    const values = { name: form.get('name') ?? undefined, kind: current.kind, redirectUri: form.get('redirect_uri') ?? undefined };
+    const again = (status: number, error: string) => sendPage(reply, status, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${current.id}`, values, error }));
+    if (!csrfValid(req)) return again(400, EXPIRED);
     try {
-      const current = await ownApp(deps, viewer.accountId, id);
-      const values = { name: form.get('name') ?? undefined, kind: current.kind, redirectUri: form.get('redirect_uri') ?? undefined };
-      const again = (status: number, error: string) => sendPage(reply, status, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${id}`, values, error }));
-      if (!csrfValid(req)) return again(400, 'The form you submitted has expired. Please try again.');
-      try {
-        const updated = await editApp(deps, viewer.accountId, id, values);
-        return showApplications(reply, viewer, 200, { notice: `Updated ${updated.name}.` });
-      } catch (err) {
-        if (isAppError(err) && err.code === 'INVALID_INPUT') return again(400, err.message);
-        throw err;
-      }
+      const updated = await editApp(deps, viewer.accountId, current.id, values);
+      audit(req.log, 'app.changed', facts(req, viewer, updated.client_id));
+      return redirectWithFlash(reply, { a: viewer.accountId, n: `Updated ${updated.name}.` });
     } catch (err) {
-      if (isAppError(err) && err.code === 'NOT_FOUND') return sendPage(reply, 404, errorPage({ error: 'not_found', description: 'There is no such application.', viewer }));
-      throw err;
-    }
-  });
-
-  app.post('/account/applications/remove/:id', async function remove(req, reply) {
-    const viewer = await requirePost(req, reply);
-    if (viewer === undefined) return reply;
-    try {
-      const a = await ownApp(deps, viewer.accountId, idParam(req));
-      await removeApp(deps, viewer.accountId, a.id);
-      return showApplications(reply, viewer, 200, { notice: `Removed ${a.name}; its grants and tokens no longer work.` });
-    } catch (err) {
-      if (isAppError(err) && err.code === 'NOT_FOUND') return showApplications(reply, viewer, 404, { notice: 'There is no such application.' });
-      throw err;
-    }
-  });
-
-  app.post('/account/applications/reset-secret/:id', async function reset(req, reply) {
-    const viewer = await requirePost(req, reply);
-    if (viewer === undefined) return reply;
-    try {
-      const { app: a, clientSecret } = await resetSecret(deps, viewer.accountId, idParam(req));
-      return showApplications(reply, viewer, 200, { notice: `New secret for ${a.name}; the old one no longer works.`, secret: { appName: a.name, clientId: a.client_id, secret: clientSecret } });
-    } catch (err) {
-      if (isAppError(err) && err.code === 'NOT_FOUND') return showApplications(reply, viewer, 404, { notice: 'There is no such application.' });
+      if (isAppError(err) && err.expose) return again(400, err.message);
       throw err;
     }
   });

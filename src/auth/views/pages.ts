@@ -45,10 +45,11 @@ export function consentPage(opts: { viewer: Viewer; app: Application; scope: num
   return page({ title: 'OAuth authorization', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
 }
 
-export function errorPage(opts: { error: string; description: string; viewer?: Viewer }): string {
+/** An error page; `blame` adds that the application that sent the user here made the bad request. */
+export function errorPage(opts: { error: string; description: string; viewer?: Viewer | undefined; blame?: boolean }): string {
   const body = html`<p class="error" role="alert"><strong>Error: ${opts.error}</strong></p>
 <p>${opts.description}</p>
-<p class="muted">The application that sent you here made a request sleeve cannot accept. Nothing was shared with it.</p>`;
+${opts.blame === true ? html`<p class="muted">The application that sent you here made a request sleeve cannot accept. Nothing was shared with it.</p>` : ''}`;
   return page({ title: 'OAuth authorization error', body, user: opts.viewer?.name, csrf: opts.viewer?.csrf });
 }
 
@@ -58,6 +59,13 @@ export function oobPage(opts: { appName: string; code: string; state?: string; v
 <p><code id="code">${opts.code}</code></p>
 ${opts.state !== undefined ? html`<p class="muted">State: <code>${opts.state}</code></p>` : ''}`;
   return page({ title: 'Authorization code', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
+
+/** After "No thanks" on an out-of-band request: the user's own choice, so nothing is anyone's fault. */
+export function declinedPage(opts: { appName: string; viewer: Viewer }): string {
+  const body = html`<p role="status">You did not give <strong>${opts.appName}</strong> access to your account, and nothing was shared with it.</p>
+<p>You can close this page. If you change your mind, start again from ${opts.appName}.</p>`;
+  return page({ title: 'Authorization declined', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
 }
 
 /** The inline script of the form_post page; its hash goes in that page's CSP. */
@@ -82,15 +90,25 @@ function dateText(ms: number): string {
   return new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 }
 
-export function applicationsPage(opts: { viewer: Viewer; grants: UserGrant[]; apps: Application[]; notice?: string; secret?: { appName: string; clientId: string; secret: string } }): string {
+export interface ShownSecret {
+  appName: string;
+  clientId: string;
+  secret: string;
+}
+
+function scopeList(scope: number, offline: boolean): SafeHtml {
+  return html`<ul class="scopes">${scopeTexts(scope).map((t) => html`<li>${t}</li>`)}${offline ? html`<li>Offline access: it can act for you when you are not using it</li>` : ''}</ul>`;
+}
+
+export function applicationsPage(opts: { viewer: Viewer; grants: UserGrant[]; apps: Application[]; notice?: string | undefined; secret?: ShownSecret | undefined }): string {
   const grants =
     opts.grants.length === 0
       ? html`<p class="muted">You have not authorized any applications.</p>`
       : opts.grants.map(
           (g) => html`<div class="card"><h3>${g.appName}</h3>
-<ul class="scopes">${scopeTexts(g.scope).map((t) => html`<li>${t}</li>`)}${g.offline ? html`<li>Offline access: it can act for you when you are not using it</li>` : ''}</ul>
+${scopeList(g.scope, g.offline)}
 <p class="muted">Granted ${dateText(g.createdAt)}${g.offline ? ' · offline' : ' · online'}</p>
-<form method="post" action="/account/applications/revoke/${g.id}"><input type="hidden" name="csrf_token" value="${opts.viewer.csrf}"><button type="submit" class="secondary">Revoke access</button></form></div>`,
+<div class="actions"><a class="action" href="/account/applications/revoke/${g.id}">Revoke access</a></div></div>`,
         );
   const secret = opts.secret
     ? html`<div class="notice" role="status"><p><strong>${opts.secret.appName}</strong>: copy the client secret now; it is shown only once.</p>
@@ -103,17 +121,18 @@ export function applicationsPage(opts: { viewer: Viewer; grants: UserGrant[]; ap
           (a) => html`<div class="card"><h3>${a.name}</h3>
 <dl><dt>Type</dt><dd>${a.kind === 'confidential' ? 'Confidential (web application)' : 'Public (installed application)'}</dd>
 <dt>Client ID</dt><dd><code>${a.client_id}</code></dd>
-<dt>Redirect URL</dt><dd>${a.redirect_uri === null ? html`<span class="muted">none (out-of-band and loopback only)</span>` : html`<code>${a.redirect_uri}</code>`}</dd></dl>
-<div class="actions"><a href="/account/applications/edit/${a.id}">Edit</a>
-<form class="inline" method="post" action="/account/applications/reset-secret/${a.id}"><input type="hidden" name="csrf_token" value="${opts.viewer.csrf}"><button type="submit" class="link">Reset secret</button></form>
-<form class="inline" method="post" action="/account/applications/remove/${a.id}"><input type="hidden" name="csrf_token" value="${opts.viewer.csrf}"><button type="submit" class="link">Remove</button></form></div></div>`,
+<dt>Redirect URL</dt><dd>${a.redirect_uri === null ? html`<span class="muted">none (out-of-band and loopback only)</span>` : html`<code>${a.redirect_uri}</code>`}</dd>
+${a.resource_server === 1 ? html`<dt>Resource server</dt><dd>may introspect every application's tokens</dd>` : ''}</dl>
+<div class="actions"><a class="action" href="/account/applications/edit/${a.id}">Edit</a>
+<a class="action" href="/account/applications/reset-secret/${a.id}">Reset secret</a>
+<a class="action" href="/account/applications/remove/${a.id}">Remove</a></div></div>`,
         );
   const body = html`${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : ''}${secret}
 <h2>Authorized applications</h2>
 <p>These applications can act for you with the permissions listed. Revoking ends their access at once.</p>
 ${grants}
 <h2>Developer applications</h2>
-<p><a href="/account/applications/register">Register an application</a></p>
+<div class="actions"><a class="action" href="/account/applications/register">Register an application</a></div>
 ${apps}`;
   return page({ title: 'Applications', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
 }
@@ -140,7 +159,58 @@ export function applicationFormPage(opts: {
 ${kindField}
 <label>Redirect URL<input type="text" name="redirect_uri" inputmode="url" autocapitalize="none" spellcheck="false" value="${opts.values.redirectUri ?? ''}">
 <span class="hint">Required for confidential applications (https; http only for localhost). Optional for public ones: a reverse-DNS scheme such as org.example.app://auth; out-of-band (urn:ietf:wg:oauth:2.0:oob) and http://localhost, http://127.0.0.1, http://[::1] on any port need no registration.</span></label>
-<div class="actions"><button type="submit">${opts.mode === 'register' ? 'Register application' : 'Update'}</button><a href="/account/applications">Cancel</a></div>
+<div class="actions"><button type="submit">${opts.mode === 'register' ? 'Register application' : 'Update'}</button><a class="action" href="/account/applications">Cancel</a></div>
 </form>`;
   return page({ title: opts.mode === 'register' ? 'Register an application' : 'Edit application', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
+
+/**
+ * "Are you sure…?" before a destructive action: GET shows this page, its form POSTs to the
+ * same URL with the CSRF token, and only that POST acts (then redirects).
+ */
+export function confirmPage(opts: { viewer: Viewer; title: string; question: SafeHtml; details?: SafeHtml; action: string; confirmLabel: string; error?: string | undefined }): string {
+  const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<p>${opts.question}</p>
+${opts.details ?? ''}
+<form method="post" action="${opts.action}">
+<input type="hidden" name="csrf_token" value="${opts.viewer.csrf}">
+<div class="actions"><button type="submit" class="danger">${opts.confirmLabel}</button><a class="action" href="/account/applications">Cancel</a></div>
+</form>`;
+  return page({ title: opts.title, body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
+
+export function confirmRevokePage(opts: { viewer: Viewer; grant: UserGrant; error?: string | undefined }): string {
+  return confirmPage({
+    viewer: opts.viewer,
+    title: 'Revoke access',
+    question: html`Are you sure you want to revoke the access of <strong>${opts.grant.appName}</strong> to your account? It loses these permissions at once:`,
+    details: scopeList(opts.grant.scope, opts.grant.offline),
+    action: `/account/applications/revoke/${opts.grant.id}`,
+    confirmLabel: 'Revoke access',
+    error: opts.error,
+  });
+}
+
+export function confirmRemovePage(opts: { viewer: Viewer; app: Application; error?: string | undefined }): string {
+  return confirmPage({
+    viewer: opts.viewer,
+    title: 'Remove application',
+    question: html`Are you sure you want to remove <strong>${opts.app.name}</strong>?`,
+    details: html`<p>Its client ID and secret stop working, and every authorization users gave it ends, with its tokens. This cannot be undone.</p>`,
+    action: `/account/applications/remove/${opts.app.id}`,
+    confirmLabel: 'Remove application',
+    error: opts.error,
+  });
+}
+
+export function confirmResetPage(opts: { viewer: Viewer; app: Application; error?: string | undefined }): string {
+  return confirmPage({
+    viewer: opts.viewer,
+    title: 'Reset client secret',
+    question: html`Are you sure you want to reset the client secret of <strong>${opts.app.name}</strong>?`,
+    details: html`<p>The current secret stops working at once. The new one is shown to you once, on the next page.</p>`,
+    action: `/account/applications/reset-secret/${opts.app.id}`,
+    confirmLabel: 'Reset secret',
+    error: opts.error,
+  });
 }

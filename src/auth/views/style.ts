@@ -1,12 +1,13 @@
 /** The one stylesheet of the website pages, served at /static/sleeve.css. Small, no external assets. */
-export const STYLESHEET = `:root{color-scheme:light dark;--fg:#1d1d1f;--bg:#fff;--muted:#5f6368;--line:#d9d9de;--accent:#a33a6b;--accent-fg:#fff;--error:#b3261e;--ok:#1b6e3a}
-@media (prefers-color-scheme:dark){:root{--fg:#ececf1;--bg:#17171a;--muted:#a0a0aa;--line:#3a3a42;--accent:#e07aa8;--accent-fg:#17171a;--error:#f2b8b5;--ok:#9ad6a9}}
+export const STYLESHEET = `:root{color-scheme:light dark;--fg:#1d1d1f;--bg:#fff;--muted:#5f6368;--line:#d9d9de;--field:#6e6e78;--accent:#a33a6b;--accent-fg:#fff;--error:#b3261e;--ok:#1b6e3a}
+@media (prefers-color-scheme:dark){:root{--fg:#ececf1;--bg:#17171a;--muted:#a0a0aa;--line:#3a3a42;--field:#9a9aa6;--accent:#e07aa8;--accent-fg:#17171a;--error:#f2b8b5;--ok:#9ad6a9}}
 *{box-sizing:border-box}
 html{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 body{margin:0}
 header{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
-header .brand{font-weight:700;color:var(--fg);text-decoration:none}
+header .brand{font-weight:700;color:var(--fg);text-decoration:none;min-height:2.75rem;display:inline-flex;align-items:center}
 header nav{margin-left:auto;display:flex;gap:1rem;align-items:center}
+header nav a{min-height:2.75rem;min-width:2.75rem;display:inline-flex;align-items:center}
 main{max-width:44rem;margin:0 auto;padding:1.25rem 1rem 3rem}
 h1{font-size:1.5rem;margin:.5rem 0 1rem}
 h2{font-size:1.15rem;margin:2rem 0 .5rem}
@@ -15,11 +16,13 @@ p.muted,.muted{color:var(--muted)}
 form.stack{display:grid;gap:.9rem;max-width:26rem}
 label{display:grid;gap:.25rem;font-weight:600}
 label span.hint{font-weight:400;color:var(--muted);font-size:.9rem}
-input[type=text],input[type=password],input[type=url],select{font:inherit;padding:.55rem .65rem;border:1px solid var(--line);border-radius:.4rem;background:var(--bg);color:var(--fg);width:100%}
+input[type=text],input[type=password],input[type=url],select{font:inherit;min-height:2.75rem;padding:.55rem .65rem;border:1px solid var(--field);border-radius:.4rem;background:var(--bg);color:var(--fg);width:100%}
 input:focus-visible,select:focus-visible,button:focus-visible,a:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
-button{font:inherit;padding:.55rem 1rem;border-radius:.4rem;border:1px solid var(--accent);background:var(--accent);color:var(--accent-fg);cursor:pointer}
+button{font:inherit;min-height:2.75rem;min-width:2.75rem;padding:.55rem 1rem;border-radius:.4rem;border:1px solid var(--accent);background:var(--accent);color:var(--accent-fg);cursor:pointer}
 button.secondary{background:transparent;color:var(--accent)}
-button.link{border:0;background:none;color:var(--accent);padding:0;text-decoration:underline}
+button.link{border:0;background:none;color:var(--accent);padding:0 .25rem;text-decoration:underline}
+button.danger{border-color:var(--error);background:var(--error);color:var(--bg)}
+a.action{min-height:2.75rem;min-width:2.75rem;display:inline-flex;align-items:center;padding:0 .25rem}
 .actions{display:flex;gap:.75rem;flex-wrap:wrap;align-items:center}
 .error{color:var(--error);border-left:4px solid var(--error);padding:.4rem .75rem;margin:1rem 0}
 .notice{color:var(--ok);border-left:4px solid var(--ok);padding:.4rem .75rem;margin:1rem 0}
