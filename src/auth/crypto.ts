@@ -99,11 +99,6 @@ export class PasswordHasher {
     });
   }
 
-  /** Hashes waiting for a thread, and threads at work (for tests and metrics). */
-  get load(): { running: number; waiting: number } {
-    return { running: this.running.size, waiting: this.waiting.length };
-  }
-
   async close(): Promise<void> {
     this.closed = true;
     for (const job of this.waiting.splice(0)) job.reject(new Error('the password hasher is closed'));

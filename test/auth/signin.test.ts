@@ -15,8 +15,8 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import type { Clock } from '../../src/shared/clock.js';
-import { addUser, Browser, PASSWORD, type HttpsResponse } from '../helpers/auth.js';
-import { DIALECT, freePort, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { addApp, addUser, authorize, Browser, PASSWORD, type HttpsResponse } from '../helpers/auth.js';
+import { DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { logLines, startServe, type ServeProcess } from '../helpers/serve-process.js';
 
 const MINUTE = 60_000;
@@ -142,8 +142,10 @@ describe(`sign-in under attack (${DIALECT})`, () => {
       assert.equal(results.filter(checked).length, 5, `password checks run: ${statuses.join(' ')}`);
       assert.equal(statuses.filter((x) => x === 429).length, 35, statuses.join(' '));
       for (const r of results.filter((x) => x.status === 429)) assert.ok(Number(r.headers['retry-after']) > 0);
-      // The audit lines of both processes tell the same story.
-      const lines = [...s.audits(), ...(logLines(other) as unknown as AuditLine[])].filter((l) => l.audit === 'signin.failed' && l.user === 'erin');
+      // The audit lines of both processes tell the same story (the other's reach its stdout a little later).
+      const erin = () => [...s.audits(), ...(logLines(other) as unknown as AuditLine[])].filter((l) => l.audit === 'signin.failed' && l.user === 'erin');
+      const lines = (await pollUntil(async () => erin(), (l) => l.length >= 40, 10_000)).value;
+      assert.equal(lines.length, 40);
       assert.equal(lines.filter((l) => l.reason === 'bad_password').length, 5);
       assert.equal(lines.filter((l) => l.reason === 'throttled').length, 35);
       // And the account stays locked for strangers, the right password included.
@@ -203,10 +205,28 @@ describe(`sign-in under attack (${DIALECT})`, () => {
       }
     });
 
-    it('sends a signed-out request for a page whose path holds raw non-ASCII bytes to the sign-in page', async () => {
-      const res = await rawTls(s.base, 'GET /account/applications/edit/\xff\xe9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-      assert.ok(res.status === 303 || res.status === 400 || res.status === 404, res.head);
-      if (res.status === 303) assert.match(res.location ?? '', /^\/login\?return_to=[\x21-\x7e]+$/);
+    it('keeps authorize redirects ASCII whatever a loopback redirect URI and state hold', async () => {
+      const app = await addApp(t, 'heidi', 'public', undefined, 'Loopback');
+      const b = new Browser();
+      assert.equal((await attempt(s.base, 'heidi', PASSWORD, { browser: b, from: '192.0.2.22' })).status, 303);
+      for (const decision of ['allow', 'deny'] as const) {
+        const res = await authorize(b, s.base, { client_id: app.client_id, response_type: 'code', scope: 'profile', redirect_uri: 'http://127.0.0.1:9/cb\u0100\u007f x', state: 's\u2603\u007f' }, decision);
+        assert.equal(res.status, 302, res.body.slice(0, 300));
+        const location = String(res.headers.location);
+        assert.match(location, /^http:\/\/127\.0\.0\.1:9\/cb%C4%80%7F%20x\?[\x21-\x7e]+$/, location);
+        assert.equal(new URL(location).searchParams.get('state'), 's\u2603\u007f');
+      }
+    });
+
+    it('sends signed-out requests to the sign-in page with an ASCII Location, whatever their path holds', async () => {
+      // Raw bytes above 0x7F in the request target are refused by the HTTP parser, before any route.
+      const raw = await rawTls(s.base, 'GET /account/applications/edit/\xff\xe9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      assert.equal(raw.status, 400, raw.head);
+      const res = await new Browser().fetch(`${s.base}/account/applications?q=%FF%C4%80%7F%E2%98%83`);
+      assert.equal(res.status, 303);
+      const location = String(res.headers.location);
+      assert.match(location, /^\/login\?return_to=[\x21-\x7e]+$/, location);
+      assert.equal(new URL(location, s.base).searchParams.get('return_to'), '/account/applications?q=%FF%C4%80%7F%E2%98%83');
     });
   });
 
@@ -332,12 +352,14 @@ describe(`password hashing under a sign-in flood (${DIALECT})`, () => {
     };
     const known: number[] = [];
     const unknown: number[] = [];
-    for (let i = 0; i < 4; i++) {
+    // Five: the account's limit of failures in a window.
+    for (let i = 0; i < 5; i++) {
       known.push(await timed('ivan', i));
       unknown.push(await timed(`nobody-${i}`, 10 + i));
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-    assert.ok(median(unknown) > 0.5 * median(known), `unknown ${unknown.map((x) => x.toFixed(0))} vs known ${known.map((x) => x.toFixed(0))} ms`);
+    // The quickest of each: the cost itself, with the least of this machine's other load in it.
+    // Skipping the hash for unknown names would make theirs a few ms against a hash's 50 or more.
+    assert.ok(Math.min(...unknown) > 0.5 * Math.min(...known), `unknown ${unknown.map((x) => x.toFixed(0))} vs known ${known.map((x) => x.toFixed(0))} ms`);
   });
 
   it('refuses sign-ins with 503 and Retry-After when every hashing thread is busy and the queue is full, counting nothing', async () => {
@@ -373,7 +395,7 @@ function pick(line: AuditLine | undefined): Record<string, unknown> | undefined 
 }
 
 /** One request written byte for byte over TLS (for request targets an HTTP client will not send). */
-function rawTls(base: string, request: string): Promise<{ status: number; location: string | undefined; head: string }> {
+function rawTls(base: string, request: string): Promise<{ status: number; head: string }> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const socket = tls.connect({ host: url.hostname, port: Number(url.port), rejectUnauthorized: false }, () => socket.end(Buffer.from(request, 'latin1')));
@@ -383,7 +405,7 @@ function rawTls(base: string, request: string): Promise<{ status: number; locati
     socket.on('close', () => {
       const text = Buffer.concat(chunks).toString('latin1');
       const head = text.slice(0, text.indexOf('\r\n\r\n'));
-      resolve({ status: Number(head.split(' ')[1]), location: /\r\nlocation: ([^\r]*)/i.exec(head)?.[1], head });
+      resolve({ status: Number(head.split(' ')[1]), head });
     });
   });
 }
