@@ -172,12 +172,12 @@ export async function purgeSigninRows(deps: AuthDeps, now = deps.clock.now()): P
   await deps.db.deleteFrom('signin_device').where('expires_at', '<=', now).execute();
 }
 
-/** The device nonce a browser sent, when it is valid for this account. */
+/** The device nonce a browser sent, when it is valid for this account (looked up for unknown names too: same timing). */
 async function trustedDevice(deps: AuthDeps, token: string | undefined, accountId: number | undefined, now: number): Promise<string | undefined> {
-  if (token === undefined || accountId === undefined || !/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
+  if (token === undefined || !/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
   const hash = tokenHash(token);
   const row = await deps.db.selectFrom('signin_device').select('account_id').where('token_hash', '=', hash).where('expires_at', '>', now).executeTakeFirst();
-  return row?.account_id === accountId ? hash : undefined;
+  return row !== undefined && row.account_id === accountId ? hash : undefined;
 }
 
 /** A new device cookie for this account (replacing the one the browser had): OWASP issues one at every sign-in. */
