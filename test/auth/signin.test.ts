@@ -352,14 +352,16 @@ describe(`password hashing under a sign-in flood (${DIALECT})`, () => {
     };
     const known: number[] = [];
     const unknown: number[] = [];
-    // Five: the account's limit of failures in a window.
+    // Five pairs (the account's limit of failures in a window), each in turn order.
     for (let i = 0; i < 5; i++) {
-      known.push(await timed('ivan', i));
+      if (i % 2 === 0) known.push(await timed('ivan', i));
       unknown.push(await timed(`nobody-${i}`, 10 + i));
+      if (i % 2 === 1) known.push(await timed('ivan', i));
     }
-    // The quickest of each: the cost itself, with the least of this machine's other load in it.
-    // Skipping the hash for unknown names would make theirs a few ms against a hash's 50 or more.
-    assert.ok(Math.min(...unknown) > 0.5 * Math.min(...known), `unknown ${unknown.map((x) => x.toFixed(0))} vs known ${known.map((x) => x.toFixed(0))} ms`);
+    // Skipping the hash for unknown names would make theirs a tenth of the others' or less;
+    // the margin is for this machine's other load, which varies single requests a lot.
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    assert.ok(sum(unknown) > 0.4 * sum(known), `unknown ${unknown.map((x) => x.toFixed(0))} vs known ${known.map((x) => x.toFixed(0))} ms`);
   });
 
   it('refuses sign-ins with 503 and Retry-After when every hashing thread is busy and the queue is full, counting nothing', async () => {
