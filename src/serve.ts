@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { Config } from './config/load.js';
 import { buildAuthApp } from './auth/app.js';
+import { PasswordHasher } from './auth/crypto.js';
 import { loadTlsMaterial } from './auth/tls.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, SharedRateLimiter } from './cluster/index.js';
 import { finishPendingIndexes, loadDemo, ResponseCache } from './cover-art/index.js';
@@ -18,6 +19,7 @@ import { WriteBatcher } from './db/write-batch.js';
 import { importLockHeld, type ImportLockPlace } from './import/lock.js';
 import { isStoreUnavailable } from './shared/errors.js';
 import { keepTickShape } from './shared/tick-shape.js';
+import type { Clock } from './shared/clock.js';
 
 export interface Server {
   runtime: Runtime;
@@ -34,6 +36,8 @@ export interface ServeOptions {
   only?: 'coverart' | 'auth';
   /** Log destination; defaults to stdout. */
   logStream?: NodeJS.WritableStream;
+  /** The time source (tests fix it); the system clock by default. */
+  clock?: Clock;
 }
 
 function addressOf(server: HttpServer, scheme: string): string {
@@ -47,7 +51,9 @@ function addressOf(server: HttpServer, scheme: string): string {
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<Server> {
   // Done first thing by the CLI; here too for servers started in-process (the earlier, the surer).
   keepTickShape();
-  const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal' });
+  const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal', clock: options.clock });
+  // Passwords are hashed on threads of their own, never on libuv's pool (docs/decisions.md).
+  const passwords = new PasswordHasher(config.passwordHashing);
   const logger = { level: config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) };
   const apps: FastifyInstance[] = [];
   let metricsServer: HttpServer | undefined;
@@ -162,7 +168,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       const app = buildAuthApp({
         tls,
         logger,
-        deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db) },
+        deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db), passwords },
         trustsProxy: (address) => trusted.trusts(address),
         clientAddress: (peer, forwardedFor) => clientAddress(peer, forwardedFor, trusted),
         health: health.forListener({ database }),
@@ -206,12 +212,14 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
           clearInterval(sweep);
         }
         await stopCluster();
+        await passwords.close();
         await runtime.close();
       },
     };
   } catch (err) {
     await Promise.all([...apps.map((a) => a.close().catch(() => {})), closeServer(metricsServer).catch(() => {})]);
     await stopCluster().catch(() => {});
+    await passwords.close();
     await runtime.close().catch(() => {});
     throw err;
   }

@@ -3,7 +3,7 @@ import type { Db } from '../db/schema.js';
 import type { WriteBatcher } from '../db/write-batch.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError, invalidInput } from '../shared/errors.js';
-import { DUMMY_PASSWORD_HASH, hashPassword, randomToken, tokenHash, verifyPassword } from './crypto.js';
+import { DUMMY_PASSWORD_HASH, hashPassword, PasswordHashingBusy, randomToken, tokenHash, verifyPassword, type PasswordHasher } from './crypto.js';
 
 /** What the authorization module needs from the outside world. */
 export interface AuthDeps {
@@ -15,6 +15,8 @@ export interface AuthDeps {
   authCodeTtl: number;
   /** Group commit for the hot small writes (token refresh), when the process serves many clients. */
   writes?: WriteBatcher;
+  /** Where passwords are hashed (worker threads with a bounded queue); a shared default when absent. */
+  passwords?: PasswordHasher | undefined;
 }
 
 export interface Account {
@@ -62,7 +64,7 @@ export async function addUser(deps: AuthDeps, input: AddUserInput): Promise<Acco
       throw invalidInput(`unknown time zone ${JSON.stringify(input.zoneinfo)}`);
     }
   }
-  const password_hash = await hashPassword(input.password);
+  const password_hash = await hashPassword(input.password, deps.passwords);
   const existing = await deps.db.selectFrom('account').select('id').where('name_key', '=', name.toLowerCase()).executeTakeFirst();
   if (existing !== undefined) throw new AppError('CONFLICT', `user ${name} already exists`);
   try {
@@ -100,60 +102,157 @@ export async function findAccount(deps: AuthDeps, id: number): Promise<Account |
   return deps.db.selectFrom('account').select(ACCOUNT_COLUMNS).where('id', '=', id).executeTakeFirst();
 }
 
-/* Login throttling: failures are counted per account and per client address in a
-   15-minute window; past the limit, that key is locked until the window ends. */
+/*
+ * Sign-in throttling (docs/decisions.md, "Sign-in throttling"). Attempts are counted per key
+ * in a fixed 15-minute window that starts with the key's first attempt. Each password check
+ * first reserves its attempt, in one atomic statement, on every key it is counted against; a
+ * reservation past the key's limit is refused and given back, so at most `limit` checks run
+ * per key and window however many requests arrive at once, in however many processes. A
+ * failed check keeps its reservation (it is the failure); a successful one, or one that could
+ * not run, gives it back.
+ *
+ * Which keys: a browser that holds a device cookie of this account (it signed in to it before)
+ * is counted on that device alone, so a lockout of the account by someone else never keeps
+ * the owner out (OWASP's device cookies). Everyone else is counted per account and per client
+ * address.
+ */
 const WINDOW_MS = 15 * 60 * 1000;
 const ACCOUNT_LIMIT = 5;
 const ADDRESS_LIMIT = 20;
+const DEVICE_LIMIT = 5;
+/** How long a device cookie stays valid, and how many devices an account keeps (the newest). */
+const DEVICE_TTL_MS = 365 * 24 * 3600 * 1000;
+const DEVICES_PER_ACCOUNT = 20;
+/** Ended windows are purged at most this often per process, by the next sign-in attempt. */
+const PURGE_EVERY_MS = 60 * 1000;
 
-async function lockedFor(deps: AuthDeps, key: string, now: number): Promise<number> {
-  const row = await deps.db.selectFrom('login_throttle').selectAll().where('key', '=', key).executeTakeFirst();
-  return row !== undefined && row.locked_until > now ? row.locked_until - now : 0;
+interface Reservation {
+  key: string;
+  windowStart: number;
 }
 
-/**
- * Counts one failure in a single atomic upsert, so that concurrent failures are all
- * counted and never collide on the insert (a read-then-write lost counts on PostgreSQL
- * and failed with a duplicate key, answering 500).
- */
-async function recordFailure(deps: AuthDeps, key: string, limit: number, now: number): Promise<void> {
+/** Counts one attempt on `key`; granted when that leaves the key within its limit. */
+async function reserve(deps: AuthDeps, key: string, limit: number, now: number): Promise<{ granted: Reservation } | { retryAfterMs: number }> {
   const at = sql<number>`CAST(${now} AS BIGINT)`;
   const expired = sql<boolean>`${at} - login_throttle.window_start >= ${sql.lit(WINDOW_MS)}`;
-  const lockedIfFirst = limit <= 1 ? sql<number>`${at} + ${sql.lit(WINDOW_MS)}` : sql<number>`0`;
-  await deps.db
+  const row = await deps.db
     .insertInto('login_throttle')
-    .values({ key, failures: 1, window_start: now, locked_until: limit <= 1 ? now + WINDOW_MS : 0 })
+    .values({ key, attempts: 1, window_start: now })
     .onConflict((oc) =>
       oc.column('key').doUpdateSet({
-        failures: sql<number>`CASE WHEN ${expired} THEN 1 ELSE login_throttle.failures + 1 END`,
+        attempts: sql<number>`CASE WHEN ${expired} THEN 1 ELSE login_throttle.attempts + 1 END`,
         window_start: sql<number>`CASE WHEN ${expired} THEN ${at} ELSE login_throttle.window_start END`,
-        locked_until: sql<number>`CASE WHEN ${expired} THEN ${lockedIfFirst} WHEN login_throttle.failures + 1 >= ${sql.lit(limit)} THEN login_throttle.window_start + ${sql.lit(WINDOW_MS)} ELSE 0 END`,
       }),
     )
+    .returning(['attempts', 'window_start'])
+    .executeTakeFirstOrThrow();
+  const reservation = { key, windowStart: Number(row.window_start) };
+  if (Number(row.attempts) <= limit) return { granted: reservation };
+  await giveBack(deps, reservation);
+  return { retryAfterMs: Math.max(1000, reservation.windowStart + WINDOW_MS - now) };
+}
+
+/** Returns a reservation (unless its window has ended and been started again since). */
+async function giveBack(deps: AuthDeps, r: Reservation): Promise<void> {
+  await deps.db
+    .updateTable('login_throttle')
+    .set({ attempts: sql<number>`attempts - 1` })
+    .where('key', '=', r.key)
+    .where('window_start', '=', r.windowStart)
+    .where('attempts', '>', 0)
     .execute();
 }
 
-export type LoginResult = { ok: true; account: Account } | { ok: false; reason: 'invalid' | 'throttled'; retryAfterSeconds?: number };
+const lastPurge = new WeakMap<Db, number>();
 
-/** Checks a name and password, throttled per account and per address. */
-export async function authenticate(deps: AuthDeps, name: string, password: string, address: string): Promise<LoginResult> {
+/** Deletes throttle rows whose window has ended and device cookies that have expired. */
+export async function purgeSigninRows(deps: AuthDeps, now = deps.clock.now()): Promise<void> {
+  lastPurge.set(deps.db, now);
+  await deps.db.deleteFrom('login_throttle').where('window_start', '<=', now - WINDOW_MS).execute();
+  await deps.db.deleteFrom('signin_device').where('expires_at', '<=', now).execute();
+}
+
+/** The device nonce a browser sent, when it is valid for this account (looked up for unknown names too: same timing). */
+async function trustedDevice(deps: AuthDeps, token: string | undefined, accountId: number | undefined, now: number): Promise<string | undefined> {
+  if (token === undefined || !/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
+  const hash = tokenHash(token);
+  const row = await deps.db.selectFrom('signin_device').select('account_id').where('token_hash', '=', hash).where('expires_at', '>', now).executeTakeFirst();
+  return row !== undefined && row.account_id === accountId ? hash : undefined;
+}
+
+/** A new device cookie for this account (replacing the one the browser had): OWASP issues one at every sign-in. */
+async function issueDevice(deps: AuthDeps, accountId: number, previous: string | undefined, now: number): Promise<DeviceCookie> {
+  const token = randomToken();
+  if (previous !== undefined) await deps.db.deleteFrom('signin_device').where('token_hash', '=', previous).execute();
+  await deps.db.insertInto('signin_device').values({ token_hash: tokenHash(token), account_id: accountId, created_at: now, expires_at: now + DEVICE_TTL_MS }).execute();
+  // Each account keeps its newest devices only, so the table is bounded per account.
+  const keep = deps.db.selectFrom('signin_device').select('token_hash').where('account_id', '=', accountId).orderBy('created_at', 'desc').limit(DEVICES_PER_ACCOUNT);
+  await deps.db.deleteFrom('signin_device').where('account_id', '=', accountId).where('token_hash', 'not in', keep).execute();
+  return { token, maxAgeSeconds: DEVICE_TTL_MS / 1000 };
+}
+
+export interface DeviceCookie {
+  token: string;
+  maxAgeSeconds: number;
+}
+
+export interface SigninAttempt {
+  name: string;
+  password: string;
+  /** The client's address (after trusted proxies). */
+  address: string;
+  /** The browser's device cookie, if it sent one. */
+  device?: string | undefined;
+}
+
+export type LoginResult =
+  | { ok: true; account: Account; device: DeviceCookie }
+  | { ok: false; reason: 'bad_password' | 'unknown_user' }
+  | { ok: false; reason: 'throttled'; retryAfterSeconds: number }
+  /** Every hashing thread busy and the queue full: nothing was checked or counted. */
+  | { ok: false; reason: 'busy' };
+
+/** Checks a name and password, throttled per device cookie, or per account and per address. */
+export async function authenticate(deps: AuthDeps, attempt: SigninAttempt): Promise<LoginResult> {
   const now = deps.clock.now();
-  const accountKey = `account:${name.normalize('NFC').trim().toLowerCase()}`;
-  const addressKey = `address:${address}`;
-  const wait = Math.max(await lockedFor(deps, accountKey, now), await lockedFor(deps, addressKey, now));
-  if (wait > 0) return { ok: false, reason: 'throttled', retryAfterSeconds: Math.ceil(wait / 1000) };
-
-  const row = await deps.db.selectFrom('account').select([...ACCOUNT_COLUMNS, 'password_hash']).where('name_key', '=', accountKey.slice(8)).executeTakeFirst();
-  // Hash even when there is no such account, so timing does not tell which names exist.
-  const valid = await verifyPassword(password, row?.password_hash ?? DUMMY_PASSWORD_HASH);
-  if (row === undefined || !valid) {
-    await recordFailure(deps, accountKey, ACCOUNT_LIMIT, now);
-    await recordFailure(deps, addressKey, ADDRESS_LIMIT, now);
-    return { ok: false, reason: 'invalid' };
+  if (now - (lastPurge.get(deps.db) ?? -Infinity) >= PURGE_EVERY_MS) await purgeSigninRows(deps, now);
+  const nameKey = attempt.name.normalize('NFC').trim().toLowerCase();
+  const row = await deps.db.selectFrom('account').select([...ACCOUNT_COLUMNS, 'password_hash']).where('name_key', '=', nameKey).executeTakeFirst();
+  const device = await trustedDevice(deps, attempt.device, row?.id, now);
+  // Names longer than any account's share keys by their first 100 characters (stricter, never looser).
+  const keys: [string, number][] =
+    device !== undefined
+      ? [[`device:${device}`, DEVICE_LIMIT]]
+      : [
+          [`account:${nameKey.slice(0, 100)}`, ACCOUNT_LIMIT],
+          [`address:${attempt.address}`, ADDRESS_LIMIT],
+        ];
+  const held: Reservation[] = [];
+  const giveAllBack = () => Promise.all(held.map((r) => giveBack(deps, r)));
+  for (const [key, limit] of keys) {
+    const r = await reserve(deps, key, limit, now);
+    if ('granted' in r) {
+      held.push(r.granted);
+      continue;
+    }
+    await giveAllBack();
+    return { ok: false, reason: 'throttled', retryAfterSeconds: Math.ceil(r.retryAfterMs / 1000) };
   }
-  await deps.db.deleteFrom('login_throttle').where('key', '=', accountKey).execute();
+  let valid: boolean;
+  try {
+    // Hash even when there is no such account, so timing does not tell which names exist.
+    valid = await verifyPassword(attempt.password, row?.password_hash ?? DUMMY_PASSWORD_HASH, deps.passwords);
+  } catch (err) {
+    await giveAllBack();
+    if (err instanceof PasswordHashingBusy) return { ok: false, reason: 'busy' };
+    throw err;
+  }
+  // A failure keeps its reservations: they are the failure counted.
+  if (row === undefined) return { ok: false, reason: 'unknown_user' };
+  if (!valid) return { ok: false, reason: 'bad_password' };
+  await giveAllBack();
   const { password_hash: _omit, ...account } = row;
-  return { ok: true, account };
+  return { ok: true, account, device: await issueDevice(deps, account.id, device, now) };
 }
 
 const SESSION_TTL_MS = 14 * 24 * 3600 * 1000;

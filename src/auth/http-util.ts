@@ -32,6 +32,8 @@ export function cookies(req: FastifyRequest): Map<string, string> {
 
 export const SESSION_COOKIE = '__Host-sleeve-session';
 export const CSRF_COOKIE = '__Host-sleeve-csrf';
+/** A browser that signed in to an account before (docs/decisions.md, "Sign-in throttling"). */
+export const DEVICE_COOKIE = '__Host-sleeve-device';
 
 export function setCookie(reply: FastifyReply, name: string, value: string, opts: { maxAge?: number; sameSite?: 'Lax' | 'Strict' } = {}): void {
   const parts = [`${name}=${value}`, 'Path=/', 'Secure', 'HttpOnly', `SameSite=${opts.sameSite ?? 'Lax'}`];

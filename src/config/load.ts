@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isIP } from 'node:net';
+import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../auth/crypto.js';
 
 /** One listener address. */
 export interface ListenAddress {
@@ -66,6 +67,8 @@ export interface Config {
   shutdownDelayMs: number;
   /** Most responses kept in the cover art response cache (0 turns it off). */
   responseCacheEntries: number;
+  /** Threads that hash passwords, and hashes that may wait for one (more: 503). */
+  passwordHashing: { threads: number; queue: number };
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -95,6 +98,8 @@ export const VARIABLES = {
   SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
   SLEEVE_RESPONSE_CACHE: 'cover art responses kept in memory (default 50000, 0 = off)',
+  SLEEVE_PASSWORD_HASH_THREADS: 'threads that hash passwords at sign-in (default: one per two cores, 1 to 4)',
+  SLEEVE_PASSWORD_HASH_QUEUE: 'sign-ins that may wait for a hashing thread; more are answered 503 (default 64)',
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -237,6 +242,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const changePollRedisMs = int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000);
   const shutdownDelayMs = int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000);
   const responseCacheEntries = int('SLEEVE_RESPONSE_CACHE', 50_000, 0, 10_000_000);
+  const passwordHashing = { threads: int('SLEEVE_PASSWORD_HASH_THREADS', defaultHashThreads(), 1, 64), queue: int('SLEEVE_PASSWORD_HASH_QUEUE', DEFAULT_HASH_QUEUE, 0, 100_000) };
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -278,6 +284,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     changePollRedisMs,
     shutdownDelayMs,
     responseCacheEntries,
+    passwordHashing,
   });
 }
 

@@ -121,11 +121,20 @@ export interface WebSessionTable {
   expires_at: number;
 }
 
+/** Sign-in attempts per key (`account:…`, `address:…`, `device:…`) in a fixed window. */
 export interface LoginThrottleTable {
   key: string;
-  failures: number;
+  /** Failures in the window plus password checks in progress (each reserved before it runs). */
+  attempts: number;
   window_start: number;
-  locked_until: number;
+}
+
+/** A device cookie: a browser that signed in to this account before (its nonce, hashed). */
+export interface SigninDeviceTable {
+  token_hash: string;
+  account_id: number;
+  created_at: number;
+  expires_at: number;
 }
 
 export interface OAuthApplicationTable {
@@ -184,6 +193,7 @@ export interface Database {
   account: AccountTable;
   web_session: WebSessionTable;
   login_throttle: LoginThrottleTable;
+  signin_device: SigninDeviceTable;
   oauth_application: OAuthApplicationTable;
   oauth_grant: OAuthGrantTable;
   oauth_code: OAuthCodeTable;

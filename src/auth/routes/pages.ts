@@ -5,7 +5,7 @@ import { authenticate, createSession, endSession, findAccountByName, sessionAcco
 import { authenticateClient, editApp, listOwnApps, ownApp, registerApp, removeApp, resetSecret, type Application } from '../applications.js';
 import { audit } from '../audit.js';
 import { findUserGrant, listUserGrants, revokeUserGrant } from '../grants.js';
-import { cookies, csrfToken, csrfValid, formParams, queryParams, SESSION_COOKIE, setCookie } from '../http-util.js';
+import { cookies, csrfToken, csrfValid, DEVICE_COOKIE, formParams, queryParams, SESSION_COOKIE, setCookie } from '../http-util.js';
 import { html } from '../views/html.js';
 import { page } from '../views/layout.js';
 import {
@@ -52,11 +52,26 @@ export async function currentViewer(ctx: PageContext, req: FastifyRequest, reply
   return { accountId: account.id, name: account.name, csrf: csrfToken(req, reply) };
 }
 
-/** A same-site path to return to after signing in; anything else becomes the applications page. */
+const AFTER_SIGNIN = '/account/applications';
+const SAME_SITE = 'https://sleeve.invalid';
+
+/**
+ * A same-site path to return to after signing in, as it may go in a Location header:
+ * anything that is not a path of this site, or holds a control character, becomes the
+ * applications page; other characters outside ASCII are percent-encoded (a raw one above
+ * U+00FF cannot go in a header at all).
+ */
 function safeReturn(raw: string | null | undefined): string {
-  if (raw === null || raw === undefined || raw.length > 4000) return '/account/applications';
-  if (!raw.startsWith('/') || raw.startsWith('//') || raw.includes('\\') || /[\u0000-\u001f]/.test(raw)) return '/account/applications';
-  return raw;
+  if (raw === null || raw === undefined || raw.length > 4000) return AFTER_SIGNIN;
+  if (!raw.startsWith('/') || raw.startsWith('//') || /[\\\u0000-\u001f\u007f-\u009f]/.test(raw)) return AFTER_SIGNIN;
+  let url: URL;
+  try {
+    url = new URL(raw, SAME_SITE);
+  } catch {
+    return AFTER_SIGNIN;
+  }
+  const path = `${url.pathname}${url.search}${url.hash}`;
+  return url.origin === SAME_SITE && /^\/[\x21-\x7e]*$/.test(path) && !path.startsWith('//') ? path : AFTER_SIGNIN;
 }
 
 export function renderLoginInterstitial(req: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -162,24 +177,36 @@ export async function pageRoutes(app: FastifyInstance, ctx: PageContext): Promis
     if (!csrfValid(req)) return again(400, 'The form you submitted has expired. Please try again.');
     const password = form.get('password') ?? '';
     if (name === '' || password === '') return again(400, 'Enter your user name and password.');
-    const result = await authenticate(deps, name, password, ctx.clientAddress(req));
+    const address = ctx.clientAddress(req);
+    const result = await authenticate(deps, { name, password, address, device: cookies(req).get(DEVICE_COOKIE) });
     if (!result.ok) {
+      audit(req.log, 'signin.failed', { user: name, address, reason: result.reason });
       if (result.reason === 'throttled') {
-        reply.header('retry-after', String(result.retryAfterSeconds ?? 60));
-        return again(429, `Too many failed sign-in attempts. Try again in ${Math.ceil((result.retryAfterSeconds ?? 60) / 60)} minute(s).`);
+        reply.header('retry-after', String(result.retryAfterSeconds));
+        return again(429, `Too many failed sign-in attempts. Try again in ${Math.ceil(result.retryAfterSeconds / 60)} minute(s).`);
+      }
+      if (result.reason === 'busy') {
+        reply.header('retry-after', '5');
+        return again(503, 'Too many people are signing in right now. Please try again in a few seconds.');
       }
       return again(400, 'Incorrect user name or password.');
     }
+    audit(req.log, 'signin.succeeded', { user: result.account.name, address });
     // A new session id at every sign-in (no fixation), only its hash stored.
     await endSession(deps, cookies(req).get(SESSION_COOKIE));
     const session = await createSession(deps, result.account.id);
     setCookie(reply, SESSION_COOKIE, session.token, { maxAge: session.maxAgeSeconds });
+    // This browser has now signed in to this account: its later attempts are counted on it alone.
+    setCookie(reply, DEVICE_COOKIE, result.device.token, { maxAge: result.device.maxAgeSeconds, sameSite: 'Strict' });
     return reply.redirect(returnTo, 303);
   });
 
   app.post('/logout', async function logout(req, reply) {
     if (csrfValid(req)) {
-      await endSession(deps, cookies(req).get(SESSION_COOKIE));
+      const token = cookies(req).get(SESSION_COOKIE);
+      const account = await sessionAccount(deps, token);
+      await endSession(deps, token);
+      if (account !== undefined) audit(req.log, 'signout', { user: account.name, address: ctx.clientAddress(req) });
       setCookie(reply, SESSION_COOKIE, '', { maxAge: 0 });
     }
     return reply.redirect('/', 303);
