@@ -11,8 +11,10 @@ import {
   type ApiResponse,
   type CoverArtRouteDeps,
 } from '../cover-art/index.js';
+import type { ConnectionLimits } from '../config/load.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
+import { capConnections, serverTimeouts } from './connections.js';
 import type { ListenerHealth } from './health.js';
 import { answeredStatus, type RequestObserver } from './observe.js';
 import type { RateDecision, RequestLimiter } from './rate-limit.js';
@@ -32,6 +34,8 @@ export interface CoverArtAppOptions {
   health?: ListenerHealth | undefined;
   /** Request ids and metrics, for every request (those answered before Fastify too). */
   observer: RequestObserver;
+  /** Header, request and keep-alive timeouts and the connection cap. */
+  connections: ConnectionLimits;
 }
 
 const WHOOPS = 'Whoops. Our bad.\n';
@@ -110,7 +114,6 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     return503OnClosing: true,
     bodyLimit: 64 * 1024,
     routerOptions: { maxParamLength: 2048 },
-    requestTimeout: 30_000,
     // Malformed percent-escapes and the like: the API's own 400 page, with its CORS header.
     frameworkErrors: function badRequest(_err, _req, reply) {
       return sendApiResponse(reply, errorPage(400), undefined);
@@ -122,7 +125,8 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (opts.accessLog) routed.add(req);
         handler(req, res);
       };
-      return http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000, ServerResponse: OneWriteResponse }, (req, res) => {
+      // Fastify's own timeout options apply only to servers it makes: this one has them here.
+      const server = http.createServer({ ...serverTimeouts(opts.connections), ServerResponse: OneWriteResponse }, (req, res) => {
         const start = observer.begin(req);
         if (!frontDoor(req, res, toFastify)) toFastify(req, res);
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
@@ -131,6 +135,8 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (res.writableEnded) requestDone(req, res, start);
         else res.once('close', () => requestDone(req, res, start));
       });
+      capConnections(server, opts.connections);
+      return server;
     },
   }) as unknown as FastifyInstance;
 
