@@ -54,7 +54,7 @@ const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-kn
 export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   // The route template of each request that reached routing (a bounded set, never the URL).
   const routeOf = new WeakMap<http.IncomingMessage, string>();
-  const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number): void => {
+  const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number, client: string | undefined): void => {
     const route = routeOf.get(req) ?? 'other';
     const status = answeredStatus(res);
     const ms = opts.observer?.finished(route, req.method, status, start);
@@ -62,7 +62,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       // The path only: query strings here carry authorization codes and states.
       const url = req.url ?? '';
       const q = url.indexOf('?');
-      app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, route, path: q === -1 ? url : url.slice(0, q), status, ms }, 'request');
+      app.log.debug({ reqId: req.headers['x-request-id'], client, method: req.method, route, path: q === -1 ? url : url.slice(0, q), status, ms }, 'request');
     }
   };
   const app = Fastify({
@@ -82,10 +82,12 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
           ? probed
           : (req, res) => {
               const start = observer.begin(req);
+              // Taken now, while the connection is surely open.
+              const client = opts.accessLog === true ? opts.clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for']) : undefined;
               observer.echo(req, res);
               probed(req, res);
               // Once answered, whoever answered (a probe, a route, or Fastify itself for a malformed request).
-              res.once('close', () => requestDone(req, res, start));
+              res.once('close', () => requestDone(req, res, start, client));
             };
       // Fastify's own timeout options apply only to servers it makes: this one has them here.
       const secure = https.createServer(

@@ -53,10 +53,11 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse,
 export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   const { cache } = opts.routes;
   const { observer } = opts;
+  const clientOf = (req: IncomingMessage): string => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
   const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
     if (decision.allowed) return false;
     observer.rateLimited();
-    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status: 503 }, 'rate limited');
+    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url: req.url, status: 503 }, 'rate limited');
     write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }), observer);
     return true;
   };
@@ -79,14 +80,13 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     observer.cacheLookup(true);
     const inm = req.headers['if-none-match'];
     write(req, res, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit, observer);
-    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: hit.status, cached: true }, 'request');
+    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url, status: hit.status, cached: true }, 'request');
     return true;
   };
   const frontDoor = (req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean => {
     if (opts.health !== undefined && opts.health.answer(req, res, app.log)) return true;
     if (opts.rateLimiter !== undefined) {
-      const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
-      const decision = opts.rateLimiter.hit(client, opts.clock.now());
+      const decision = opts.rateLimiter.hit(clientOf(req), opts.clock.now());
       if (decision instanceof Promise) {
         // A shared limit (Redis) answers later; the rest of the door waits for it.
         decision.then(
@@ -122,7 +122,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       // Requests the front door passes on (at once, or after a shared rate limit answered).
       const toFastify = (req: IncomingMessage, res: ServerResponse): void => {
         observer.echo(req, res);
-        if (opts.accessLog) routed.add(req);
+        if (opts.accessLog) routed.set(req, clientOf(req));
         handler(req, res);
       };
       // Fastify's own timeout options apply only to servers it makes: this one has them here.
@@ -140,12 +140,14 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     },
   }) as unknown as FastifyInstance;
 
-  // With the access log on: requests Fastify answered (the front door logs its own answers).
-  const routed = new WeakSet<IncomingMessage>();
+  // With the access log on: requests Fastify answered (the front door logs its own answers), with
+  // their client's address, taken while the connection is surely open.
+  const routed = new WeakMap<IncomingMessage, string>();
   const requestDone = (req: IncomingMessage, res: ServerResponse, start: number): void => {
     const status = answeredStatus(res);
     const ms = observer.finished(coverArtRoute(req.url ?? '/'), req.method, status, start);
-    if (opts.accessLog && routed.has(req)) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status, ms }, 'request');
+    const client = routed.get(req);
+    if (client !== undefined) app.log.debug({ reqId: req.headers['x-request-id'], client, method: req.method, url: req.url, status, ms }, 'request');
   };
   app.setErrorHandler(function whoops(err, req, reply) {
     const status = (err as { statusCode?: number }).statusCode;
