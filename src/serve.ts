@@ -76,13 +76,11 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     // The metrics listener first, so the listeners know whether to count: when its address is
     // taken (another sleeve on this machine, on the default port), this process serves without
     // metrics rather than not at all, and says so once it can log (docs/decisions.md).
-    let metricsTaken: unknown;
     if (metrics !== undefined && config.metricsListen !== undefined) {
       try {
         metricsServer = await listenMetrics(metrics, config.metricsListen, config.connections, (err) => apps[0]?.log.error({ err }, 'metrics collection failed'));
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-        metricsTaken = err;
         metrics = undefined;
       }
     }
@@ -194,10 +192,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     if (metricsServer !== undefined) {
       metricsAddress = addressOf(metricsServer, 'http');
       apps[0]?.log.info(`Metrics listening at ${metricsAddress}/metrics`);
-    } else if (metricsTaken !== undefined && config.metricsListen !== undefined) {
+    } else if (config.metricsListen !== undefined) {
+      // Its address was taken (any other failure to listen stopped the start).
       const { host, port } = config.metricsListen;
       apps[0]?.log.warn(
-        { err: metricsTaken },
         `metrics are off in this process: ${host.includes(':') ? `[${host}]` : host}:${port} is in use (another sleeve serve on this machine?); set SLEEVE_METRICS_LISTEN to a free host:port, or to off`,
       );
     }

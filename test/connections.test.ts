@@ -12,7 +12,7 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../src/config/load.js';
 import { serve, type Server } from '../src/serve.js';
-import { DIALECT, freePort, makeTestEnv, rawHttp, type TestEnv } from './helpers/env.js';
+import { DIALECT, freePort, makeTestEnv, rawHttp, runCli, type TestEnv } from './helpers/env.js';
 
 const HEADERS_MS = 500;
 const REQUEST_MS = 1000;
@@ -349,5 +349,24 @@ describe(`the connection cap (${DIALECT})`, () => {
     // The rest of each body, and the end of each connection: every request is answered.
     for (const socket of busy) socket.end('67890');
     for (const end of await Promise.all(ends)) assert.match(end.data, /^HTTP\/1\.1 405 /, 'each busy request was answered');
+  });
+});
+
+describe('the connection settings', () => {
+  it('names every bad one in one error, and refuses headers that may take longer than the request', async () => {
+    const t = await makeTestEnv();
+    try {
+      const bad = await runCli({ ...t.env, SLEEVE_HEADERS_TIMEOUT_MS: '30s', SLEEVE_KEEPALIVE_TIMEOUT_MS: '-1', SLEEVE_MAX_CONNECTIONS: '0' }, ['migrate']);
+      assert.equal(bad.code, 2, bad.stderr);
+      for (const name of ['SLEEVE_HEADERS_TIMEOUT_MS', 'SLEEVE_KEEPALIVE_TIMEOUT_MS', 'SLEEVE_MAX_CONNECTIONS']) assert.match(bad.stderr, new RegExp(name));
+      assert.doesNotMatch(bad.stderr, /SLEEVE_REQUEST_TIMEOUT_MS=/);
+      const inverted = await runCli({ ...t.env, SLEEVE_HEADERS_TIMEOUT_MS: '5000', SLEEVE_REQUEST_TIMEOUT_MS: '1000' }, ['migrate']);
+      assert.equal(inverted.code, 2, inverted.stderr);
+      assert.match(inverted.stderr, /SLEEVE_HEADERS_TIMEOUT_MS="5000": must not be more than SLEEVE_REQUEST_TIMEOUT_MS/);
+      const fine = await runCli({ ...t.env, ...TIMEOUTS, SLEEVE_MAX_CONNECTIONS: '10' }, ['migrate']);
+      assert.equal(fine.code, 0, fine.stderr);
+    } finally {
+      await t.cleanup();
+    }
   });
 });
