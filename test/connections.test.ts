@@ -6,13 +6,18 @@
  * connection cap new connections are closed at once, and service resumes.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
+import sharp from 'sharp';
 import { loadConfig } from '../src/config/load.js';
 import { serve, type Server } from '../src/serve.js';
-import { DIALECT, freePort, makeTestEnv, rawHttp, runCli, type TestEnv } from './helpers/env.js';
+import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, rawHttp, runCli, type TestEnv } from './helpers/env.js';
+import { countOf, scrape } from './metrics/support.js';
 
 const HEADERS_MS = 500;
 const REQUEST_MS = 1000;
@@ -180,6 +185,50 @@ describe(`connection timeouts (${DIALECT})`, () => {
       const end = await ending(socket);
       assert.equal(end.data, '');
       assert.ok(end.ms >= KEEPALIVE_MS * 0.8 && end.ms <= KEEPALIVE_MS + LATE_MS, `idle connection closed after ${end.ms.toFixed(0)} ms (keep-alive ${KEEPALIVE_MS} ms)`);
+    });
+
+    it('closes a connection whose client stopped reading its answer', async () => {
+      // An image far larger than what the socket buffers hold on the way (noise does not compress).
+      const side = 1800;
+      const png = await sharp(randomBytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } }).png({ compressionLevel: 1 }).toBuffer();
+      assert.ok(png.length > 9_000_000, `${png.length} bytes`);
+      const release = 'ddddeeee-ffff-4000-8111-000000000001';
+      await cliOk(t.env, ['release', 'add', release, '--release-group', 'ddddeeee-ffff-4000-8111-0000000000aa']);
+      const file = path.join(t.dir, 'noise.png');
+      await writeFile(file, png);
+      await cliOk(t.env, ['art', 'add', release, file, '--type', 'Front']);
+      const listing = await pollUntil(
+        () => fetch(`http://127.0.0.1:${l.coverArtPort}/release/${release}/`).then(async (r) => (r.status === 200 ? ((await r.json()) as { images: { image: string }[] }) : undefined)),
+        (v) => v !== undefined,
+      );
+      const redirect = await fetch(listing.value?.images[0]?.image ?? '', { redirect: 'manual' });
+      await redirect.arrayBuffer();
+      const image = new URL(redirect.headers.get('location') ?? '');
+      assert.equal(image.port, String(l.coverArtPort), 'the file is served by the listener itself');
+
+      // Seen from sleeve: the download counted as left unanswered (499) once the connection is closed.
+      const abandoned = async () => countOf(await scrape(l.server.metricsAddress), 'sleeve_http_requests_total', { listener: 'coverart', route: '/download/*', method: 'GET', status: '499' });
+      const before = await abandoned();
+      const socket = await tcp(l.coverArtPort);
+      let got = 0;
+      socket.on('data', (c: Buffer) => {
+        got += c.length;
+        // A reader that takes the first bytes and then stops reading.
+        if (got > 100_000) socket.pause();
+      });
+      socket.on('error', () => {});
+      try {
+        socket.write(`GET ${image.pathname} HTTP/1.1\r\nHost: x\r\n\r\n`);
+        const start = performance.now();
+        const closed = await pollUntil(abandoned, (n) => n > before, REQUEST_MS + LATE_MS);
+        const ms = performance.now() - start;
+        assert.equal(closed.value, before + 1, `the stalled download was closed (waited ${ms.toFixed(0)} ms)`);
+        assert.ok(ms >= REQUEST_MS * 0.8, `not before the request timeout (${ms.toFixed(0)} ms)`);
+        assert.ok(got < png.length, `${got} of ${png.length} bytes`);
+        await stillServes(l);
+      } finally {
+        socket.destroy();
+      }
     });
 
     it('keeps a connection that sends requests in time', async () => {

@@ -5,7 +5,7 @@ import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { forwardedProto } from '../http/client-address.js';
-import { capConnections, serverTimeouts } from '../http/connections.js';
+import { limitConnections, serverTimeouts } from '../http/connections.js';
 import type { ListenerHealth } from '../http/health.js';
 import { answeredStatus } from '../http/observe.js';
 import { OneWriteResponse } from '../http/one-write.js';
@@ -100,7 +100,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
         },
         observed,
       );
-      capConnections(secure, opts.connections);
+      limitConnections(secure, opts.connections);
       sniffProtocol(secure, opts.connections.headersTimeoutMs);
       return secure;
     },

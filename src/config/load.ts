@@ -40,7 +40,7 @@ export interface RateLimitConfig {
 export interface ConnectionLimits {
   /** A request's head (request line and headers) must arrive within this, ms; so must a new connection's first byte, and its TLS handshake. */
   headersTimeoutMs: number;
-  /** The whole request, body included, must arrive within this, ms (counted from its first byte). */
+  /** The whole request, body included, must arrive within this, ms (counted from its first byte); nor may nothing move for this long while a request is open. */
   requestTimeoutMs: number;
   /** An idle connection between requests is closed after this, ms. */
   keepAliveTimeoutMs: number;
@@ -103,7 +103,7 @@ export const VARIABLES = {
   SLEEVE_TRUST_PROXY: 'comma-separated addresses/CIDRs whose X-Forwarded-* headers are believed',
   SLEEVE_RATE_LIMIT: 'requests per window per client address, e.g. 300/10s (unset: off)',
   SLEEVE_HEADERS_TIMEOUT_MS: "time for a request's headers, a new connection's first byte and its TLS handshake, ms (default 30000)",
-  SLEEVE_REQUEST_TIMEOUT_MS: 'time for a whole request, body included, ms (default 60000)',
+  SLEEVE_REQUEST_TIMEOUT_MS: 'time for a whole request, body included, and most time with nothing moving during one, ms (default 60000)',
   SLEEVE_KEEPALIVE_TIMEOUT_MS: 'an idle connection between requests is closed after this, ms (default 65000)',
   SLEEVE_MAX_CONNECTIONS: 'most connections open at once per listener (default 1024)',
   SLEEVE_ACCESS_TOKEN_TTL: 'access token life time in seconds (default 3600)',

@@ -25,12 +25,15 @@ export function serverTimeouts(limits: ConnectionLimits): http.ServerOptions {
 }
 
 /**
- * Caps the connections open at once on `server`. One past the cap is closed at once (Node's
- * `maxConnections`); as nginx does when its connections run out, the idle keep-alive
- * connections are then closed too (at most once per checking interval), so the next
- * connection finds room unless every connection is busy with a request.
+ * What the server options cannot say. A connection on which no byte has moved either way for
+ * the request timeout while a request is open (a client that stopped reading its answer) is
+ * closed (Node's `server.timeout`; nginx's `send_timeout`). And the connections open at once are
+ * capped: one past the cap is closed at once (Node's `maxConnections`); as nginx does when its
+ * connections run out, the idle keep-alive connections are then closed too (at most once per
+ * checking interval), so the next connection finds room unless every one is busy with a request.
  */
-export function capConnections(server: http.Server | https.Server, limits: ConnectionLimits): void {
+export function limitConnections(server: http.Server | https.Server, limits: ConnectionLimits): void {
+  server.timeout = limits.requestTimeoutMs;
   server.maxConnections = limits.maxConnections;
   const every = checkingInterval(limits);
   let last = -Infinity;

@@ -14,7 +14,7 @@ import {
 import type { ConnectionLimits } from '../config/load.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
-import { capConnections, serverTimeouts } from './connections.js';
+import { limitConnections, serverTimeouts } from './connections.js';
 import type { ListenerHealth } from './health.js';
 import { answeredStatus, type RequestObserver } from './observe.js';
 import type { RateDecision, RequestLimiter } from './rate-limit.js';
@@ -135,7 +135,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (res.writableEnded) requestDone(req, res, start);
         else res.once('close', () => requestDone(req, res, start));
       });
-      capConnections(server, opts.connections);
+      limitConnections(server, opts.connections);
       return server;
     },
   }) as unknown as FastifyInstance;

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { ConnectionLimits, ListenAddress } from '../config/load.js';
-import { capConnections, serverTimeouts } from '../http/connections.js';
+import { limitConnections, serverTimeouts } from '../http/connections.js';
 import { METRICS_CONTENT_TYPE } from './exposition.js';
 import type { Metrics } from './index.js';
 
@@ -28,7 +28,7 @@ export async function listenMetrics(metrics: Metrics, at: ListenAddress, limits:
       },
     );
   });
-  capConnections(server, limits);
+  limitConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(at.port, at.host, () => {
