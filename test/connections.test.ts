@@ -309,6 +309,20 @@ describe(`connection timeouts (${DIALECT})`, () => {
       assert.match(e.data, /^HTTP\/1\.1 408 /);
     });
 
+    it('lives through connections reset before, at and after their first byte', async () => {
+      for (const first of [undefined, 'G', 'GET / HTTP/1.1\r\n', Buffer.from([0x16, 0x03, 0x01])]) {
+        const socket = await tcp(l.authPort);
+        socket.on('error', () => {});
+        if (first !== undefined) {
+          socket.write(first);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        socket.resetAndDestroy();
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      await stillServes(l);
+    });
+
     it('still refuses a complete plain HTTP request with 400', async () => {
       const res = await rawHttp(`http://127.0.0.1:${l.authPort}`, 'GET /oauth2/userinfo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
       assert.equal(res.status, 400);

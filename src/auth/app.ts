@@ -191,11 +191,15 @@ function sniffProtocol(secure: https.Server, silenceMs: number): void {
     const silent = (): void => {
       socket.destroy();
     };
+    // A connection reset before its first byte: nothing to do (unheard, the error would end the process).
+    const reset = (): void => {};
     socket.setTimeout(silenceMs);
     socket.once('timeout', silent);
+    socket.on('error', reset);
     socket.once('data', (chunk: Buffer) => {
       socket.setTimeout(0);
       socket.off('timeout', silent);
+      socket.off('error', reset);
       socket.pause();
       socket.unshift(chunk);
       for (const listener of chunk[0] === 0x16 ? tlsListeners : httpListeners) listener.call(secure, socket);
