@@ -62,7 +62,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   const requestIds = new RequestIds((address) => trustedForIds.trusts(address));
   const importLock: ImportLockPlace =
     config.database.kind === 'postgres' ? { dialect: 'postgres', db: runtime.database.db } : { dialect: 'sqlite', file: config.database.file };
-  const metrics =
+  let metrics =
     config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db, { importLockHeld: () => importLockHeld(importLock) });
   const accessLog = config.logLevel === 'debug' || config.logLevel === 'trace';
   const health = new Health();
@@ -79,6 +79,18 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     await Promise.all(redis.map((r) => r.close()));
   };
   try {
+    // The metrics listener first, so the listeners know whether to count: when its address is
+    // taken (another sleeve on this machine, on the default port), this process serves without
+    // metrics rather than not at all, and says so once it can log (docs/decisions.md).
+    if (metrics !== undefined && config.metricsListen !== undefined) {
+      try {
+        metricsServer = await listenMetrics(metrics, config.metricsListen, config.connections, (err) => apps[0]?.log.error({ err }, 'metrics collection failed'));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+        metrics = undefined;
+      }
+    }
+
     // With the store away, serving from the database still works: the sweep below finishes these later.
     let pendingIndexes: unknown;
     await finishPendingIndexes(runtime.coverArt).catch((err: unknown) => {
@@ -138,6 +150,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         accessLog,
         health: health.forListener(checks),
         observer: new RequestObserver('coverart', requestIds, metrics?.http),
+        connections: config.connections,
       });
       if (metrics !== undefined) metrics.http.cacheEntries = () => cache.size;
       apps.push(app);
@@ -174,6 +187,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         health: health.forListener({ database }),
         observer: new RequestObserver('auth', requestIds, metrics?.http),
         accessLog,
+        connections: config.connections,
       });
       apps.push(app);
       await app.listen({ host: config.authListen.host, port: config.authListen.port });
@@ -181,11 +195,15 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     }
 
     let metricsAddress: string | undefined;
-    if (metrics !== undefined && config.metricsListen !== undefined) {
-      const log = apps[0]?.log;
-      metricsServer = await listenMetrics(metrics, config.metricsListen, (err) => log?.error({ err }, 'metrics collection failed'));
+    if (metricsServer !== undefined) {
       metricsAddress = addressOf(metricsServer, 'http');
-      log?.info(`Metrics listening at ${metricsAddress}/metrics`);
+      apps[0]?.log.info(`Metrics listening at ${metricsAddress}/metrics`);
+    } else if (config.metricsListen !== undefined) {
+      // Its address was taken (any other failure to listen stopped the start).
+      const { host, port } = config.metricsListen;
+      apps[0]?.log.warn(
+        `metrics are off in this process: ${host.includes(':') ? `[${host}]` : host}:${port} is in use (another sleeve serve on this machine?); set SLEEVE_METRICS_LISTEN to a free host:port, or to off`,
+      );
     }
 
     return {

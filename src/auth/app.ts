@@ -1,8 +1,11 @@
-import http from 'node:http';
+import type http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { ConnectionLimits } from '../config/load.js';
+import { forwardedProto } from '../http/client-address.js';
+import { limitConnections, serverTimeouts } from '../http/connections.js';
 import type { ListenerHealth } from '../http/health.js';
 import { answeredStatus } from '../http/observe.js';
 import { OneWriteResponse } from '../http/one-write.js';
@@ -27,6 +30,8 @@ export interface AuthAppOptions {
   observer?: AuthRequestObserver;
   /** Log every request (at debug level), without query strings. */
   accessLog?: boolean;
+  /** Header, request, TLS handshake and keep-alive timeouts and the connection cap. */
+  connections: ConnectionLimits;
 }
 
 /** What the auth listener needs of sleeve's request observer (http/observe.ts). */
@@ -47,10 +52,9 @@ const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-kn
  * invalid_request before anything else, so bearer tokens in it are never looked at.
  */
 export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
-  let plain: http.Server | undefined;
   // The route template of each request that reached routing (a bounded set, never the URL).
   const routeOf = new WeakMap<http.IncomingMessage, string>();
-  const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number): void => {
+  const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number, client: string | undefined): void => {
     const route = routeOf.get(req) ?? 'other';
     const status = answeredStatus(res);
     const ms = opts.observer?.finished(route, req.method, status, start);
@@ -58,12 +62,12 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       // The path only: query strings here carry authorization codes and states.
       const url = req.url ?? '';
       const q = url.indexOf('?');
-      app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, route, path: q === -1 ? url : url.slice(0, q), status, ms }, 'request');
+      app.log.debug({ reqId: req.headers['x-request-id'], client, method: req.method, route, path: q === -1 ? url : url.slice(0, q), status, ms }, 'request');
     }
   };
   const app = Fastify({
-    // One port for both: a TLS ClientHello goes to HTTPS, anything else to a plain HTTP
-    // server whose every request is refused by the httpsOnly hook below.
+    // One port for both: a TLS ClientHello goes to HTTPS, anything else straight to the same
+    // HTTP server, whose httpsOnly hook below refuses every request that did not come over TLS.
     serverFactory: (handler) => {
       const { health, observer } = opts;
       const probed: typeof handler =
@@ -78,14 +82,26 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
           ? probed
           : (req, res) => {
               const start = observer.begin(req);
+              // Taken now, while the connection is surely open.
+              const client = opts.accessLog === true ? opts.clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for']) : undefined;
               observer.echo(req, res);
               probed(req, res);
               // Once answered, whoever answered (a probe, a route, or Fastify itself for a malformed request).
-              res.once('close', () => requestDone(req, res, start));
+              res.once('close', () => requestDone(req, res, start, client));
             };
-      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key, ServerResponse: OneWriteResponse }, observed);
-      plain = http.createServer({ ServerResponse: OneWriteResponse }, observed);
-      sniffProtocol(secure, plain);
+      // Fastify's own timeout options apply only to servers it makes: this one has them here.
+      const secure = https.createServer(
+        {
+          cert: opts.tls.cert,
+          key: opts.tls.key,
+          ServerResponse: OneWriteResponse,
+          ...serverTimeouts(opts.connections),
+          handshakeTimeout: opts.connections.headersTimeoutMs,
+        },
+        observed,
+      );
+      limitConnections(secure, opts.connections);
+      sniffProtocol(secure, opts.connections.headersTimeoutMs);
       return secure;
     },
     // Not used to make the server (serverFactory does); it makes Fastify log https:// addresses.
@@ -97,16 +113,14 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     bodyLimit: 64 * 1024,
-    requestTimeout: 30_000,
   }) as unknown as FastifyInstance;
 
   const isSecure = (req: FastifyRequest): boolean => {
     const encrypted = (req.raw.socket as TLSSocket).encrypted === true;
     const peer = req.raw.socket.remoteAddress ?? '';
     if (!opts.trustsProxy(peer)) return encrypted;
-    const proto = req.headers['x-forwarded-proto'];
-    if (proto === undefined) return encrypted;
-    return String(proto).split(',')[0]?.trim().toLowerCase() === 'https';
+    const proto = forwardedProto(req.headers['x-forwarded-proto']);
+    return proto === undefined ? encrypted : proto === 'https';
   };
 
   app.removeAllContentTypeParsers();
@@ -129,10 +143,6 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     const err = new OAuthError('invalid_request', HTTPS_ONLY);
     if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, err);
     return sendPage(reply, 400, errorPage({ error: err.error, description: err.message }));
-  });
-
-  app.addHook('onClose', async function closePlain() {
-    plain?.closeAllConnections();
   });
 
   const ctx: PageContext = {
@@ -165,21 +175,34 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
 }
 
 /**
- * Routes each new connection of `secure` by its first byte: 0x16 (a TLS handshake)
- * to the TLS server's own handling, anything else to `plain`. Silent connections are
- * dropped after 10 s.
+ * Routes each new connection of `secure` by its first byte: 0x16 (a TLS handshake) to the
+ * TLS server's own handling, anything else straight to its HTTP handling (what it does
+ * with a connection once the handshake is done), so plain HTTP has the same header, request
+ * and keep-alive timeouts, and counts against the same cap. A connection that sends nothing
+ * within `silenceMs` is closed; after its first byte the TLS handshake timeout, then the
+ * HTTP timeouts take over.
  */
-function sniffProtocol(secure: https.Server, plain: http.Server): void {
-  const tlsListeners = secure.listeners('connection') as ((socket: Socket) => void)[];
+function sniffProtocol(secure: https.Server, silenceMs: number): void {
+  type Listener = (socket: Socket) => void;
+  const tlsListeners = secure.listeners('connection') as Listener[];
+  const httpListeners = secure.listeners('secureConnection') as Listener[];
   secure.removeAllListeners('connection');
   secure.on('connection', function sniff(socket: Socket) {
-    socket.setTimeout(10_000, () => socket.destroy());
+    const silent = (): void => {
+      socket.destroy();
+    };
+    // A connection reset before its first byte: nothing to do (unheard, the error would end the process).
+    const reset = (): void => {};
+    socket.setTimeout(silenceMs);
+    socket.once('timeout', silent);
+    socket.on('error', reset);
     socket.once('data', (chunk: Buffer) => {
       socket.setTimeout(0);
+      socket.off('timeout', silent);
+      socket.off('error', reset);
       socket.pause();
       socket.unshift(chunk);
-      if (chunk[0] === 0x16) for (const listener of tlsListeners) listener.call(secure, socket);
-      else plain.emit('connection', socket);
+      for (const listener of chunk[0] === 0x16 ? tlsListeners : httpListeners) listener.call(secure, socket);
       process.nextTick(() => socket.resume());
     });
   });

@@ -34,6 +34,21 @@ export interface RateLimitConfig {
   windowMs: number;
 }
 
+/**
+ * How long a client may take, and how many connections it may hold, on each listener
+ * (docs/decisions.md, "Connections").
+ */
+export interface ConnectionLimits {
+  /** A request's head (request line and headers) must arrive within this, ms; so must a new connection's first byte, and its TLS handshake. */
+  headersTimeoutMs: number;
+  /** The whole request, body included, must arrive within this, ms (counted from its first byte); nor may nothing move for this long while a request is open. */
+  requestTimeoutMs: number;
+  /** An idle connection between requests is closed after this, ms. */
+  keepAliveTimeoutMs: number;
+  /** Most connections open at once on one listener; more are closed as they arrive. */
+  maxConnections: number;
+}
+
 /** sleeve's whole configuration, validated and frozen (DESIGN §3). */
 export interface Config {
   dataDir: string;
@@ -52,6 +67,8 @@ export interface Config {
   tlsKey: string | undefined;
   trustProxy: string[];
   rateLimit: RateLimitConfig | undefined;
+  /** Timeouts and the connection cap of every listener. */
+  connections: ConnectionLimits;
   accessTokenTtl: number;
   authCodeTtl: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -88,6 +105,10 @@ export const VARIABLES = {
   SLEEVE_TLS_KEY: 'PEM private key for the auth listener (default: generated)',
   SLEEVE_TRUST_PROXY: 'comma-separated addresses/CIDRs whose X-Forwarded-* headers are believed',
   SLEEVE_RATE_LIMIT: 'requests per window per client address, e.g. 300/10s (unset: off)',
+  SLEEVE_HEADERS_TIMEOUT_MS: "time for a request's headers, a new connection's first byte and its TLS handshake, ms (default 30000)",
+  SLEEVE_REQUEST_TIMEOUT_MS: 'time for a whole request, body included, and most time with nothing moving during one, ms (default 60000)',
+  SLEEVE_KEEPALIVE_TIMEOUT_MS: 'an idle connection between requests is closed after this, ms (default 65000)',
+  SLEEVE_MAX_CONNECTIONS: 'most connections open at once per listener (default 1024)',
   SLEEVE_ACCESS_TOKEN_TTL: 'access token life time in seconds (default 3600)',
   SLEEVE_AUTH_CODE_TTL: 'authorization code life time in seconds (default 600)',
   SLEEVE_LOG_LEVEL: 'fatal|error|warn|info|debug|trace|silent (default info)',
@@ -236,6 +257,16 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   };
   const accessTokenTtl = int('SLEEVE_ACCESS_TOKEN_TTL', 3600, 1, 31_536_000);
   const authCodeTtl = int('SLEEVE_AUTH_CODE_TTL', 600, 1, 600);
+  const connections: ConnectionLimits = {
+    headersTimeoutMs: int('SLEEVE_HEADERS_TIMEOUT_MS', 30_000, 10, 3_600_000),
+    requestTimeoutMs: int('SLEEVE_REQUEST_TIMEOUT_MS', 60_000, 10, 3_600_000),
+    keepAliveTimeoutMs: int('SLEEVE_KEEPALIVE_TIMEOUT_MS', 65_000, 10, 3_600_000),
+    maxConnections: int('SLEEVE_MAX_CONNECTIONS', 1024, 1, 1_000_000),
+  };
+  // Node refuses a server whose headers may take longer than the whole request.
+  if (connections.headersTimeoutMs > connections.requestTimeoutMs) {
+    bad('SLEEVE_HEADERS_TIMEOUT_MS', `must not be more than SLEEVE_REQUEST_TIMEOUT_MS (${connections.requestTimeoutMs})`);
+  }
   const uploadMaxBytes = int('SLEEVE_UPLOAD_MAX_BYTES', 50 * 1024 * 1024, 1, 2 ** 31 - 1);
   const uploadMaxPixels = int('SLEEVE_UPLOAD_MAX_PIXELS', 100_000_000, 1, 1_000_000_000);
   const changePollMs = int('SLEEVE_CHANGE_POLL_MS', 250, 10, 60_000);
@@ -274,6 +305,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     tlsKey: tlsKey === undefined ? undefined : path.resolve(cwd, tlsKey),
     trustProxy,
     rateLimit,
+    connections: Object.freeze(connections),
     accessTokenTtl,
     authCodeTtl,
     logLevel,

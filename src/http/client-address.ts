@@ -1,4 +1,4 @@
-import { BlockList, isIPv4 } from 'node:net';
+import { BlockList, isIP, isIPv4 } from 'node:net';
 
 /** Which peers' X-Forwarded-For may be believed (SLEEVE_TRUST_PROXY). */
 export class TrustedProxies {
@@ -26,20 +26,47 @@ function unmap(address: string): string {
   return address.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address;
 }
 
+/** The comma-separated values of a header, every line of it in order (Node joins repeated lines with `, `). */
+function headerValues(header: string | string[]): string[] {
+  return (Array.isArray(header) ? header.join(',') : header).split(',').map((s) => s.trim());
+}
+
+/** An X-Forwarded-For entry as a plain address (`1.2.3.4:5678` and `[v6]:port` lose the port), or undefined when it is none. */
+function entryAddress(entry: string): string | undefined {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(entry);
+  const plain = bracketed?.[1] ?? (/^[\d.]+:\d+$/.test(entry) ? entry.slice(0, entry.indexOf(':')) : entry);
+  return isIP(plain) === 0 ? undefined : unmap(plain);
+}
+
 /**
- * The client's address: the peer, or, when the peer is a trusted proxy, the nearest
- * address in X-Forwarded-For that is not itself a trusted proxy.
+ * The client's address: the peer, or, when the peer is a trusted proxy, the right-most
+ * address in X-Forwarded-For (all its lines, in order) that is not itself a trusted proxy:
+ * each proxy appends the address it was reached from, so what lies left of the first
+ * untrusted address is whatever the client chose to send. An entry that is no address
+ * (`unknown`, a name) ends the walk at the proxy that passed it on.
  */
 export function clientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined, trusted: TrustedProxies): string {
   let address = unmap(peer ?? '');
   if (!trusted.trusts(address) || forwardedFor === undefined) return address;
-  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor)
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
+  const hops = headerValues(forwardedFor).filter((s) => s !== '');
   for (let i = hops.length - 1; i >= 0; i--) {
-    address = unmap(hops[i] as string);
+    const hop = entryAddress(hops[i] as string);
+    if (hop === undefined) return address;
+    address = hop;
     if (!trusted.trusts(address)) return address;
   }
   return address;
+}
+
+/**
+ * The protocol a trusted peer says the client used: the right-most X-Forwarded-Proto value
+ * (all its lines, in order), the one the peer itself set or passed on, lower-cased;
+ * undefined without the header. Values further left were written by hops further out, or by
+ * the client: a proxy that appends to this header rather than setting it would otherwise
+ * let `X-Forwarded-Proto: https` sent over plain HTTP through. The caller believes it only
+ * from a trusted peer.
+ */
+export function forwardedProto(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  return headerValues(header).at(-1)?.toLowerCase();
 }

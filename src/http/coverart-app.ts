@@ -11,8 +11,10 @@ import {
   type ApiResponse,
   type CoverArtRouteDeps,
 } from '../cover-art/index.js';
+import type { ConnectionLimits } from '../config/load.js';
 import type { Clock } from '../shared/clock.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
+import { limitConnections, serverTimeouts } from './connections.js';
 import type { ListenerHealth } from './health.js';
 import { answeredStatus, type RequestObserver } from './observe.js';
 import type { RateDecision, RequestLimiter } from './rate-limit.js';
@@ -32,6 +34,8 @@ export interface CoverArtAppOptions {
   health?: ListenerHealth | undefined;
   /** Request ids and metrics, for every request (those answered before Fastify too). */
   observer: RequestObserver;
+  /** Header, request and keep-alive timeouts and the connection cap. */
+  connections: ConnectionLimits;
 }
 
 const WHOOPS = 'Whoops. Our bad.\n';
@@ -49,10 +53,11 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse,
 export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   const { cache } = opts.routes;
   const { observer } = opts;
+  const clientOf = (req: IncomingMessage): string => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
   const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
     if (decision.allowed) return false;
     observer.rateLimited();
-    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status: 503 }, 'rate limited');
+    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url: req.url, status: 503 }, 'rate limited');
     write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }), observer);
     return true;
   };
@@ -75,14 +80,13 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     observer.cacheLookup(true);
     const inm = req.headers['if-none-match'];
     write(req, res, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit, observer);
-    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: hit.status, cached: true }, 'request');
+    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url, status: hit.status, cached: true }, 'request');
     return true;
   };
   const frontDoor = (req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean => {
     if (opts.health !== undefined && opts.health.answer(req, res, app.log)) return true;
     if (opts.rateLimiter !== undefined) {
-      const client = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
-      const decision = opts.rateLimiter.hit(client, opts.clock.now());
+      const decision = opts.rateLimiter.hit(clientOf(req), opts.clock.now());
       if (decision instanceof Promise) {
         // A shared limit (Redis) answers later; the rest of the door waits for it.
         decision.then(
@@ -110,7 +114,6 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     return503OnClosing: true,
     bodyLimit: 64 * 1024,
     routerOptions: { maxParamLength: 2048 },
-    requestTimeout: 30_000,
     // Malformed percent-escapes and the like: the API's own 400 page, with its CORS header.
     frameworkErrors: function badRequest(_err, _req, reply) {
       return sendApiResponse(reply, errorPage(400), undefined);
@@ -119,10 +122,11 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       // Requests the front door passes on (at once, or after a shared rate limit answered).
       const toFastify = (req: IncomingMessage, res: ServerResponse): void => {
         observer.echo(req, res);
-        if (opts.accessLog) routed.add(req);
+        if (opts.accessLog) routed.set(req, clientOf(req));
         handler(req, res);
       };
-      return http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 20_000, ServerResponse: OneWriteResponse }, (req, res) => {
+      // Fastify's own timeout options apply only to servers it makes: this one has them here.
+      const server = http.createServer({ ...serverTimeouts(opts.connections), ServerResponse: OneWriteResponse }, (req, res) => {
         const start = observer.begin(req);
         if (!frontDoor(req, res, toFastify)) toFastify(req, res);
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
@@ -131,15 +135,19 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (res.writableEnded) requestDone(req, res, start);
         else res.once('close', () => requestDone(req, res, start));
       });
+      limitConnections(server, opts.connections);
+      return server;
     },
   }) as unknown as FastifyInstance;
 
-  // With the access log on: requests Fastify answered (the front door logs its own answers).
-  const routed = new WeakSet<IncomingMessage>();
+  // With the access log on: requests Fastify answered (the front door logs its own answers), with
+  // their client's address, taken while the connection is surely open.
+  const routed = new WeakMap<IncomingMessage, string>();
   const requestDone = (req: IncomingMessage, res: ServerResponse, start: number): void => {
     const status = answeredStatus(res);
     const ms = observer.finished(coverArtRoute(req.url ?? '/'), req.method, status, start);
-    if (opts.accessLog && routed.has(req)) app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url: req.url, status, ms }, 'request');
+    const client = routed.get(req);
+    if (client !== undefined) app.log.debug({ reqId: req.headers['x-request-id'], client, method: req.method, url: req.url, status, ms }, 'request');
   };
   app.setErrorHandler(function whoops(err, req, reply) {
     const status = (err as { statusCode?: number }).statusCode;

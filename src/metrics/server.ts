@@ -1,5 +1,6 @@
 import http from 'node:http';
-import type { ListenAddress } from '../config/load.js';
+import type { ConnectionLimits, ListenAddress } from '../config/load.js';
+import { limitConnections, serverTimeouts } from '../http/connections.js';
 import { METRICS_CONTENT_TYPE } from './exposition.js';
 import type { Metrics } from './index.js';
 
@@ -8,8 +9,8 @@ import type { Metrics } from './index.js';
  * text format; 404 elsewhere, 405 for other methods. A plain node:http server: it needs no
  * routing, and its scrapes are not counted in the HTTP metrics. Resolves once listening.
  */
-export async function listenMetrics(metrics: Metrics, at: ListenAddress, onError: (err: unknown) => void): Promise<http.Server> {
-  const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, function metricsRequest(req, res) {
+export async function listenMetrics(metrics: Metrics, at: ListenAddress, limits: ConnectionLimits, onError: (err: unknown) => void): Promise<http.Server> {
+  const server = http.createServer(serverTimeouts(limits), function metricsRequest(req, res) {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -27,6 +28,7 @@ export async function listenMetrics(metrics: Metrics, at: ListenAddress, onError
       },
     );
   });
+  limitConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(at.port, at.host, () => {
