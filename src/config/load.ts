@@ -121,6 +121,11 @@ export function readConfigFile(file: string): Record<string, string> {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
+    // A syntax error's message may quote the text around it (on Node 22 and later), which may be a password.
+    if (err instanceof SyntaxError) {
+      const at = /position (\d+)/.exec(err.message);
+      throw new ConfigError([`--config ${file}: is not valid JSON${at === null ? '' : ` (at character ${Number(at[1]) + 1})`}`]);
+    }
     throw new ConfigError([`--config ${file}: ${(err as Error).message}`]);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
@@ -148,7 +153,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     const v = env[name];
     return v === undefined || v === '' ? undefined : v;
   };
-  const bad = (name: VariableName, why: string) => problems.push(`${name}=${JSON.stringify(env[name])}: ${why}`);
+  // Values are named without their credentials: a message may end up in a log or a ticket.
+  const bad = (name: VariableName, why: string) => problems.push(`${name}=${JSON.stringify(redactSecrets(env[name] ?? ''))}: ${why}`);
 
   const dataDir = path.resolve(cwd, get('SLEEVE_DATA_DIR') ?? './data');
 
@@ -161,8 +167,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const redisUrl = get('SLEEVE_REDIS_URL');
   if (redisUrl !== undefined) {
     const why = checkRedisUrl(redisUrl);
-    // Named without its password.
-    if (why !== undefined) problems.push(`SLEEVE_REDIS_URL=${JSON.stringify(redisUrl.replace(/\/\/([^/@]*):[^/@]*@/, '//$1:***@'))}: ${why}`);
+    if (why !== undefined) bad('SLEEVE_REDIS_URL', why);
   }
 
   const listen = (name: VariableName, fallback: string): ListenAddress => {
@@ -251,7 +256,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     }
   }
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  // A safety net under the redaction of each value: no message carries URL credentials.
+  if (problems.length > 0) throw new ConfigError(problems.map(redactSecrets));
   return Object.freeze({
     dataDir,
     database: database as DatabaseConfig,
@@ -279,6 +285,21 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     shutdownDelayMs,
     responseCacheEntries,
   });
+}
+
+/** Query parameters whose values are secrets (a password, key, token or signature). */
+const SECRET_PARAM_RE = /([?&;][^=&#\s"]*(?:pass|pwd|secret|token|key|sig|cred|auth)[^=&#\s"]*=)[^&#\s"]*/gi;
+/** `scheme://userinfo@`: everything up to the last `@` of the authority. */
+const USERINFO_RE = /([a-z][a-z0-9+.-]*:\/\/)[^\s"/?#]*@/gi;
+/** `user:password@host` without a scheme (a URL missing its `postgres://`, say). */
+const BARE_USERINFO_RE = /^[^\s"/?#:@]*:[^\s"/?#]*@/;
+
+/**
+ * Hides the credentials a URL may carry (user and password, and query parameters such as
+ * `password=`, `secret=` or `X-Amz-Signature=`), so a configuration error can quote the value.
+ */
+export function redactSecrets(text: string): string {
+  return text.replace(USERINFO_RE, '$1***@').replace(BARE_USERINFO_RE, '***@').replace(SECRET_PARAM_RE, '$1***');
 }
 
 function parseDatabase(raw: string, cwd: string): DatabaseConfig | string {
@@ -324,12 +345,12 @@ function parseS3Storage(raw: string): S3StorageConfig | string {
   const bucketProblem = checkBucketName(bucket);
   if (bucketProblem !== undefined) errors.push(bucketProblem);
   if (segments.some((s) => !PREFIX_SEGMENT_RE.test(s)) || segments.join('/').length > 512) {
-    errors.push(`key prefix ${JSON.stringify(segments.join('/'))} must be /-separated names of letters, digits, '.', '_' and '-' (not starting with '.' or '-')`);
+    errors.push(`key prefix ${JSON.stringify(redactSecrets(segments.join('/')))} must be /-separated names of letters, digits, '.', '_' and '-' (not starting with '.' or '-')`);
   }
 
   const seen = new Set<string>();
   for (const name of params.keys()) {
-    if (!S3_PARAMS.includes(name)) errors.push(`unknown parameter ${JSON.stringify(name)} (known: ${S3_PARAMS.join(', ')})`);
+    if (!S3_PARAMS.includes(name)) errors.push(`unknown parameter ${JSON.stringify(redactSecrets(name))} (known: ${S3_PARAMS.join(', ')})`);
     else if (seen.has(name)) errors.push(`parameter ${name} is given more than once`);
     seen.add(name);
   }
@@ -337,7 +358,7 @@ function parseS3Storage(raw: string): S3StorageConfig | string {
   const endpointRaw = params.get('endpoint');
   if (endpointRaw !== null) {
     endpoint = parseOrigin(endpointRaw);
-    if (endpoint === undefined) errors.push(`endpoint ${JSON.stringify(endpointRaw)} must be an http:// or https:// URL with a host and no path, query or credentials`);
+    if (endpoint === undefined) errors.push(`endpoint ${JSON.stringify(redactSecrets(endpointRaw))} must be an http:// or https:// URL with a host and no path, query or credentials`);
   }
   const region = params.get('region') ?? 'us-east-1';
   if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(region) || region.length > 64) errors.push(`region ${JSON.stringify(region)} must look like us-east-1`);
@@ -348,7 +369,7 @@ function parseS3Storage(raw: string): S3StorageConfig | string {
   const publicRaw = params.get('publicUrl');
   if (publicRaw !== null) {
     publicBase = parseBaseUrl(publicRaw, ['http', 'https']);
-    if (publicBase === undefined) errors.push(`publicUrl ${JSON.stringify(publicRaw)} must be an absolute http or https URL without query or fragment`);
+    if (publicBase === undefined) errors.push(`publicUrl ${JSON.stringify(redactSecrets(publicRaw))} must be an absolute http or https URL without query or fragment`);
   }
   if (errors.length > 0) return errors.join('; ');
 
@@ -366,6 +387,8 @@ function parseS3Storage(raw: string): S3StorageConfig | string {
 
 /** S3's bucket naming rules (the general purpose bucket rules, which S3-compatible stores share). */
 function checkBucketName(bucket: string): string | undefined {
+  // `s3://KEY:SECRET@bucket`: credentials never go in the URL, and are not echoed back.
+  if (bucket.includes('@')) return 'the bucket name must not hold credentials (USER:PASSWORD@); they come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE';
   const why =
     bucket === ''
       ? 'is missing (s3://BUCKET)'
