@@ -18,6 +18,8 @@ import { WriteBatcher } from './db/write-batch.js';
 import { importLockHeld, type ImportLockPlace } from './import/lock.js';
 import { isStoreUnavailable } from './shared/errors.js';
 import { keepTickShape } from './shared/tick-shape.js';
+import type { Clock } from './shared/clock.js';
+import { startUploadSweeper } from './cover-art/uploads.js';
 
 export interface Server {
   runtime: Runtime;
@@ -34,6 +36,8 @@ export interface ServeOptions {
   only?: 'coverart' | 'auth';
   /** Log destination; defaults to stdout. */
   logStream?: NodeJS.WritableStream;
+  /** The time source (tests fix it); the system clock by default. */
+  clock?: Clock;
 }
 
 function addressOf(server: HttpServer, scheme: string): string {
@@ -47,7 +51,7 @@ function addressOf(server: HttpServer, scheme: string): string {
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<Server> {
   // Done first thing by the CLI; here too for servers started in-process (the earlier, the surer).
   keepTickShape();
-  const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal' });
+  const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal', clock: options.clock });
   const logger = { level: config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) };
   const apps: FastifyInstance[] = [];
   let metricsServer: HttpServer | undefined;
@@ -67,9 +71,11 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     },
   };
   let watch: CatalogueWatch | undefined;
+  let uploadSweeper: { stop(): void } | undefined;
   const redis: { close(): Promise<void> }[] = [];
   const stopCluster = async () => {
     watch?.stop();
+    uploadSweeper?.stop();
     await Promise.all(redis.map((r) => r.close()));
   };
   try {
@@ -143,6 +149,8 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         log: app.log,
       });
       watch.start();
+      // Leftovers of uploads killed in any process on this storage (cover-art/uploads.ts).
+      uploadSweeper = startUploadSweeper(runtime.coverArt, config.uploadSweepMs, app.log);
       commands?.start(app.log);
       notifications?.start(app.log);
       if (pendingIndexes !== undefined) app.log.warn({ err: pendingIndexes }, 'index.json files left to rewrite; retrying while serving');

@@ -23,6 +23,7 @@ import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js'
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { announceChange } from '../cluster/announce.js';
+import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
 
 export interface CommandContext {
   args: string[];
@@ -70,6 +71,7 @@ async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<
   let before: number | undefined;
   try {
     if (announcer !== undefined) before = await readCounter(rt.database.db, 'catalogue_version');
+    await sweepUploadsIfReachable(rt.coverArt);
     await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
       if (!isStoreUnavailable(err)) throw err;
     });

@@ -66,6 +66,8 @@ export interface Config {
   shutdownDelayMs: number;
   /** Most responses kept in the cover art response cache (0 turns it off). */
   responseCacheEntries: number;
+  /** How often a serving process removes or finishes what interrupted uploads left, in ms. */
+  uploadSweepMs: number;
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -95,6 +97,7 @@ export const VARIABLES = {
   SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
   SLEEVE_RESPONSE_CACHE: 'cover art responses kept in memory (default 50000, 0 = off)',
+  SLEEVE_UPLOAD_SWEEP_MS: 'how often a server cleans up after interrupted uploads, ms (default 10000, at most 30000)',
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -242,6 +245,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const changePollRedisMs = int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000);
   const shutdownDelayMs = int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000);
   const responseCacheEntries = int('SLEEVE_RESPONSE_CACHE', 50_000, 0, 10_000_000);
+  // At most 30 s: with the 30 s a lease of another machine stays live, a killed upload's leftovers go within a minute.
+  const uploadSweepMs = int('SLEEVE_UPLOAD_SWEEP_MS', 10_000, 10, 30_000);
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -284,6 +289,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     changePollRedisMs,
     shutdownDelayMs,
     responseCacheEntries,
+    uploadSweepMs,
   });
 }
 
