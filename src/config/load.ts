@@ -296,7 +296,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
 /** Query parameters whose values are secrets (a password, key, token or signature). */
 const SECRET_PARAM_RE = /([?&;][^=&#\s"]*(?:pass|pwd|secret|token|key|sig|cred|auth)[^=&#\s"]*=)[^&#\s"]*/gi;
 /** `scheme://userinfo@`: everything up to the last `@` of the authority. */
-const USERINFO_RE = /([a-z][a-z0-9+.-]*:\/\/)[^\s"/?#]*@/gi;
+const USERINFO_RE = /([a-z][a-z0-9+.-]*:\/\/)[^\s"/?#[\]]*@/gi;
 /** `user:password@host` without a scheme (a URL missing its `postgres://`, say). */
 const BARE_USERINFO_RE = /^[^\s"/?#:@]*:[^\s"/?#]*@/;
 
