@@ -100,6 +100,30 @@ export class FsObjectStore implements ObjectStore {
   }
 
   /**
+   * Removes `.tmp-*` files an hour old from a folder: where earlier versions of sleeve wrote part-written
+   * files, beside their targets (a killed writer's stayed there). Returns how many went.
+   */
+  async removeStrayTemporary(folder: string, now: number = Date.now()): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(this.file(folder));
+    } catch (err) {
+      if (isMissing(err)) return 0;
+      throw err;
+    }
+    let removed = 0;
+    for (const name of names) {
+      if (!/^\.tmp-[0-9a-f]{16}$/.test(name)) continue;
+      const file = path.join(this.file(folder), name);
+      const old = await stat(file).then((st) => st.isFile() && now - st.mtimeMs > FOREIGN_TEMP_AGE_MS, () => false);
+      if (!old) continue;
+      await rm(file, { force: true });
+      removed++;
+    }
+    return removed;
+  }
+
+  /**
    * Removes the part-written files of processes that are gone: on this machine, those whose
    * process no longer runs; from other machines sharing the directory, those untouched for
    * an hour (no write takes that long). Returns how many folders went.
@@ -188,7 +212,10 @@ export class FsObjectStore implements ObjectStore {
         } else if (key.startsWith(prefix)) out.push(key);
       }
     };
-    await walk('');
+    // From the deepest folder the prefix names: listing uploads/ must not read a root of a million release folders.
+    const base = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
+    if (base !== '' && !isValidKey(base)) return [];
+    await walk(base);
     return out.sort();
   }
 

@@ -50,6 +50,8 @@ export interface ObjectStore {
   removeFolder?(folder: string): Promise<void>;
   /** Removes what writers that died left half-written (where the store has such things); how many went. */
   sweepTemporary?(now?: number): Promise<number>;
+  /** Removes part-written files an older version left inside a folder (where the store has such things). */
+  removeStrayTemporary?(folder: string, now?: number): Promise<number>;
 }
 
 const KEY_RE = /^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/;

@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
@@ -185,6 +185,21 @@ describe(`interrupted uploads leave nothing behind (file storage, ${DIALECT})`, 
       expected,
     );
     for (const id of listed) await assertServed(server.base, release, id);
+  });
+
+  it("art reindex removes an hour-old .tmp-* file an earlier sleeve left beside the images, not a fresh one", async () => {
+    const folder = path.join(filesRoot(t), `mbid-${release}`);
+    const stale = path.join(folder, '.tmp-0123456789abcdef');
+    const fresh = path.join(folder, '.tmp-fedcba9876543210');
+    await writeFile(stale, 'part of an original');
+    await writeFile(fresh, 'being written');
+    const hourAgo = new Date(Date.now() - 61 * 60 * 1000);
+    await utimes(stale, hourAgo, hourAgo);
+    await cliOk(t.env, ['art', 'reindex', release]);
+    const names = await readdir(folder);
+    assert.ok(!names.includes('.tmp-0123456789abcdef'), 'the stale one went');
+    assert.ok(names.includes('.tmp-fedcba9876543210'), 'the fresh one stays');
+    await rm(fresh);
   });
 
   it('an upload in flight in another process is untouched by the next command and by a fast server sweep, and completes', async () => {
