@@ -71,11 +71,11 @@ async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<
   let before: number | undefined;
   try {
     if (announcer !== undefined) before = await readCounter(rt.database.db, 'catalogue_version');
-    await sweepUploadsIfReachable(rt.coverArt);
+    const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+    await sweepUploadsIfReachable({ ...rt.coverArt, warn });
     await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
       if (!isStoreUnavailable(err)) throw err;
     });
-    const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
     return await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
   } finally {
     // Also after a failure: part of a change (its commit) may have happened.

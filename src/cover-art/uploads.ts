@@ -118,19 +118,26 @@ export class Upload {
    */
   async finish(releaseGid: string): Promise<void> {
     this.stop();
-    await publish(this.deps.store, this.folder, releaseGid, this.id, this.suffix);
+    const missing = await publish(this.deps.store, this.folder, releaseGid, this.id, this.suffix);
+    if (missing.length > 0) throw new Error(`image ${this.id} is saved, but its staged files were removed before they were published: ${missing.join(', ')}`);
   }
 }
 
-/** Moves the staged files of a committed image to their public names, then removes the staging folder. */
-async function publish(store: ObjectStore, folder: string, releaseGid: string, id: number, suffix: string): Promise<void> {
+/**
+ * Moves the staged files of a committed image to their public names, then removes the
+ * staging folder. Returns the public names that are still missing (a staged file someone
+ * removed by hand): nothing can bring those back.
+ */
+async function publish(store: ObjectStore, folder: string, releaseGid: string, id: number, suffix: string): Promise<string[]> {
+  const missing: string[] = [];
   for (const size of [undefined, ...THUMBNAIL_SIZES]) {
     const to = imageKey(releaseGid, id, suffix, size);
     // Already moved by an earlier attempt, or the target written otherwise: either way it is in place.
     const moved = await moveObject(store, `${folder}/${stagedName(suffix, size)}`, to, size === undefined ? 'application/octet-stream' : 'image/jpeg');
-    if (!moved && (await store.head(to)) === undefined) throw new Error(`the staged file ${folder}/${stagedName(suffix, size)} of image ${id} is missing`);
+    if (!moved && (await store.head(to)) === undefined) missing.push(to);
   }
   await removeFolder(store, folder);
+  return missing;
 }
 
 function leaseIsLive(lease: Lease | undefined, now: number): boolean {
@@ -193,7 +200,8 @@ export async function sweepUploads(deps: CoverArtDeps): Promise<SweepResult> {
       result.removed++;
     } else {
       // Wherever the image is now (a merge may have moved it since the commit).
-      await publish(store, folder, row.gid, id, row.suffix);
+      const missing = await publish(store, folder, row.gid, id, row.suffix);
+      if (missing.length > 0) deps.warn?.(`image ${id} was saved by an upload that was interrupted, and some of its files are lost: ${missing.join(', ')}; remove the image and add it again`);
       result.finished++;
     }
   }
@@ -224,9 +232,10 @@ export function startUploadSweeper(deps: CoverArtDeps, intervalMs: number, log: 
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let failing = false;
+  const withLog: CoverArtDeps = { ...deps, warn: (message) => log.warn({}, `upload sweep: ${message}`) };
   const tick = async () => {
     try {
-      const r = await sweepUploads(deps);
+      const r = await sweepUploads(withLog);
       if (r.removed > 0 || r.finished > 0) log.info({ removed: r.removed, finished: r.finished }, 'upload sweep: interrupted uploads cleaned up');
       failing = false;
     } catch (err) {
