@@ -15,7 +15,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
-import { CLI, cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { CLI, cliOk, DIALECT, freePort, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { startS3, type S3TestServer } from '../helpers/s3.js';
@@ -165,6 +165,22 @@ describe(`interrupted uploads leave nothing behind (file storage, ${DIALECT})`, 
       await assertServed(server.base, release, p.id);
     });
   }
+
+  it('a committed upload whose staged file was removed by hand: the next command warns, publishes the rest and still works', async () => {
+    const p = await addUntil(t.env, release, small, 'upload-committed');
+    await kill(p);
+    const staged = (await allFiles(filesRoot(t))).filter((f) => f.startsWith(`uploads/${p.id}-`));
+    const lost = staged.find((f) => f.endsWith('/thumb500.jpg')) as string;
+    await rm(path.join(filesRoot(t), lost));
+    const r = await runCli(t.env, ['art', 'reindex', release]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`sleeve: warning: image ${p.id} was saved by an upload that was interrupted, and some of its files are lost: mbid-${release}/mbid-${release}-${p.id}_thumb500\\.jpg`));
+    const files = await allFiles(filesRoot(t));
+    assert.deepEqual(leftovers(files), []);
+    assert.ok(files.includes(`mbid-${release}/mbid-${release}-${p.id}_thumb250.jpg`));
+    // Put right the way the warning says, so the release is whole again for the tests after this one.
+    await cliOk(t.env, ['art', 'remove', release, p.id]);
+  });
 
   it('killed at random moments: afterwards every public image file belongs to a listed image, and each listed image is complete', async () => {
     for (const delay of [150, 400, 700, 1000, 1400]) {
