@@ -20,6 +20,7 @@ import { importLockHeld, type ImportLockPlace } from './import/lock.js';
 import { isStoreUnavailable } from './shared/errors.js';
 import { keepTickShape } from './shared/tick-shape.js';
 import type { Clock } from './shared/clock.js';
+import { startUploadSweeper } from './cover-art/uploads.js';
 
 export interface Server {
   runtime: Runtime;
@@ -73,9 +74,11 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     },
   };
   let watch: CatalogueWatch | undefined;
+  let uploadSweeper: { stop(): void } | undefined;
   const redis: { close(): Promise<void> }[] = [];
   const stopCluster = async () => {
     watch?.stop();
+    uploadSweeper?.stop();
     await Promise.all(redis.map((r) => r.close()));
   };
   try {
@@ -162,6 +165,8 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         log: app.log,
       });
       watch.start();
+      // Leftovers of uploads killed in any process on this storage (cover-art/uploads.ts).
+      uploadSweeper = startUploadSweeper(runtime.coverArt, config.uploadSweepMs, app.log);
       commands?.start(app.log);
       notifications?.start(app.log);
       if (pendingIndexes !== undefined) app.log.warn({ err: pendingIndexes }, 'index.json files left to rewrite; retrying while serving');

@@ -117,7 +117,8 @@ describe(`configuration (${DIALECT})`, () => {
       assert.match(r.stderr, /SLEEVE_REDIS_URL=".*": must be redis:\/\/\[\[USER\]:PASSWORD@\]HOST\[:PORT\]\[\/DB\] or rediss:\/\/… \(TLS\)/, url);
     }
     const secret = await bad({ SLEEVE_REDIS_URL: 'redis://app:s3cret@cache.internal:6379/db' });
-    assert.match(secret.stderr, /SLEEVE_REDIS_URL="redis:\/\/app:\*\*\*@cache\.internal:6379\/db": .*database number/);
+    // The whole user info goes: a user name may be a token too (https://TOKEN@host).
+    assert.match(secret.stderr, /SLEEVE_REDIS_URL="redis:\/\/\*\*\*@cache\.internal:6379\/db": .*database number/);
     assert.doesNotMatch(secret.stderr, /s3cret/);
 
     const r = await bad({ SLEEVE_CHANGE_POLL_REDIS_MS: '5', SLEEVE_SHUTDOWN_DELAY_MS: '-1' });

@@ -23,6 +23,7 @@ import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js'
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { announceChange } from '../cluster/announce.js';
+import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
 
 export interface CommandContext {
   args: string[];
@@ -70,10 +71,11 @@ async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<
   let before: number | undefined;
   try {
     if (announcer !== undefined) before = await readCounter(rt.database.db, 'catalogue_version');
+    const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+    await sweepUploadsIfReachable({ ...rt.coverArt, warn });
     await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
       if (!isStoreUnavailable(err)) throw err;
     });
-    const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
     return await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
   } finally {
     // Also after a failure: part of a change (its commit) may have happened.
@@ -158,12 +160,14 @@ function printBanner(config: Readonly<Config>, coverArt: string | undefined, aut
   if (auth !== undefined) lines.push(`  auth:       ${auth}  (public URL ${config.authUrl}; self-signed unless SLEEVE_TLS_CERT is set)`);
   if (metrics !== undefined) lines.push(`  metrics:    ${metrics}/metrics  (Prometheus)`);
   if (coverArt !== undefined) {
-    const [first, second] = DEMO.releases;
+    const [first] = DEMO.releases;
+    // A release of the demo that has a back cover (not every one has).
+    const withBack = DEMO.releases.find((r) => r !== first && r.images.some((i) => i.types.includes('Back')));
     const rg = DEMO.chosen.releaseGroup;
     lines.push(demo.length > 0 ? '  demo catalogue loaded; try:' : '  try (if the demo catalogue is loaded):');
     lines.push(`    curl -i ${config.baseUrl}/release/${first?.mbid}/`);
     lines.push(`    curl -i ${config.baseUrl}/release/${first?.mbid}/front-250`);
-    lines.push(`    curl -i ${config.baseUrl}/release/${second?.mbid}/back`);
+    lines.push(`    curl -i ${config.baseUrl}/release/${withBack?.mbid}/back`);
     lines.push(`    curl -i ${config.baseUrl}/release-group/${rg}/`);
     lines.push(`    curl -L -o front.jpg ${config.baseUrl}/release-group/${rg}/front-500`);
   }

@@ -1,32 +1,43 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, readConfigFile, VARIABLES, type Config } from '../config/load.js';
 import { isAppError } from '../shared/errors.js';
-import { COMMANDS, type CommandContext } from './commands.js';
+import { COMMANDS, type Command, type CommandContext } from './commands.js';
+import { commandHelp, groupHelp, USAGE, version } from './help.js';
+import { LIST_COMMANDS } from './list-commands.js';
 
-const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
+/** Every command: the catalogue and account commands, and the read-only listings. */
+const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS };
 
-  serve [--only coverart|auth]          run the listeners (cover art http, auth https)
-  migrate                               apply database migrations
-  demo                                  load the demo catalogue
-  release add MBID --release-group RG_MBID [--title T] [--date YYYY[-MM[-DD]]]
-  release merge OLD_MBID INTO_MBID      the old MBID then resolves to the new one
-  release-group set-cover RG_MBID RELEASE_MBID
-  art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved]
-  art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved]
-  art remove RELEASE_MBID IMAGE_ID
-  art reorder RELEASE_MBID IMAGE_ID...
-  art reindex [RELEASE_MBID]            rewrite index.json from the database
-  user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL]
-           [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]
-  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server]
-  app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server]
-  import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
-                                        load a MusicBrainz dump (resumable; see README)
+export class UsageError extends Error {
+  /** The message says all there is; the global usage is not appended. */
+  readonly complete: boolean;
+  constructor(message: string, complete = false) {
+    super(message);
+    this.complete = complete;
+  }
+}
 
-Configuration comes from SLEEVE_* environment variables (see README) and --config FILE.
-`;
-
-export class UsageError extends Error {}
+/**
+ * A bad option as one line naming it and where its command's help is, instead of
+ * node:util's advice about positionals and the whole global usage.
+ */
+function optionError(err: unknown, command: Command): unknown {
+  const code = (err as { code?: string }).code;
+  const message = (err as Error).message ?? '';
+  const see = `see: sleeve ${command.name} --help`;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const flag = /^Unknown option '([^']*)'/.exec(message)?.[1] ?? '';
+    const known = Object.keys(command.options ?? {}).map((o) => `--${o}`);
+    const which = known.length === 0 ? `sleeve ${command.name} takes no options` : `its options: ${known.join(', ')}`;
+    return new UsageError(`unknown option ${flag} for sleeve ${command.name} (${which}; ${see})`, true);
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const flag = /'(-[^' ]*)/.exec(message)?.[1] ?? '';
+    const takesValue = message.includes('argument missing');
+    return new UsageError(`option ${flag} of sleeve ${command.name} ${takesValue ? 'needs a value' : 'takes no value'} (${see})`, true);
+  }
+  return err;
+}
 
 function configFrom(file: string | undefined): Readonly<Config> {
   const fromFile = file === undefined ? {} : readConfigFile(file);
@@ -42,29 +53,50 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const globals = parseArgs({
       args: argv,
-      options: { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'V' } },
       allowPositionals: true,
       strict: false,
     });
     json = globals.values.json === true;
-    const positionals = globals.positionals;
-    if (globals.values.help === true) {
-      process.stdout.write(USAGE);
+    // `sleeve help [COMMAND]` is `sleeve [COMMAND] --help`.
+    const wantsHelp = globals.values.help === true || globals.positionals[0] === 'help';
+    const positionals = globals.positionals[0] === 'help' ? globals.positionals.slice(1) : globals.positionals;
+    if (globals.values.version === true) {
+      if (json) process.stdout.write(`${JSON.stringify({ version: version() })}\n`);
+      else process.stdout.write(`sleeve ${version()}\n`);
+      return 0;
+    }
+    const [first = '', second = ''] = positionals;
+    const command = ALL_COMMANDS[`${first} ${second}`] ?? ALL_COMMANDS[first];
+    if (wantsHelp) {
+      if (positionals.length === 0) process.stdout.write(USAGE);
+      else if (command !== undefined) process.stdout.write(commandHelp(command));
+      else {
+        const group = groupHelp(first);
+        if (group === undefined) throw new UsageError(`unknown command: ${positionals.slice(0, 2).join(' ')}`);
+        process.stdout.write(group);
+      }
       return 0;
     }
     // A usage error like any other: the message on stderr (and --json's error object on stdout), exit 2.
     if (positionals.length === 0) throw new UsageError('no command given');
-    const [first = '', second = ''] = positionals;
-    const command = COMMANDS[`${first} ${second}`] ?? COMMANDS[first];
-    if (command === undefined) throw new UsageError(`unknown command: ${positionals.slice(0, 2).join(' ')}`);
+    if (command === undefined) {
+      const group = groupHelp(first);
+      throw new UsageError(group === undefined ? `unknown command: ${positionals.slice(0, 2).join(' ')}` : `unknown command: ${positionals.slice(0, 2).join(' ')}\n\n${group}`, group !== undefined);
+    }
     const skip = command.name.split(' ').length;
     const rest = stripGlobals(argv);
-    const parsed = parseArgs({
-      args: rest,
-      options: command.options ?? {},
-      allowPositionals: true,
-      strict: command.lenient !== true,
-    } satisfies ParseArgsConfig);
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: rest,
+        options: command.options ?? {},
+        allowPositionals: true,
+        strict: command.lenient !== true,
+      } satisfies ParseArgsConfig);
+    } catch (err) {
+      throw optionError(err, command);
+    }
     const args = parsed.positionals.slice(skip);
     const configFile = typeof globals.values.config === 'string' ? globals.values.config : undefined;
     const ctx: CommandContext = {
@@ -113,7 +145,7 @@ function reportError(err: unknown, json: boolean): number {
     exit = err.expose ? 2 : 1;
   } else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
     code = 'USAGE';
-    message = `${(err as Error).message}\n\n${USAGE}`;
+    message = err instanceof UsageError && err.complete ? err.message : `${(err as Error).message}\n\n${USAGE}`;
     exit = 2;
   } else {
     code = 'INTERNAL';

@@ -86,6 +86,8 @@ export interface Config {
   responseCacheEntries: number;
   /** Threads that hash passwords, and hashes that may wait for one (more: 503). */
   passwordHashing: { threads: number; queue: number };
+  /** How often a serving process removes or finishes what interrupted uploads left, in ms. */
+  uploadSweepMs: number;
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -121,6 +123,7 @@ export const VARIABLES = {
   SLEEVE_RESPONSE_CACHE: 'cover art responses kept in memory (default 50000, 0 = off)',
   SLEEVE_PASSWORD_HASH_THREADS: 'threads that hash passwords at sign-in (default: one per two cores, 1 to 4)',
   SLEEVE_PASSWORD_HASH_QUEUE: 'sign-ins that may wait for a hashing thread; more are answered 503 (default 64)',
+  SLEEVE_UPLOAD_SWEEP_MS: 'how often a server cleans up after interrupted uploads, ms (default 10000, at most 30000)',
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -147,6 +150,11 @@ export function readConfigFile(file: string): Record<string, string> {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
+    // A syntax error's message may quote the text around it (on Node 22 and later), which may be a password.
+    if (err instanceof SyntaxError) {
+      const at = /position (\d+)/.exec(err.message);
+      throw new ConfigError([`--config ${file}: is not valid JSON${at === null ? '' : ` (at character ${Number(at[1]) + 1})`}`]);
+    }
     throw new ConfigError([`--config ${file}: ${(err as Error).message}`]);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
@@ -174,7 +182,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     const v = env[name];
     return v === undefined || v === '' ? undefined : v;
   };
-  const bad = (name: VariableName, why: string) => problems.push(`${name}=${JSON.stringify(env[name])}: ${why}`);
+  // Values are named without their credentials: a message may end up in a log or a ticket.
+  const bad = (name: VariableName, why: string) => problems.push(`${name}=${JSON.stringify(redactSecrets(env[name] ?? ''))}: ${why}`);
 
   const dataDir = path.resolve(cwd, get('SLEEVE_DATA_DIR') ?? './data');
 
@@ -187,8 +196,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const redisUrl = get('SLEEVE_REDIS_URL');
   if (redisUrl !== undefined) {
     const why = checkRedisUrl(redisUrl);
-    // Named without its password.
-    if (why !== undefined) problems.push(`SLEEVE_REDIS_URL=${JSON.stringify(redisUrl.replace(/\/\/([^/@]*):[^/@]*@/, '//$1:***@'))}: ${why}`);
+    if (why !== undefined) bad('SLEEVE_REDIS_URL', why);
   }
 
   const listen = (name: VariableName, fallback: string): ListenAddress => {
@@ -274,6 +282,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const shutdownDelayMs = int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000);
   const responseCacheEntries = int('SLEEVE_RESPONSE_CACHE', 50_000, 0, 10_000_000);
   const passwordHashing = { threads: int('SLEEVE_PASSWORD_HASH_THREADS', defaultHashThreads(), 1, 64), queue: int('SLEEVE_PASSWORD_HASH_QUEUE', DEFAULT_HASH_QUEUE, 0, 100_000) };
+  // At most 30 s: with the 30 s a lease of another machine stays live, a killed upload's leftovers go within a minute.
+  const uploadSweepMs = int('SLEEVE_UPLOAD_SWEEP_MS', 10_000, 10, 30_000);
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -288,7 +298,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     }
   }
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  // A safety net under the redaction of each value: no message carries URL credentials.
+  if (problems.length > 0) throw new ConfigError(problems.map(redactSecrets));
   return Object.freeze({
     dataDir,
     database: database as DatabaseConfig,
@@ -317,7 +328,23 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     shutdownDelayMs,
     responseCacheEntries,
     passwordHashing,
+    uploadSweepMs,
   });
+}
+
+/** Query parameters whose values are secrets (a password, key, token or signature). */
+const SECRET_PARAM_RE = /([?&;][^=&#\s"]*(?:pass|pwd|secret|token|key|sig|cred|auth)[^=&#\s"]*=)[^&#\s"]*/gi;
+/** `scheme://userinfo@`: everything up to the last `@` of the authority. */
+const USERINFO_RE = /([a-z][a-z0-9+.-]*:\/\/)[^\s"/?#[\]]*@/gi;
+/** `user:password@host` without a scheme (a URL missing its `postgres://`, say). */
+const BARE_USERINFO_RE = /^[^\s"/?#:@]*:[^\s"/?#]*@/;
+
+/**
+ * Hides the credentials a URL may carry (user and password, and query parameters such as
+ * `password=`, `secret=` or `X-Amz-Signature=`), so a configuration error can quote the value.
+ */
+export function redactSecrets(text: string): string {
+  return text.replace(USERINFO_RE, '$1***@').replace(BARE_USERINFO_RE, '***@').replace(SECRET_PARAM_RE, '$1***');
 }
 
 function parseDatabase(raw: string, cwd: string): DatabaseConfig | string {
@@ -363,12 +390,12 @@ function parseS3Storage(raw: string): S3StorageConfig | string {
   const bucketProblem = checkBucketName(bucket);
   if (bucketProblem !== undefined) errors.push(bucketProblem);
   if (segments.some((s) => !PREFIX_SEGMENT_RE.test(s)) || segments.join('/').length > 512) {
-    errors.push(`key prefix ${JSON.stringify(segments.join('/'))} must be /-separated names of letters, digits, '.', '_' and '-' (not starting with '.' or '-')`);
+    errors.push(`key prefix ${JSON.stringify(redactSecrets(segments.join('/')))} must be /-separated names of letters, digits, '.', '_' and '-' (not starting with '.' or '-')`);
   }
 
   const seen = new Set<string>();
   for (const name of params.keys()) {
-    if (!S3_PARAMS.includes(name)) errors.push(`unknown parameter ${JSON.stringify(name)} (known: ${S3_PARAMS.join(', ')})`);
+    if (!S3_PARAMS.includes(name)) errors.push(`unknown parameter ${JSON.stringify(redactSecrets(name))} (known: ${S3_PARAMS.join(', ')})`);
     else if (seen.has(name)) errors.push(`parameter ${name} is given more than once`);
     seen.add(name);
   }
@@ -376,7 +403,7 @@ function parseS3Storage(raw: string): S3StorageConfig | string {
   const endpointRaw = params.get('endpoint');
   if (endpointRaw !== null) {
     endpoint = parseOrigin(endpointRaw);
-    if (endpoint === undefined) errors.push(`endpoint ${JSON.stringify(endpointRaw)} must be an http:// or https:// URL with a host and no path, query or credentials`);
+    if (endpoint === undefined) errors.push(`endpoint ${JSON.stringify(redactSecrets(endpointRaw))} must be an http:// or https:// URL with a host and no path, query or credentials`);
   }
   const region = params.get('region') ?? 'us-east-1';
   if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(region) || region.length > 64) errors.push(`region ${JSON.stringify(region)} must look like us-east-1`);
@@ -387,7 +414,7 @@ function parseS3Storage(raw: string): S3StorageConfig | string {
   const publicRaw = params.get('publicUrl');
   if (publicRaw !== null) {
     publicBase = parseBaseUrl(publicRaw, ['http', 'https']);
-    if (publicBase === undefined) errors.push(`publicUrl ${JSON.stringify(publicRaw)} must be an absolute http or https URL without query or fragment`);
+    if (publicBase === undefined) errors.push(`publicUrl ${JSON.stringify(redactSecrets(publicRaw))} must be an absolute http or https URL without query or fragment`);
   }
   if (errors.length > 0) return errors.join('; ');
 
@@ -405,6 +432,8 @@ function parseS3Storage(raw: string): S3StorageConfig | string {
 
 /** S3's bucket naming rules (the general purpose bucket rules, which S3-compatible stores share). */
 function checkBucketName(bucket: string): string | undefined {
+  // `s3://KEY:SECRET@bucket`: credentials never go in the URL, and are not echoed back.
+  if (bucket.includes('@')) return 'the bucket name must not hold credentials (USER:PASSWORD@); they come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE';
   const why =
     bucket === ''
       ? 'is missing (s3://BUCKET)'

@@ -6,7 +6,7 @@ import { parseMbid } from '../shared/uuid.js';
 import type { ObjectStore } from '../storage/index.js';
 import { idForTime } from './ids.js';
 import { writeIndex } from './indexer.js';
-import { folderKey, imageKey, THUMBNAIL_SIZES } from './keys.js';
+import { folderKey, imageKey, THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
 import { buildListing, type ListingImage, type ListingUrls } from './listing.js';
 import {
   addToCounters,
@@ -21,6 +21,8 @@ import {
   type ReleaseRef,
 } from './repo.js';
 import { processImage } from './thumbnails.js';
+import { Upload } from './uploads.js';
+import { failpoint } from '../shared/failpoint.js';
 
 /** What the cover art module needs from the outside world. */
 export interface CoverArtDeps {
@@ -149,9 +151,11 @@ export interface AddArtInput {
 }
 
 /**
- * Adds an image: checks it, makes its thumbnails, allocates its id, stores the files,
- * records it in one transaction and rewrites the release's index.json. On any failure
- * before the commit, the files written are removed and nothing else has changed.
+ * Adds an image: checks it, makes its thumbnails, allocates its id, stages the files,
+ * records it in one transaction, moves the files to their public names and rewrites the
+ * release's index.json. On any failure before the commit, the staged files are removed and
+ * nothing else has changed; a process killed anywhere leaves work the next sweep finishes
+ * or removes (cover-art/uploads.ts).
  */
 export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<ListingImage> {
   if (input.bytes.length > deps.limits.maxBytes) {
@@ -164,23 +168,22 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
   const image = await processImage(input.bytes, deps.limits.maxPixels);
 
   const id = await allocateImageId(deps.db, deps.dialect, idForTime(deps.clock.now()));
-  const written: string[] = [];
+  // Staged under a leased folder nothing serves until the commit (cover-art/uploads.ts): a process
+  // killed at any point leaves nothing public, and the next sweep cleans up or finishes.
+  const upload = await Upload.begin(deps, id, image.suffix);
   try {
-    const files: [string, Buffer, string][] = [
-      [imageKey(release.gid, id, image.suffix, undefined), input.bytes, image.mime],
-      ...THUMBNAIL_SIZES.map((size): [string, Buffer, string] => [
-        imageKey(release.gid, id, image.suffix, size),
-        image.thumbnails.get(size) as Buffer,
-        'image/jpeg',
-      ]),
+    await failpoint('upload-leased', String(id));
+    const files: [ThumbnailSize | undefined, Buffer, string][] = [
+      [undefined, input.bytes, image.mime],
+      ...THUMBNAIL_SIZES.map((size): [ThumbnailSize, Buffer, string] => [size, image.thumbnails.get(size) as Buffer, 'image/jpeg']),
     ];
-    // Side by side: each put is its own atomic, durable write, and none is named anywhere yet.
-    // All of them settle before a failure is acted on, so no put still under way lands after
-    // the clean-up below has removed what was written.
-    written.push(...files.map(([key]) => key));
-    const puts = await Promise.allSettled(files.map(([key, bytes, mime]) => deps.store.put(key, bytes, mime)));
+    // Side by side: each put is its own atomic, durable write. All of them settle before a
+    // failure is acted on, so no put still under way lands after the clean-up has run.
+    const puts = await Promise.allSettled(files.map(([size, bytes, mime]) => deps.store.put(upload.stagedKey(size), bytes, mime)));
     const failed = puts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
+    await failpoint('upload-staged', String(id));
+    if (!(await upload.held())) throw new AppError('CONFLICT', `the upload of image ${id} was given up while this process was stopped; try again`);
     await deps.db.transaction().execute(async (trx) => {
       // First, so concurrent changes to the release take turns and read each other's orderings.
       await markChanged(trx, release.id, deps.clock.now());
@@ -212,9 +215,20 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
       await addToCounters(trx, { images: 1, uploads_total: 1, upload_bytes_total: input.bytes.length });
     });
   } catch (err) {
-    await Promise.all(written.map((key) => deps.store.delete(key).catch(() => {})));
+    await upload.abandon();
     throw err;
   }
+  await failpoint('upload-committed', String(id));
+  try {
+    await upload.finish(release.gid);
+  } catch (err) {
+    if (!isStoreUnavailable(err)) throw err;
+    deps.warn?.(
+      `image ${id} is saved, but its files could not be moved into place: ${(err as Error).message}. ` +
+        'The next sleeve command or a running sleeve serve finishes it once the store is back.',
+    );
+  }
+  await failpoint('upload-published', String(id));
   await rewriteIndex(deps, release);
   return entryOf(deps, release, id);
 }

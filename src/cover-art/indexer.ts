@@ -43,7 +43,8 @@ const ORPHAN_AGE_MS = 60 * 60 * 1000;
 /**
  * Rebuilds index.json for one release (by internal id) or for all releases that have
  * images (then also recounting releases and images for the metrics), and removes image
- * files no row names whose id and file are more than an hour old.
+ * files no row names whose id and file are more than an hour old (and, in a file store,
+ * part-written files an older sleeve left beside them).
  */
 export async function reindex(deps: IndexDeps & { now: number }, releaseIds?: number[]): Promise<{ releases: number; orphansRemoved: number }> {
   const ids =
@@ -54,6 +55,7 @@ export async function reindex(deps: IndexDeps & { now: number }, releaseIds?: nu
     await writeIndex(deps, id);
     const release = await deps.db.selectFrom('release').select('gid').where('id', '=', id).executeTakeFirst();
     if (release === undefined) continue;
+    orphansRemoved += (await deps.store.removeStrayTemporary?.(`mbid-${release.gid}`, deps.now)) ?? 0;
     const known = new Set((await deps.db.selectFrom('cover_art').select('id').where('release', '=', id).execute()).map((r) => r.id));
     for (const key of await deps.store.list(`mbid-${release.gid}/`)) {
       const parsed = parseImageKey(key);

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, fstatSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { open, rm, stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
@@ -77,6 +77,36 @@ async function withLockFile<T>(file: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The files SQLite keeps beside a database: they hold the same data as the database itself. */
+const SQLITE_SIDE_FILES = ['-wal', '-shm', '-journal'];
+
+/**
+ * Makes a SQLite database file private to its owner before SQLite opens it (password and
+ * token hashes, e-mail addresses): a new file is created here with mode 0600, and SQLite gives
+ * its -wal, -shm and -journal files the main file's mode. Existing files that others may
+ * read (an older sleeve made them 0644) are made 0600 too.
+ * The directory is made as usual (0755 under the default umask): it also holds the image
+ * files, which are public. See docs/decisions.md, "Files at rest".
+ */
+export function preparePrivateDatabaseFile(file: string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const fd = openSync(file, 'a', 0o600);
+  try {
+    if ((fstatSync(fd).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+  for (const suffix of SQLITE_SIDE_FILES) {
+    let mode: number;
+    try {
+      mode = statSync(file + suffix).mode;
+    } catch {
+      continue;
+    }
+    if ((mode & 0o077) !== 0) chmodSync(file + suffix, 0o600);
+  }
+}
+
 const INT8_OID = 20;
 
 /**
@@ -110,7 +140,7 @@ class ImmediateSqliteDialect extends SqliteDialect {
  */
 export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number; durability?: 'full' | 'normal' } = {}): Promise<DatabaseHandle> {
   if (cfg.kind === 'sqlite') {
-    if (cfg.file !== ':memory:') mkdirSync(path.dirname(cfg.file), { recursive: true });
+    if (cfg.file !== ':memory:') preparePrivateDatabaseFile(cfg.file);
     // Each driver is loaded only when its database is used: start-up time matters for the CLI.
     const { default: Sqlite } = await import('better-sqlite3');
     const sqlite = new Sqlite(cfg.file);

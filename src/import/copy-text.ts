@@ -12,8 +12,12 @@ export interface Column {
   name: string;
   type: ColumnType;
   nullable: boolean;
-  /** A CHECK of the MusicBrainz schema that sleeve relies on. */
-  check?: 'positive' | 'non-negative';
+  /**
+   * A CHECK of the MusicBrainz schema that sleeve relies on, or a shape sleeve needs: a text
+   * that becomes part of a file name and a redirect's Location (`suffix`) or a content type
+   * (`mime-type`) must be a plain token, never a path, a line break or a header.
+   */
+  check?: 'positive' | 'non-negative' | 'suffix' | 'mime-type';
 }
 
 const BACKSLASH = 92;
@@ -21,6 +25,10 @@ const TAB = 9;
 
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const INT_RE = /^[+-]?\d{1,19}$/;
+/** A file suffix as image_type holds them (jpg, png, gif, pdf): it ends file names and Location URLs. */
+const SUFFIX_RE = /^[A-Za-z0-9]{1,10}$/;
+/** type/subtype of RFC 6838's restricted names (no parameters). */
+const MIME_TYPE_RE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 /** PostgreSQL's ISO output of timestamptz: `2012-01-26 00:54:05.519372+00` (offsets may carry minutes and seconds). */
 const TIMESTAMP_RE = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([+-])(\d{2})(?::?(\d{2}))?(?::?(\d{2}))?|Z)?$/;
 
@@ -191,8 +199,12 @@ export function convertField(raw: string, col: Column): string | number | null {
     return null;
   }
   switch (col.type) {
-    case 'text':
-      return unescapeText(raw);
+    case 'text': {
+      const text = unescapeText(raw);
+      if (col.check === 'suffix' && !SUFFIX_RE.test(text)) throw new RowError(`column ${col.name} must be a file suffix of 1 to 10 letters and digits (such as jpg), not ${JSON.stringify(text.slice(0, 60))}`);
+      if (col.check === 'mime-type' && !MIME_TYPE_RE.test(text)) throw new RowError(`column ${col.name} must be a media type such as image/jpeg, not ${JSON.stringify(text.slice(0, 60))}`);
+      return text;
+    }
     case 'uuid':
       if (raw.length !== 36 || !UUID_RE.test(raw)) throw new RowError(`column ${col.name} is not a UUID: ${JSON.stringify(raw.slice(0, 60))}`);
       return raw.toLowerCase();

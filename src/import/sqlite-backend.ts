@@ -7,6 +7,7 @@
  */
 import { rmSync } from 'node:fs';
 import type SqliteDatabase from 'better-sqlite3';
+import { preparePrivateDatabaseFile } from '../db/connect.js';
 import { AppError } from '../shared/errors.js';
 import { applyStaging, type SqlRunner } from './apply.js';
 import { emptyProgress, progressFromRow, type ApplyOptions, type ApplyResult, type FileProgress, type FileStager, type ImportBackend, type Omission, type RunOutcome, type StagingState } from './backend.js';
@@ -31,6 +32,7 @@ function progressValues(p: FileProgress): unknown[] {
 
 export async function openSqliteBackend(file: string): Promise<ImportBackend> {
   const { default: Sqlite } = await import('better-sqlite3');
+  if (file !== ':memory:') for (const f of [file, stagingFile(file), sqliteImportLockFile(file)]) preparePrivateDatabaseFile(f);
   const db: SqliteDatabase.Database = new Sqlite(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');

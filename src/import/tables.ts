@@ -42,7 +42,7 @@ export const DUMP_TABLES: readonly DumpTable[] = [
   {
     file: 'cover_art_archive.image_type',
     name: 'image_type',
-    columns: [col('mime_type', 'text'), col('suffix', 'text')],
+    columns: [col('mime_type', 'text', false, 'mime-type'), col('suffix', 'text', false, 'suffix')],
     keep: ['mime_type', 'suffix'],
     required: true,
     tarball: CAA,
@@ -130,7 +130,7 @@ export const DUMP_TABLES: readonly DumpTable[] = [
       col('ordering', 'int', false, 'positive'),
       col('date_uploaded', 'timestamptz'),
       col('edits_pending', 'int', false, 'non-negative'),
-      col('mime_type', 'text'),
+      col('mime_type', 'text', false, 'mime-type'),
       col('filesize', 'int', true),
       col('thumb_250_filesize', 'int', true),
       col('thumb_500_filesize', 'int', true),

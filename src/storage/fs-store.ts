@@ -1,8 +1,10 @@
-import { access, constants, mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { access, constants, mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { BigIntStats } from 'node:fs';
 import { storeUnavailable } from '../shared/errors.js';
+import { failpoint, failpointOn } from '../shared/failpoint.js';
+import { hostTag, processAlive } from '../shared/process.js';
 import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectStore } from './object-store.js';
 
 function infoOf(st: BigIntStats): ObjectInfo {
@@ -17,6 +19,7 @@ function infoOf(st: BigIntStats): ObjectInfo {
 /** Objects as files under one root directory. */
 export class FsObjectStore implements ObjectStore {
   readonly root: string;
+  private temp: Promise<string> | undefined;
 
   constructor(root: string) {
     this.root = path.resolve(root);
@@ -27,17 +30,47 @@ export class FsObjectStore implements ObjectStore {
     return path.join(this.root, key);
   }
 
+  /**
+   * This process's folder for files being written: `.tmp/{host}-{pid}` under the root, on the
+   * same file system as the objects so a finished file is renamed into place. A process
+   * killed mid-write leaves its part-written files there, and sweepTemporary removes the
+   * folder once that process is gone, whatever key it was writing.
+   */
+  private tempDir(): Promise<string> {
+    this.temp ??= (async () => {
+      const dir = path.join(this.root, TEMP_DIR, `${hostTag()}-${process.pid}`);
+      // Another process closing may remove an empty .tmp between the two levels being made: again then.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await mkdir(dir, { recursive: true, mode: 0o700 });
+          return dir;
+        } catch (err) {
+          if (!isMissing(err) || attempt === 3) throw err;
+        }
+      }
+    })().catch((err: unknown) => {
+      this.temp = undefined;
+      throw err;
+    });
+    return this.temp;
+  }
+
   async put(key: string, body: Buffer): Promise<void> {
     const target = this.file(key);
     const dir = path.dirname(target);
-    await mkdir(dir, { recursive: true });
-    const tmp = path.join(dir, `.tmp-${randomBytes(8).toString('hex')}`);
+    const tmp = path.join(await this.tempDir(), randomBytes(8).toString('hex'));
     let fh: FileHandle | undefined = await open(tmp, 'wx', 0o644);
     try {
-      await fh.writeFile(body);
+      if (failpointOn('upload-original-half') && /(^|\/)original\.[a-z0-9]+$/.test(key)) {
+        // For the test of an upload killed while its original is being written.
+        await fh.write(body.subarray(0, body.length >> 1));
+        await failpoint('upload-original-half', key);
+        await fh.write(body.subarray(body.length >> 1));
+      } else await fh.writeFile(body);
       await fh.sync();
       await fh.close();
       fh = undefined;
+      await mkdir(dir, { recursive: true });
       await rename(tmp, target);
     } catch (err) {
       await fh?.close().catch(() => {});
@@ -45,6 +78,78 @@ export class FsObjectStore implements ObjectStore {
       throw err;
     }
     await syncDir(dir);
+  }
+
+  /** Renames an object (atomic, one file system); false when `from` is not there. */
+  async move(from: string, to: string): Promise<boolean> {
+    const target = this.file(to);
+    await mkdir(path.dirname(target), { recursive: true });
+    try {
+      await rename(this.file(from), target);
+    } catch (err) {
+      if (isMissing(err)) return false;
+      throw err;
+    }
+    await syncDir(path.dirname(target));
+    return true;
+  }
+
+  /** Removes every object under `folder/` (and the folder). */
+  async removeFolder(folder: string): Promise<void> {
+    await rm(this.file(folder), { recursive: true, force: true });
+  }
+
+  /**
+   * Removes `.tmp-*` files an hour old from a folder: where earlier versions of sleeve wrote part-written
+   * files, beside their targets (a killed writer's stayed there). Returns how many went.
+   */
+  async removeStrayTemporary(folder: string, now: number = Date.now()): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(this.file(folder));
+    } catch (err) {
+      if (isMissing(err)) return 0;
+      throw err;
+    }
+    let removed = 0;
+    for (const name of names) {
+      if (!/^\.tmp-[0-9a-f]{16}$/.test(name)) continue;
+      const file = path.join(this.file(folder), name);
+      const old = await stat(file).then((st) => st.isFile() && now - st.mtimeMs > FOREIGN_TEMP_AGE_MS, () => false);
+      if (!old) continue;
+      await rm(file, { force: true });
+      removed++;
+    }
+    return removed;
+  }
+
+  /**
+   * Removes the part-written files of processes that are gone: on this machine, those whose
+   * process no longer runs; from other machines sharing the directory, those untouched for
+   * an hour (no write takes that long). Returns how many folders went.
+   */
+  async sweepTemporary(now: number = Date.now()): Promise<number> {
+    const base = path.join(this.root, TEMP_DIR);
+    let entries: string[];
+    try {
+      entries = await readdir(base);
+    } catch (err) {
+      if (isMissing(err)) return 0;
+      throw err;
+    }
+    const host = hostTag();
+    let removed = 0;
+    for (const name of entries) {
+      const m = /^(.*)-(\d+)$/.exec(name);
+      const dir = path.join(base, name);
+      let gone: boolean;
+      if (m !== null && m[1] === host) gone = !processAlive(Number(m[2]));
+      else gone = await stat(dir).then((st) => now - st.mtimeMs > FOREIGN_TEMP_AGE_MS, () => false);
+      if (!gone) continue;
+      await rm(dir, { recursive: true, force: true });
+      removed++;
+    }
+    return removed;
   }
 
   async head(key: string): Promise<ObjectInfo | undefined> {
@@ -107,7 +212,10 @@ export class FsObjectStore implements ObjectStore {
         } else if (key.startsWith(prefix)) out.push(key);
       }
     };
-    await walk('');
+    // From the deepest folder the prefix names: listing uploads/ must not read a root of a million release folders.
+    const base = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
+    if (base !== '' && !isValidKey(base)) return [];
+    await walk(base);
     return out.sort();
   }
 
@@ -121,8 +229,21 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    // This process's temporary folder, when empty (a write still under way keeps it).
+    const temp = this.temp;
+    this.temp = undefined;
+    const dir = await temp?.catch(() => undefined);
+    if (dir === undefined) return;
+    // And .tmp itself when no other process has a folder there: a store at rest holds only objects.
+    if (await rmdir(dir).then(() => true, () => false)) await rmdir(path.dirname(dir)).catch(() => {});
+  }
 }
+
+/** Where part-written files live (a dot folder: never a key, never listed, never served). */
+const TEMP_DIR = '.tmp';
+/** Part-written files of another machine's process are left alone this long. */
+const FOREIGN_TEMP_AGE_MS = 60 * 60 * 1000;
 
 async function syncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');

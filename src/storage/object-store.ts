@@ -41,6 +41,17 @@ export interface ObjectStore {
    */
   ready(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Moves an object to another key (atomically where the store can: a rename); false when
+   * `from` is not there. Absent: callers copy and delete.
+   */
+  move?(from: string, to: string): Promise<boolean>;
+  /** Removes everything under `folder/`, also what list() does not show. Absent: callers list and delete. */
+  removeFolder?(folder: string): Promise<void>;
+  /** Removes what writers that died left half-written (where the store has such things); how many went. */
+  sweepTemporary?(now?: number): Promise<number>;
+  /** Removes part-written files an older version left inside a folder (where the store has such things). */
+  removeStrayTemporary?(folder: string, now?: number): Promise<number>;
 }
 
 const KEY_RE = /^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/;

@@ -203,6 +203,35 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
+  /**
+   * Moves an object within the bucket (a server-side copy, with the target's content type
+   * and caching, then the delete); false when `from` is not there.
+   */
+  async move(from: string, to: string): Promise<boolean> {
+    const source = this.fullKey(from);
+    const Key = this.fullKey(to);
+    const { sdk, client } = await this.load();
+    const ext = to.slice(to.lastIndexOf('.') + 1);
+    const cacheControl = cacheControlFor(to);
+    try {
+      await client.send(
+        new sdk.CopyObjectCommand({
+          Bucket: this.bucket,
+          Key,
+          CopySource: `${this.bucket}/${source}`,
+          MetadataDirective: 'REPLACE',
+          ContentType: CONTENT_TYPES[ext] ?? 'application/octet-stream',
+          ...(cacheControl === undefined ? {} : { CacheControl: cacheControl }),
+        }),
+      );
+    } catch (err) {
+      if (isMissing(err)) return false;
+      throw this.failure(`copy ${from} to ${to}`, err);
+    }
+    await this.delete(from);
+    return true;
+  }
+
   async head(key: string): Promise<ObjectInfo | undefined> {
     const Key = this.fullKey(key);
     const { sdk, client } = await this.load();

@@ -397,7 +397,7 @@ describe('sleeve CLI: usage errors', () => {
     ['an unknown sub-command', ['art', 'paint'], /unknown command: art paint/],
     ['release add without MBID', ['release', 'add'], /usage: sleeve release add MBID/],
     ['release add without --release-group', ['release', 'add', M], /--release-group RG_MBID is required/],
-    ['an unknown flag', ['art', 'add', M, 'f.jpg', '--bogus'], /Unknown option '--bogus'/],
+    ['an unknown flag', ['art', 'add', M, 'f.jpg', '--bogus'], /unknown option --bogus for sleeve art add/],
     ['a flag without its value', ['art', 'add', M, 'f.jpg', '--comment'], /--comment/],
     ['too many arguments', ['art', 'remove', M, '1', '2'], /usage: sleeve art remove RELEASE_MBID IMAGE_ID/],
     ['art edit with nothing to change', ['art', 'edit', M, '1'], /nothing to change/],

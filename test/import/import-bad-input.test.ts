@@ -46,6 +46,13 @@ const CASES: Case[] = [
   { name: 'a raw carriage return', file: 'release', line: 6, with: (old) => replaceField(old, 2, 'Six\rcr'), message: /carriage return/ },
   { name: 'a backslash before the line end', file: 'release', line: 7, with: (old) => `${old}\\`, message: /a backslash ends the line/ },
   { name: 'an empty line', file: 'cover_art_archive.cover_art_type', line: 2, with: () => '', message: /1 column where 2 were expected/ },
+  // Values that end up in file names, Location headers or Content-Type: only plain tokens.
+  { name: 'an image suffix with an escaped CR/LF', file: 'cover_art_archive.image_type', line: 1, with: (old) => replaceField(old, 1, 'jpg\\r\\nSet-Cookie: x=1'), message: /column suffix must be a file suffix of 1 to 10 letters and digits \(such as jpg\), not "jpg\\r\\nSet-Cookie/ },
+  { name: 'an image suffix with ../', file: 'cover_art_archive.image_type', line: 2, with: (old) => replaceField(old, 1, '../../etc/passwd'), message: /column suffix must be a file suffix/ },
+  { name: 'an image suffix with a dot', file: 'cover_art_archive.image_type', line: 3, with: (old) => replaceField(old, 1, 'tar.gz'), message: /column suffix must be a file suffix/ },
+  { name: 'an empty image suffix', file: 'cover_art_archive.image_type', line: 1, with: (old) => replaceField(old, 1, ''), message: /column suffix must be a file suffix/ },
+  { name: 'a media type with a line break', file: 'cover_art_archive.image_type', line: 1, with: (old) => replaceField(old, 0, 'image/jpeg\\nX: y'), message: /column mime_type must be a media type such as image\/jpeg/ },
+  { name: "an image's media type with a space", file: 'cover_art_archive.cover_art', line: 2, with: (old) => replaceField(old, 7, 'image/jpeg; x=../y'), message: /column mime_type must be a media type/ },
   { name: 'data after the end-of-data marker', file: 'release', line: 4, with: (old) => `\\.\n${old}`, message: /line 5: data after the end-of-data marker/ },
 ];
 

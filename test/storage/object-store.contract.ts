@@ -255,6 +255,19 @@ export function runObjectStoreContract(name: string, makeStore: () => Promise<Ob
         assert.deepEqual(await store.list('zzz'), []);
       });
 
+      it('moves an object to another key, and says when there was none', async () => {
+        assert.ok(store.move, 'sleeve\'s stores move objects themselves (a rename, a server-side copy)');
+        const bytes = randomBytes(2048);
+        await store.put('uploads/7-ab/original.jpg', bytes, 'image/jpeg');
+        assert.equal(await store.move('uploads/7-ab/original.jpg', 'mbid-c/mbid-c-7.jpg'), true);
+        assert.equal(await store.head('uploads/7-ab/original.jpg'), undefined, 'gone from the old key');
+        const got = await store.get('mbid-c/mbid-c-7.jpg');
+        assert.ok(got);
+        assert.deepEqual(await readAll(got.body), bytes);
+        assert.equal(await store.move('uploads/7-ab/original.jpg', 'mbid-c/mbid-c-7.jpg'), false);
+        assert.deepEqual(await store.list('uploads/'), []);
+      });
+
       it('follows puts and deletes', async () => {
         await store.put('mbid-b/mbid-b-9.png', Buffer.from('p'), 'image/png');
         await store.delete('mbid-b/index.json');

@@ -1,0 +1,205 @@
+/*
+ * What `sleeve --help` and `sleeve COMMAND --help` print. Each command's help is its usage
+ * line, what it does, and its options: every option the command's parser accepts is listed
+ * (one without a description here still shows, so help never hides a flag), with the words
+ * below.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from './commands.js';
+
+export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
+       sleeve COMMAND --help        that command's options
+       sleeve --version
+
+  serve [--only coverart|auth]          run the listeners (cover art http, auth https)
+  migrate                               apply database migrations
+  demo                                  load the demo catalogue
+  release add MBID --release-group RG_MBID [--title T] [--date YYYY[-MM[-DD]]]
+  release merge OLD_MBID INTO_MBID      the old MBID then resolves to the new one
+  release list [--after MBID] [--limit N]
+  release-group set-cover RG_MBID RELEASE_MBID
+  art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved]
+  art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved]
+  art remove RELEASE_MBID IMAGE_ID
+  art reorder RELEASE_MBID IMAGE_ID...
+  art reindex [RELEASE_MBID]            rewrite index.json from the database
+  art list RELEASE_MBID                 the images of a release, in order
+  user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL]
+           [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]
+  user list
+  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server]
+  app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server]
+  app list [--owner NAME]
+  import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
+                                        load a MusicBrainz dump (resumable; see README)
+
+Configuration comes from SLEEVE_* environment variables (see README) and --config FILE.
+`;
+
+interface CommandHelp {
+  usage: string;
+  about: string;
+  /** Option name (without --) → its description, or [the name of its value, description]. */
+  options?: Record<string, string | [string, string]>;
+}
+
+const GLOBAL_OPTIONS = `Options of every command:
+  --json                 machine-readable output: one JSON value on stdout (errors too)
+  --config FILE          settings as a JSON object of SLEEVE_* keys (the environment wins)
+  -h, --help             this help`;
+
+const HELP: Record<string, CommandHelp> = {
+  serve: {
+    usage: 'serve [--only coverart|auth]',
+    about: 'Runs the cover art listener (HTTP) and the authorization listener (HTTPS), applying pending migrations first.\nStops on SIGTERM or Ctrl-C after finishing the requests in flight.',
+    options: { only: ['coverart|auth', 'run only one of the two services'] },
+  },
+  migrate: { usage: 'migrate', about: 'Applies pending database migrations and exits.' },
+  demo: { usage: 'demo', about: 'Loads the demo catalogue (three releases in two release groups, with generated covers).' },
+  'release add': {
+    usage: 'release add MBID --release-group RG_MBID [--title T] [--date YYYY[-MM[-DD]]]',
+    about: 'Adds a release, and its release group when the group is new.',
+    options: {
+      'release-group': ['RG_MBID', "the release group's MBID (required)"],
+      title: ['T', 'the release title'],
+      date: ['YYYY[-MM[-DD]]', 'the earliest release date (decides which release represents its group)'],
+    },
+  },
+  'release merge': {
+    usage: 'release merge OLD_MBID INTO_MBID',
+    about: 'Moves the images of OLD_MBID to INTO_MBID; the old MBID then resolves to the new one.',
+  },
+  'release list': {
+    usage: 'release list [--after MBID] [--limit N]',
+    about: 'Lists releases by MBID: MBID, release group, image count, date and title.\nWith more than N, the last line (or "next" with --json) names the MBID to pass to --after for the next page.',
+    options: { after: ['MBID', 'start after this MBID'], limit: ['N', 'at most N releases (default 100, at most 10000)'] },
+  },
+  'release-group set-cover': {
+    usage: 'release-group set-cover RG_MBID RELEASE_MBID',
+    about: "Makes the release the group's cover art comes from (it must be in the group).",
+  },
+  'art add': {
+    usage: 'art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved]',
+    about:
+      'Adds a JPEG, PNG or GIF image (FILE, or - for standard input) to a release: checks it, stores it\n' +
+      'with its 250/500/1200 px thumbnails and rewrites the release\'s index.json.',
+    options: {
+      type: ['NAME', 'an art type (Front, Back, Booklet, Medium, …; case-insensitive); repeat for several'],
+      comment: ['TEXT', 'a comment shown in the listing'],
+      edit: ['N', 'the MusicBrainz edit number (default 0)'],
+      approved: 'mark the image approved',
+    },
+  },
+  'art edit': {
+    usage: 'art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved]',
+    about: "Changes an image's types (replacing them when given), comment or approval.",
+    options: { type: ['NAME', 'an art type; repeat for several (replaces all of them)'], comment: ['TEXT', 'the new comment'], approved: 'mark the image approved', unapproved: 'mark the image not approved' },
+  },
+  'art remove': { usage: 'art remove RELEASE_MBID IMAGE_ID', about: 'Removes an image and its files.' },
+  'art reorder': { usage: 'art reorder RELEASE_MBID IMAGE_ID...', about: 'Puts the images of a release in this order (name every image once).' },
+  'art reindex': {
+    usage: 'art reindex [RELEASE_MBID]',
+    about: 'Rewrites index.json from the database (of one release, or of all), and removes files no image names any more.',
+  },
+  'art list': {
+    usage: 'art list RELEASE_MBID',
+    about: "Lists a release's images in order: id, types, approval, comment and the image URL (--json: the listing's entries).",
+  },
+  'user add': {
+    usage: 'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]',
+    about: 'Adds a user of the authorization service. The password is read from standard input, never from the command line.',
+    options: {
+      email: ['EMAIL', 'the e-mail address'],
+      'password-stdin': 'read the password from the first line of standard input (required)',
+      'email-verified': 'mark the address verified',
+      website: ['URL', "the user's website"],
+      gender: ['G', 'male, female, other, not applicable or non-binary'],
+      zoneinfo: ['TZ', 'a time zone such as Europe/Berlin (default UTC)'],
+      'birth-date': ['YYYY-MM-DD', 'the date of birth'],
+      country: ['CC', 'a two-letter country code'],
+    },
+  },
+  'user list': { usage: 'user list', about: 'Lists the users: id, name, e-mail address and whether it is verified (never a password hash).' },
+  'app add': {
+    usage: 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server]',
+    about: 'Registers an OAuth application and prints its client_id and client_secret (the secret only now).',
+    options: {
+      owner: ['NAME', 'the user who owns the application (required)'],
+      name: ['NAME', "the application's name"],
+      type: ['confidential|public', 'a web application that keeps its secret, or an installed one (desktop, mobile)'],
+      'redirect-uri': ['URI', 'where the user is sent back; required for confidential applications'],
+      'resource-server': 'let this client introspect the tokens of every application (an API that checks tokens)',
+    },
+  },
+  'app edit': {
+    usage: 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server]',
+    about: "Changes a registered application's name, redirect URI or resource-server mark.",
+    options: {
+      name: ['NAME', "the application's new name"],
+      'redirect-uri': ['URI', 'the new redirect URI'],
+      'resource-server': 'let this client introspect the tokens of every application',
+      'no-resource-server': 'take that back: the client introspects only its own tokens',
+    },
+  },
+  'app list': {
+    usage: 'app list [--owner NAME]',
+    about: 'Lists the registered applications: client_id, type, owner, name and redirect URI (never a secret or its hash).',
+    options: { owner: ['NAME', "only this user's applications"] },
+  },
+  'import musicbrainz': {
+    usage: 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]',
+    about: 'Loads releases, release groups, merged MBIDs and the Cover Art Archive tables from a MusicBrainz dump\n(resumable after an interruption; see the README).',
+    options: {
+      'skip-malformed': 'skip and count malformed rows instead of stopping at the first',
+      restart: 'discard staged rows of an earlier run and start over',
+      'batch-rows': ['N', 'rows staged per committed chunk'],
+      'trace-sql': 'print the SQL of the apply step with timings (for diagnosis)',
+    },
+  },
+};
+
+/** The help of one command: usage, what it does, its options and the global ones. */
+export function commandHelp(command: Command): string {
+  const help = HELP[command.name];
+  const lines = [`usage: sleeve ${help?.usage ?? command.name}`, ''];
+  if (help !== undefined) lines.push(help.about, '');
+  const options = Object.entries(command.options ?? {});
+  if (options.length > 0) {
+    lines.push('Options:');
+    const described = options.map(([name, o]) => {
+      const entry = help?.options?.[name];
+      const [value, text] = Array.isArray(entry) ? entry : ['VALUE', entry ?? ''];
+      return [`--${name}${o.type === 'string' ? ` ${value}` : ''}${o.multiple === true ? ' ...' : ''}`, text] as const;
+    });
+    const width = Math.max(...described.map(([flag]) => flag.length)) + 3;
+    for (const [flag, text] of described) lines.push(`  ${flag.padEnd(width)}${text}`.trimEnd());
+    lines.push('');
+  }
+  lines.push(GLOBAL_OPTIONS, '');
+  return lines.join('\n');
+}
+
+/** The commands under a first word (`sleeve art --help`), or undefined when no command starts with it. */
+export function groupHelp(word: string): string | undefined {
+  const lines = USAGE.split('\n').filter((l) => l.startsWith(`  ${word} `));
+  if (lines.length === 0) return undefined;
+  return `usage: sleeve ${word} SUBCOMMAND ...\n\n${lines.join('\n')}\n\nsleeve ${word} SUBCOMMAND --help describes one of them.\n`;
+}
+
+/** sleeve's version, from its package.json (the nearest one above this module, in the checkout or the package). */
+export function version(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'sleeve' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // not here: look one level up
+    }
+    const up = path.dirname(dir);
+    if (up === dir) return 'unknown';
+    dir = up;
+  }
+}
