@@ -87,7 +87,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
 
     let coverArtAddress: string | undefined;
     if (options.only !== 'auth') {
-      const cache = new ResponseCache(config.responseCacheEntries);
+      const cache = new ResponseCache({ maxBytes: config.responseCacheBytes, maxEntries: config.responseCacheEntries });
       // With Redis: the rate limit counted there (one connection), change announcements (another).
       const commands =
         config.redisUrl !== undefined && config.rateLimit !== undefined
@@ -133,7 +133,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         health: health.forListener(checks),
         observer: new RequestObserver('coverart', requestIds, metrics?.http),
       });
-      if (metrics !== undefined) metrics.http.cacheEntries = () => cache.size;
+      if (metrics !== undefined) {
+        metrics.http.cacheEntries = () => cache.size;
+        metrics.http.cacheBytes = () => cache.bytes;
+      }
       apps.push(app);
       watch = new CatalogueWatch({
         coverArt: runtime.coverArt,
