@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import type { Config } from './config/load.js';
 import { buildAuthApp } from './auth/app.js';
 import { loadTlsMaterial } from './auth/tls.js';
-import { CatalogueNotifications, CatalogueWatch, RedisConnection, SharedRateLimiter } from './cluster/index.js';
+import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
 import { finishPendingIndexes, loadDemo, ResponseCache } from './cover-art/index.js';
 import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
@@ -67,8 +67,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     },
   };
   let watch: CatalogueWatch | undefined;
+  let registration: ServingRegistration | undefined;
   const redis: { close(): Promise<void> }[] = [];
   const stopCluster = async () => {
+    await registration?.stop();
     watch?.stop();
     await Promise.all(redis.map((r) => r.close()));
   };
@@ -140,17 +142,27 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       apps.push(app);
       watch = new CatalogueWatch({
         coverArt: runtime.coverArt,
-        cache,
+        followers: [cache],
         pollMs: config.changePollMs,
         announcedPollMs: config.changePollRedisMs,
         log: app.log,
       });
       watch.start();
+      // Before listening: a command that changes the catalogue from now on waits for this process.
+      registration = new ServingRegistration({
+        db: runtime.database.db,
+        database: config.database,
+        watch,
+        address: `http://${config.coverArtListen.host}:${config.coverArtListen.port}`,
+        log: app.log,
+      });
+      await registration.start();
       commands?.start(app.log);
       notifications?.start(app.log);
       if (pendingIndexes !== undefined) app.log.warn({ err: pendingIndexes }, 'index.json files left to rewrite; retrying while serving');
       await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
       coverArtAddress = addressOf(app.server, 'http');
+      await registration.setAddress(coverArtAddress);
     }
 
     let authAddress: string | undefined;

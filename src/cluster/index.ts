@@ -3,7 +3,8 @@
  * catalogue changes announced through Redis, and the watch that keeps each process's
  * response cache in step (the database poll being the safety net).
  */
-export { CatalogueWatch, type CatalogueWatchOptions } from './catalogue-watch.js';
+export { CatalogueWatch, type CatalogueWatchOptions, type ChangeFollower } from './catalogue-watch.js';
+export { ServingRegistration } from './registry.js';
 export { CatalogueNotifications, type NotificationHandlers } from './notifications.js';
 export { RedisConnection, describeRedis, type Log } from './redis.js';
 export { SharedRateLimiter } from './shared-rate-limit.js';

@@ -5,6 +5,7 @@ import * as m20261121T0300 from './migrations/20261121T0300_cover_art.js';
 import * as m20261121T0400 from './migrations/20261121T0400_auth.js';
 import * as m20261122T0100 from './migrations/20261122T0100_musicbrainz_import.js';
 import * as m20261122T0200 from './migrations/20261122T0200_metric_counters.js';
+import * as m20261124T0300 from './migrations/20261124T0300_freshness.js';
 
 /** Every migration, in order. A static list, so a bundled build finds them too. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261121T0400_auth': m20261121T0400,
   '20261122T0100_musicbrainz_import': m20261122T0100,
   '20261122T0200_metric_counters': m20261122T0200,
+  '20261124T0300_freshness': m20261124T0300,
 };
 
 function migrator(db: Db): Migrator {
