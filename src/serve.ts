@@ -5,7 +5,8 @@ import type { Config } from './config/load.js';
 import { buildAuthApp } from './auth/app.js';
 import { loadTlsMaterial } from './auth/tls.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
-import { finishPendingIndexes, loadDemo, ResponseCache } from './cover-art/index.js';
+import { publishCatalogue } from './cluster/mark.js';
+import { finishPendingIndexes, loadDemo, publishUrls, ResponseCache } from './cover-art/index.js';
 import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
@@ -75,12 +76,19 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     await Promise.all(redis.map((r) => r.close()));
   };
   try {
+    // The public URLs every index.json names, whoever writes it: this server's. Listings written
+    // with others are marked here and rewritten just below, before listening.
+    const urlsChange =
+      options.only === 'auth' ? undefined : await publishUrls(runtime.database.db, runtime.coverArt.urls, runtime.coverArt.clock.now());
     // With the store away, serving from the database still works: the sweep below finishes these later.
     let pendingIndexes: unknown;
-    await finishPendingIndexes(runtime.coverArt).catch((err: unknown) => {
+    const finished = await finishPendingIndexes(runtime.coverArt).catch((err: unknown) => {
       if (!isStoreUnavailable(err)) throw err;
       pendingIndexes = err;
+      return 0;
     });
+    // Other serving processes let go of the index.json files they hold.
+    if (finished > 0) await publishCatalogue(runtime.database.db);
     let demoLoaded: string[] = [];
     if (config.demo && options.only !== 'auth') {
       const any = await runtime.database.db.selectFrom('release').select('id').limit(1).executeTakeFirst();
@@ -159,6 +167,12 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       await registration.start();
       commands?.start(app.log);
       notifications?.start(app.log);
+      if (urlsChange !== undefined && urlsChange.previous !== undefined) {
+        app.log.warn(
+          { previous: urlsChange.previous, now: runtime.coverArt.urls, listings: urlsChange.marked },
+          'public URLs changed (SLEEVE_BASE_URL, SLEEVE_MUSICBRAINZ_URL): listings written with the previous ones were rewritten',
+        );
+      }
       if (pendingIndexes !== undefined) app.log.warn({ err: pendingIndexes }, 'index.json files left to rewrite; retrying while serving');
       await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
       coverArtAddress = addressOf(app.server, 'http');

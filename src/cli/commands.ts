@@ -65,8 +65,16 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
  */
 async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   const config = ctx.config();
-  const rt = await openRuntime(config, { migrate: 'apply' });
+  const rt = await openRuntime(config, { migrate: 'apply', urls: 'published' });
   const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+  const { baseUrl, musicBrainzUrl } = rt.coverArt.urls;
+  if (config.listingUrlsGiven && (baseUrl !== config.baseUrl || musicBrainzUrl !== config.musicBrainzUrl)) {
+    warn(
+      `SLEEVE_BASE_URL/SLEEVE_MUSICBRAINZ_URL here (${config.baseUrl}, ${config.musicBrainzUrl}) differ from those the servers on this ` +
+        `database published (${baseUrl}, ${musicBrainzUrl}); listings are written with the servers'. To change them, restart ` +
+        'sleeve serve with the new values: it rewrites every listing at start.',
+    );
+  }
   let before: number | undefined;
   let finished = 0;
   try {

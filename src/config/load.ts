@@ -44,6 +44,8 @@ export interface Config {
   /** Where GET /metrics is served (Prometheus); undefined when `off`. */
   metricsListen: ListenAddress | undefined;
   baseUrl: string;
+  /** Whether SLEEVE_BASE_URL or SLEEVE_MUSICBRAINZ_URL was given (not defaulted): a command warns when they differ from the servers'. */
+  listingUrlsGiven: boolean;
   authUrl: string;
   imageBaseUrl: string;
   musicBrainzUrl: string;
@@ -269,6 +271,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     authListen,
     metricsListen,
     baseUrl,
+    listingUrlsGiven: get('SLEEVE_BASE_URL') !== undefined || get('SLEEVE_MUSICBRAINZ_URL') !== undefined,
     authUrl,
     imageBaseUrl,
     musicBrainzUrl,

@@ -18,6 +18,7 @@ export { finishPendingIndexes, reindex, writeIndex } from './indexer.js';
 export { idForTime, timeOfId } from './ids.js';
 export { THUMBNAIL_SIZES, indexKey, imageKey, type ThumbnailSize } from './keys.js';
 export { buildListing, serializeListing, type Listing, type ListingImage, type ListingUrls } from './listing.js';
+export { publishUrls, readPublishedUrls, type PublishedUrls } from './public-urls.js';
 export { findRelease, readCounter, recountCatalogue } from './repo.js';
 export { ResponseCache, type ResponseCacheLimits } from './response-cache.js';
 export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';

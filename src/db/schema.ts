@@ -25,6 +25,8 @@ export interface ReleaseTable {
   date_day: number | null;
   /** When (epoch ms) the release last changed while its index.json may not match yet; 0 when it matches. */
   index_dirty: Generated<number>;
+  /** The version of the published URLs its index.json was written with (null: never written since 20261124T0300). */
+  index_urls: Generated<number | null>;
   imported: Generated<number>;
 }
 

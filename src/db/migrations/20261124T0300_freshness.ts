@@ -12,7 +12,10 @@ import type { Kysely } from 'kysely';
  * - the `catalogue_published` counter, bumped by a command once all its work (index.json
  *   files included) is done; servers follow `catalogue_version + catalogue_published`.
  * - `setting`: the public URLs the serving processes publish (`listing_base_url`,
- *   `musicbrainz_url`), which every command writes into index.json.
+ *   `musicbrainz_url`, and their `listing_urls_version`), which every process writes into
+ *   index.json; `release.index_urls` is the version a release's index.json was written
+ *   with (null: never written by this version of sleeve), so a change of URLs rewrites
+ *   exactly the listings written with others.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
@@ -31,11 +34,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('name', 'text', (c) => c.primaryKey())
     .addColumn('value', 'text', (c) => c.notNull())
     .execute();
+  await db.schema.alterTable('release').addColumn('index_urls', 'integer').execute();
   await db.insertInto('counter').values({ name: 'catalogue_published', value: 0 }).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   await db.deleteFrom('counter').where('name', '=', 'catalogue_published').execute();
+  await db.schema.alterTable('release').dropColumn('index_urls').execute();
   await db.schema.dropTable('setting').execute();
   await db.schema.dropTable('serving_process').execute();
 }
