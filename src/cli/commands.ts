@@ -63,7 +63,7 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
  * needs the store fails on its own). A command that changed the catalogue returns only
  * once every serving process shows the change (`afterChange`).
  */
-async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>, options: { rewritesFiles?: boolean } = {}): Promise<T> {
   const config = ctx.config();
   const rt = await openRuntime(config, { migrate: 'apply', urls: 'published' });
   const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
@@ -86,7 +86,7 @@ async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<
     return await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
   } finally {
     // Also after a failure: part of a change (its commit) may have happened.
-    if (before !== undefined) await afterChange(config, rt.database.db, before, finished > 0, warn);
+    if (before !== undefined) await afterChange(config, rt.database.db, before, finished > 0 || options.rewritesFiles === true, warn);
     await rt.close();
   }
 }
@@ -342,7 +342,8 @@ const artReindex: Command = {
         ids = [release.id];
       }
       return reindex({ ...rt.coverArt, now: rt.coverArt.clock.now() }, ids);
-    });
+      // index.json files were rewritten without a change to the catalogue: published anyway, for the file caches.
+    }, { rewritesFiles: true });
     ctx.out(`rewrote index.json of ${result.releases} release(s); removed ${result.orphansRemoved} orphaned file(s)`, result);
     return 0;
   },

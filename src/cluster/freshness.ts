@@ -85,8 +85,8 @@ async function waitPostgres(db: Db, mark: number, deadline: number): Promise<Ser
 
 /**
  * SQLite: every serving process is on this machine; signal each on its loopback port and
- * wait for its answer. A refused connection (or another process on that port) means the
- * process is gone: its row is removed.
+ * wait for its answer. A refused connection (or another sleeve process on that port) means
+ * the process is gone: its row is removed.
  */
 async function waitSqlite(db: Db, mark: number, deadline: number): Promise<ServingRow[]> {
   const rows = await db.selectFrom('serving_process').select(['id', 'host', 'pid', 'address', 'signal', 'acked']).execute();
@@ -119,12 +119,13 @@ function signal(address: string, id: string, mark: number, deadline: number): Pr
     socket.on('connect', () => socket.write(`${id} ${mark}\n`));
     socket.on('data', (chunk: string) => {
       answer += chunk;
-      if (answer.length > 64) finish('gone');
+      if (answer.length > 64) finish('late');
     });
     socket.on('end', () => {
       const line = answer.trim();
       if (/^\d{1,15}$/.test(line)) finish(Number(line) >= mark ? 'done' : 'late');
-      else finish('gone');
+      // Another sleeve process on that port now: this one is gone. Anything else: not confirmed.
+      else finish(line === 'unknown' ? 'gone' : 'late');
     });
     socket.on('error', (err: NodeJS.ErrnoException) => finish(err.code === 'ECONNREFUSED' ? 'gone' : 'late'));
   });

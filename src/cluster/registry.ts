@@ -132,7 +132,8 @@ async function listenForSignals(id: string, watch: CatalogueWatch): Promise<NetS
       // The mark is read from the database, not taken from the message: the message only wakes the watch.
       watch.refresh().then(
         (mark) => socket.end(`${mark}\n`),
-        () => socket.destroy(),
+        // The database did not answer: not confirmed (the command names this process), but still registered.
+        () => socket.end('error\n'),
       );
     });
   });
