@@ -332,6 +332,7 @@ const artReindex: Command = {
   name: 'art reindex',
   async run(ctx) {
     if (ctx.args.length > 1) throw invalidInput('usage: sleeve art reindex [RELEASE_MBID]');
+    // index.json files are rewritten though the catalogue does not change: published anyway, for the file caches.
     const result = await withRuntime(ctx, async (rt) => {
       let ids: number[] | undefined;
       if (ctx.args[0] !== undefined) {
@@ -342,7 +343,6 @@ const artReindex: Command = {
         ids = [release.id];
       }
       return reindex({ ...rt.coverArt, now: rt.coverArt.clock.now() }, ids);
-      // index.json files were rewritten without a change to the catalogue: published anyway, for the file caches.
     }, { rewritesFiles: true });
     ctx.out(`rewrote index.json of ${result.releases} release(s); removed ${result.orphansRemoved} orphaned file(s)`, result);
     return 0;

@@ -201,7 +201,7 @@ export class CatalogueWatch {
       this.clearAll();
       if (!this.failing) {
         this.failing = true;
-        log.warn({ err }, 'catalogue watch: cannot read the catalogue mark; cached answers are dropped until the database answers');
+        log.warn({ err }, 'catalogue watch: cannot read the catalogue version; cached answers are dropped until the database answers');
       }
     } finally {
       this.schedule(this.announced ? this.opts.announcedPollMs : this.opts.pollMs);

@@ -55,7 +55,7 @@ export class ServingRegistration {
 
   /** Opens the signal path and writes the row; call before the listener takes requests. */
   async start(): Promise<void> {
-    const { db, database, watch } = this.opts;
+    const { database, watch } = this.opts;
     let signal: string | null = null;
     let lockKey: number | null = null;
     if (database.kind === 'sqlite') {
@@ -68,17 +68,8 @@ export class ServingRegistration {
       this.pgSession = new PgSession(database.url, this.opts, (key) => this.writeRow(null, key));
       lockKey = await this.pgSession.start();
     }
+    if (database.kind === 'postgres') watch.onAdvance((mark) => void this.ack(mark));
     await this.writeRow(signal, lockKey);
-    if (database.kind === 'postgres') {
-      watch.onAdvance((mark) => {
-        db.updateTable('serving_process')
-          .set({ acked: mark })
-          .where('id', '=', this.id)
-          .where('acked', '<', mark)
-          .execute()
-          .catch((err: unknown) => this.opts.log.warn({ err }, 'could not acknowledge a catalogue change'));
-      });
-    }
   }
 
   private async writeRow(signal: string | null, lockKey: number | null): Promise<void> {
@@ -89,6 +80,20 @@ export class ServingRegistration {
       .values({ id: this.id, ...row, started_at: Date.now() })
       .onConflict((oc) => oc.column('id').doUpdateSet(row))
       .execute();
+    // A mark reached while the row was being written was acknowledged to no row: again, now.
+    const mark = this.opts.watch.mark;
+    if (lockKey !== null && mark !== undefined && mark > acked) await this.ack(mark);
+  }
+
+  /** PostgreSQL: the caches follow `mark` now. */
+  private async ack(mark: number): Promise<void> {
+    await this.opts.db
+      .updateTable('serving_process')
+      .set({ acked: mark })
+      .where('id', '=', this.id)
+      .where('acked', '<', mark)
+      .execute()
+      .catch((err: unknown) => this.opts.log.warn({ err }, 'could not acknowledge a catalogue change'));
   }
 
   /** The address commands name in warnings may only be known once listening. */

@@ -52,7 +52,8 @@ for (const withRedis of [false, true]) {
         await cliOk(t.env, ['release', 'add', release(n), '--release-group', G]);
         front[release(n)] = (await cliOk(t.env, ['--json', 'art', 'add', release(n), file, '--type', 'Front'])).id;
       }
-      servers = [await startServe(t.env, ['--only', 'coverart']), await startServe(t.env, ['--only', 'coverart'])];
+      // One after the other, each kept as soon as it runs (so `after` stops it whatever happens next).
+      for (let i = 0; i < 2; i++) servers.push(await startServe(t.env, ['--only', 'coverart']));
     });
 
     after(async () => {
