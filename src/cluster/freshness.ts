@@ -45,6 +45,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function publishChange(opts: PublishOptions): Promise<void> {
   const mark = await publishCatalogue(opts.db);
   if (opts.announcer !== undefined) await announceChange(opts.announcer, opts.pollRedisMs, mark);
+  if (opts.database.kind === 'postgres') await sql`select pg_notify(${CHANGE_CHANNEL}, ${String(mark)})`.execute(opts.db);
+  // SLEEVE_CHANGE_WAIT_MS=0: no waiting (the processes see the change by NOTIFY, Redis or their poll).
+  if (opts.waitMs === 0) return;
   const deadline = Date.now() + opts.waitMs;
   const late = opts.database.kind === 'postgres' ? await waitPostgres(opts.db, mark, deadline) : await waitSqlite(opts.db, mark, deadline);
   if (late.length === 0) return;
@@ -58,11 +61,10 @@ export async function publishChange(opts: PublishOptions): Promise<void> {
 }
 
 /**
- * PostgreSQL: NOTIFY, then read `acked` of every process whose liveness lock is held (a row
+ * PostgreSQL (after the NOTIFY): read `acked` of every process whose liveness lock is held (a row
  * whose lock nobody holds is a process that died without removing it: removed here).
  */
 async function waitPostgres(db: Db, mark: number, deadline: number): Promise<ServingRow[]> {
-  await sql`select pg_notify(${CHANGE_CHANNEL}, ${String(mark)})`.execute(db);
   for (let first = true; ; first = false) {
     const rows = (
       await sql<ServingRow & { alive: boolean }>`

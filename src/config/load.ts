@@ -102,7 +102,7 @@ export const VARIABLES = {
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
   SLEEVE_RESPONSE_CACHE_BYTES: 'memory for the cover art response cache, bytes (default 67108864 = 64 MiB, 0 = off)',
   SLEEVE_RESPONSE_CACHE: 'deprecated: also cap the response cache at this many answers (default: no count cap; 0 = off)',
-  SLEEVE_CHANGE_WAIT_MS: 'how long a catalogue command waits for every serving process to show its change, ms (default 2000)',
+  SLEEVE_CHANGE_WAIT_MS: 'how long a catalogue command waits for every serving process to show its change, ms (default 2000, 0 = do not wait)',
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;

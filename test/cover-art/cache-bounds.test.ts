@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { DIALECT, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { countOf, scrape } from '../metrics/support.js';
 
 const BUDGET = 40_000;
@@ -38,6 +38,15 @@ describe(`the response cache is bounded in bytes, keyed on the parsed path (${DI
   after(async () => {
     await s?.server.close();
     await t?.cleanup();
+  });
+
+  it('SLEEVE_RESPONSE_CACHE_BYTES and SLEEVE_CHANGE_WAIT_MS are checked, both named in one error', async () => {
+    const r = await runCli({ ...t.env, SLEEVE_RESPONSE_CACHE_BYTES: '64M', SLEEVE_CHANGE_WAIT_MS: '-1' }, ['migrate']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /SLEEVE_RESPONSE_CACHE_BYTES="64M": must be a whole number from 0 to 1099511627776/);
+    assert.match(r.stderr, /SLEEVE_CHANGE_WAIT_MS="-1": must be a whole number from 0 to 60000/);
+    const ok = await runCli({ ...t.env, SLEEVE_RESPONSE_CACHE_BYTES: '0', SLEEVE_RESPONSE_CACHE: '100', SLEEVE_CHANGE_WAIT_MS: '0' }, ['migrate']);
+    assert.equal(ok.code, 0, ok.stderr);
   });
 
   it('4,000 requests with 15,000-character query strings hold one entry per path', async () => {
