@@ -63,7 +63,12 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
  * needs the store fails on its own). A command that changed the catalogue returns only
  * once every serving process shows the change (`afterChange`).
  */
-async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>, options: { rewritesFiles?: boolean } = {}): Promise<T> {
+async function withRuntime<T>(
+  ctx: CommandContext,
+  fn: (rt: Runtime) => Promise<T>,
+  /** `rewritesFiles`: the command rewrites index.json files without changing the catalogue (published when it succeeds). */
+  options: { rewritesFiles?: boolean } = {},
+): Promise<T> {
   const config = ctx.config();
   const rt = await openRuntime(config, { migrate: 'apply', urls: 'published' });
   const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
@@ -77,16 +82,19 @@ async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<
   }
   let before: number | undefined;
   let finished = 0;
+  let rewrote = false;
   try {
     before = await readCatalogueMark(rt.database.db);
     finished = await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
       if (!isStoreUnavailable(err)) throw err;
       return 0;
     });
-    return await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
+    const result = await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
+    rewrote = options.rewritesFiles === true;
+    return result;
   } finally {
     // Also after a failure: part of a change (its commit) may have happened.
-    if (before !== undefined) await afterChange(config, rt.database.db, before, finished > 0 || options.rewritesFiles === true, warn);
+    if (before !== undefined) await afterChange(config, rt.database.db, before, finished > 0 || rewrote, warn);
     await rt.close();
   }
 }
