@@ -1,6 +1,6 @@
 import type { AuthDeps } from './auth/accounts.js';
 import type { Config } from './config/load.js';
-import type { CoverArtDeps } from './cover-art/index.js';
+import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';
 import { migrateToLatest, pendingMigrations } from './db/migrator.js';
 import type { Clock } from './shared/clock.js';
@@ -23,7 +23,16 @@ export interface Runtime {
  */
 export async function openRuntime(
   config: Readonly<Config>,
-  options: { migrate: 'apply' | 'require'; clock?: Clock; durability?: 'full' | 'normal' },
+  options: {
+    migrate: 'apply' | 'require';
+    clock?: Clock;
+    durability?: 'full' | 'normal';
+    /**
+     * Which public URLs listings name: this process's configuration (`sleeve serve`, which
+     * publishes them), or those the servers published (commands), when there are any.
+     */
+    urls?: 'config' | 'published';
+  },
 ): Promise<Runtime> {
   const database = await openDatabase(config.database, { durability: options.durability });
   const store = createObjectStore(config.storage);
@@ -38,6 +47,15 @@ export async function openRuntime(
     await database.close().catch(() => {});
     throw err;
   }
+  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl };
+  if (options.urls === 'published') {
+    try {
+      urls = (await readPublishedUrls(database.db))?.urls ?? urls;
+    } catch (err) {
+      await database.close().catch(() => {});
+      throw err;
+    }
+  }
   const clock = options.clock ?? systemClock;
   return {
     config,
@@ -49,7 +67,7 @@ export async function openRuntime(
       dialect: database.dialect,
       store,
       clock,
-      urls: { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl },
+      urls,
       limits: { maxBytes: config.uploadMaxBytes, maxPixels: config.uploadMaxPixels },
     },
     async close() {

@@ -5,8 +5,9 @@ import type { Config } from './config/load.js';
 import { buildAuthApp } from './auth/app.js';
 import { PasswordHasher } from './auth/crypto.js';
 import { loadTlsMaterial } from './auth/tls.js';
-import { CatalogueNotifications, CatalogueWatch, RedisConnection, SharedRateLimiter } from './cluster/index.js';
-import { finishPendingIndexes, loadDemo, ResponseCache } from './cover-art/index.js';
+import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
+import { publishCatalogue } from './cluster/mark.js';
+import { finishPendingIndexes, loadDemo, publishUrls, ResponseCache } from './cover-art/index.js';
 import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
@@ -75,8 +76,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   };
   let watch: CatalogueWatch | undefined;
   let uploadSweeper: { stop(): void } | undefined;
+  let registration: ServingRegistration | undefined;
   const redis: { close(): Promise<void> }[] = [];
   const stopCluster = async () => {
+    await registration?.stop();
     watch?.stop();
     uploadSweeper?.stop();
     await Promise.all(redis.map((r) => r.close()));
@@ -94,12 +97,19 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       }
     }
 
+    // The public URLs every index.json names, whoever writes it: this server's. Listings written
+    // with others are marked here and rewritten just below, before listening.
+    const urlsChange =
+      options.only === 'auth' ? undefined : await publishUrls(runtime.database.db, runtime.coverArt.urls, runtime.coverArt.clock.now());
     // With the store away, serving from the database still works: the sweep below finishes these later.
     let pendingIndexes: unknown;
-    await finishPendingIndexes(runtime.coverArt).catch((err: unknown) => {
+    const finished = await finishPendingIndexes(runtime.coverArt).catch((err: unknown) => {
       if (!isStoreUnavailable(err)) throw err;
       pendingIndexes = err;
+      return 0;
     });
+    // Other serving processes let go of the index.json files they hold.
+    if (finished > 0) await publishCatalogue(runtime.database.db);
     let demoLoaded: string[] = [];
     if (config.demo && options.only !== 'auth') {
       const any = await runtime.database.db.selectFrom('release').select('id').limit(1).executeTakeFirst();
@@ -108,7 +118,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
 
     let coverArtAddress: string | undefined;
     if (options.only !== 'auth') {
-      const cache = new ResponseCache(config.responseCacheEntries);
+      const cache = new ResponseCache({ maxBytes: config.responseCacheBytes, maxEntries: config.responseCacheEntries });
       // With Redis: the rate limit counted there (one connection), change announcements (another).
       const commands =
         config.redisUrl !== undefined && config.rateLimit !== undefined
@@ -155,11 +165,14 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         observer: new RequestObserver('coverart', requestIds, metrics?.http),
         connections: config.connections,
       });
-      if (metrics !== undefined) metrics.http.cacheEntries = () => cache.size;
+      if (metrics !== undefined) {
+        metrics.http.cacheEntries = () => cache.size;
+        metrics.http.cacheBytes = () => cache.bytes;
+      }
       apps.push(app);
       watch = new CatalogueWatch({
         coverArt: runtime.coverArt,
-        cache,
+        followers: [cache],
         pollMs: config.changePollMs,
         announcedPollMs: config.changePollRedisMs,
         log: app.log,
@@ -167,11 +180,27 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       watch.start();
       // Leftovers of uploads killed in any process on this storage (cover-art/uploads.ts).
       uploadSweeper = startUploadSweeper(runtime.coverArt, config.uploadSweepMs, app.log);
+      // Before listening: a command that changes the catalogue from now on waits for this process.
+      registration = new ServingRegistration({
+        db: runtime.database.db,
+        database: config.database,
+        watch,
+        address: `http://${config.coverArtListen.host}:${config.coverArtListen.port}`,
+        log: app.log,
+      });
+      await registration.start();
       commands?.start(app.log);
       notifications?.start(app.log);
+      if (urlsChange !== undefined && urlsChange.previous !== undefined) {
+        app.log.warn(
+          { previous: urlsChange.previous, now: runtime.coverArt.urls, listings: urlsChange.marked },
+          'public URLs changed (SLEEVE_BASE_URL, SLEEVE_MUSICBRAINZ_URL): listings written with the previous ones were rewritten',
+        );
+      }
       if (pendingIndexes !== undefined) app.log.warn({ err: pendingIndexes }, 'index.json files left to rewrite; retrying while serving');
       await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
       coverArtAddress = addressOf(app.server, 'http');
+      await registration.setAddress(coverArtAddress);
     }
 
     let authAddress: string | undefined;

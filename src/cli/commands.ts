@@ -9,7 +9,6 @@ import {
   finishPendingIndexes,
   findRelease,
   loadDemo,
-  readCounter,
   mergeRelease,
   reindex,
   removeArt,
@@ -22,8 +21,10 @@ import { migrateToLatest } from '../db/migrator.js';
 import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
-import { announceChange } from '../cluster/announce.js';
 import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
+import { publishChange } from '../cluster/freshness.js';
+import { readCatalogueMark } from '../cluster/mark.js';
+import type { Db } from '../db/schema.js';
 
 export interface CommandContext {
   args: string[];
@@ -60,31 +61,72 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
 /**
  * Opens the runtime for a changing command, finishing index.json files a crashed change
  * left behind (with the store still away those wait for a later pass, and a command that
- * needs the store fails on its own). With Redis configured, a command that changed the
- * catalogue announces it to the serving processes afterwards.
+ * needs the store fails on its own). A command that changed the catalogue returns only
+ * once every serving process shows the change (`afterChange`).
  */
-async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+async function withRuntime<T>(
+  ctx: CommandContext,
+  fn: (rt: Runtime) => Promise<T>,
+  /** `rewritesFiles`: the command rewrites index.json files without changing the catalogue (published when it succeeds). */
+  options: { rewritesFiles?: boolean } = {},
+): Promise<T> {
   const config = ctx.config();
-  const rt = await openRuntime(config, { migrate: 'apply' });
-  // Loaded only with Redis configured: other setups do not pay for the client at start-up.
-  const announcer = config.redisUrl === undefined ? undefined : new (await import('../cluster/notify.js')).ChangeAnnouncer(config.redisUrl);
+  const rt = await openRuntime(config, { migrate: 'apply', urls: 'published' });
+  const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+  const { baseUrl, musicBrainzUrl } = rt.coverArt.urls;
+  if (config.listingUrlsGiven && (baseUrl !== config.baseUrl || musicBrainzUrl !== config.musicBrainzUrl)) {
+    warn(
+      `SLEEVE_BASE_URL/SLEEVE_MUSICBRAINZ_URL here (${config.baseUrl}, ${config.musicBrainzUrl}) differ from those the servers on this ` +
+        `database published (${baseUrl}, ${musicBrainzUrl}); listings are written with the servers'. To change them, restart ` +
+        'sleeve serve with the new values: it rewrites every listing at start.',
+    );
+  }
   let before: number | undefined;
+  let finished = 0;
+  let rewrote = false;
   try {
-    if (announcer !== undefined) before = await readCounter(rt.database.db, 'catalogue_version');
-    const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+    before = await readCatalogueMark(rt.database.db);
     await sweepUploadsIfReachable({ ...rt.coverArt, warn });
-    await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
+    finished = await finishPendingIndexes(rt.coverArt, rt.coverArt.clock.now() - 10_000).catch((err: unknown) => {
       if (!isStoreUnavailable(err)) throw err;
+      return 0;
     });
-    return await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
+    const result = await fn({ ...rt, coverArt: { ...rt.coverArt, warn } });
+    rewrote = options.rewritesFiles === true;
+    return result;
   } finally {
     // Also after a failure: part of a change (its commit) may have happened.
-    if (announcer !== undefined && before !== undefined) {
-      const after = await readCounter(rt.database.db, 'catalogue_version').catch(() => undefined);
-      if (after !== undefined && after !== before) await announceChange(announcer, config.changePollRedisMs, after);
-    }
-    announcer?.close();
+    if (before !== undefined) await afterChange(config, rt.database.db, before, finished > 0 || rewrote, warn);
     await rt.close();
+  }
+}
+
+/**
+ * The step every catalogue command ends with: when the catalogue moved since `before` (or
+ * index.json files were rewritten), publish the change and wait for the serving processes
+ * to show it (cluster/freshness.ts). Never fails the command: its change is saved.
+ */
+export async function afterChange(config: Readonly<Config>, db: Db, before: number, filesChanged: boolean, warn: (message: string) => void): Promise<void> {
+  try {
+    const now = await readCatalogueMark(db);
+    if (now === before && !filesChanged) return;
+    // Loaded only with Redis configured: other setups do not pay for the client at start-up.
+    const announcer = config.redisUrl === undefined ? undefined : new (await import('../cluster/notify.js')).ChangeAnnouncer(config.redisUrl);
+    try {
+      await publishChange({
+        db,
+        database: config.database,
+        announcer,
+        waitMs: config.changeWaitMs,
+        pollMs: config.changePollMs,
+        pollRedisMs: config.changePollRedisMs,
+        warn,
+      });
+    } finally {
+      announcer?.close();
+    }
+  } catch (err) {
+    warn(`the change is saved, but serving processes could not be told of it (${(err as Error).message}); they see it at their next look at the database (SLEEVE_CHANGE_POLL_MS)`);
   }
 }
 
@@ -302,6 +344,7 @@ const artReindex: Command = {
   name: 'art reindex',
   async run(ctx) {
     if (ctx.args.length > 1) throw invalidInput('usage: sleeve art reindex [RELEASE_MBID]');
+    // index.json files are rewritten though the catalogue does not change: published anyway, for the file caches.
     const result = await withRuntime(ctx, async (rt) => {
       let ids: number[] | undefined;
       if (ctx.args[0] !== undefined) {
@@ -312,7 +355,7 @@ const artReindex: Command = {
         ids = [release.id];
       }
       return reindex({ ...rt.coverArt, now: rt.coverArt.clock.now() }, ids);
-    });
+    }, { rewritesFiles: true });
     ctx.out(`rewrote index.json of ${result.releases} release(s); removed ${result.orphansRemoved} orphaned file(s)`, result);
     return 0;
   },

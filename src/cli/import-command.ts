@@ -2,15 +2,14 @@
  * `sleeve import musicbrainz DIR`: signals, progress on stderr, the summary on stdout.
  * Loaded only when the command runs.
  */
-import { announceChange } from '../cluster/announce.js';
+import { readCatalogueMark } from '../cluster/mark.js';
 import type { Config } from '../config/load.js';
-import { readCounter } from '../cover-art/index.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrator.js';
 import { ImportInterrupted, importMusicBrainz, openPgBackend, openSqliteBackend, plainReporter, ttyReporter, type ImportSummary } from '../import/index.js';
 import { invalidInput } from '../shared/errors.js';
 import { systemClock } from '../shared/clock.js';
-import type { CommandContext } from './commands.js';
+import { afterChange, type CommandContext } from './commands.js';
 
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
@@ -46,21 +45,13 @@ function describe(s: ImportSummary): string {
   return lines.join('\n');
 }
 
-/** With Redis configured, tells serving processes the catalogue changed (else their poll finds it). */
-async function announceImport(config: Readonly<Config>): Promise<void> {
-  const { ChangeAnnouncer } = await import('../cluster/notify.js');
-  const announcer = new ChangeAnnouncer(config.redisUrl as string);
+/** Publishes the import to the serving processes and waits for them to show it (commands.ts `afterChange`). */
+async function publishImport(config: Readonly<Config>, before: number): Promise<void> {
+  const handle = await openDatabase(config.database);
   try {
-    const handle = await openDatabase(config.database);
-    let version: number;
-    try {
-      version = await readCounter(handle.db, 'catalogue_version');
-    } finally {
-      await handle.close();
-    }
-    await announceChange(announcer, config.changePollRedisMs, version);
+    await afterChange(config, handle.db, before, false, (message) => process.stderr.write(`sleeve: warning: ${message}\n`));
   } finally {
-    announcer.close();
+    await handle.close();
   }
 }
 
@@ -71,8 +62,10 @@ export async function runImportCommand(ctx: CommandContext, dir: string): Promis
   const config = ctx.config();
 
   const handle = await openDatabase(config.database);
+  let before: number;
   try {
     await migrateToLatest(handle);
+    before = await readCatalogueMark(handle.db);
   } finally {
     await handle.close();
   }
@@ -108,7 +101,7 @@ export async function runImportCommand(ctx: CommandContext, dir: string): Promis
       { dir, skipMalformed: ctx.options['skip-malformed'] === true, restart: ctx.options.restart === true, batchRows },
     );
     reporter.end();
-    if (config.redisUrl !== undefined) await announceImport(config);
+    await publishImport(config, before);
     ctx.out(describe(summary), summary);
     return 0;
   } catch (err) {

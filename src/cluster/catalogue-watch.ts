@@ -1,10 +1,22 @@
-import { finishPendingIndexes, readCounter, ResponseCache, type CoverArtDeps } from '../cover-art/index.js';
+import { finishPendingIndexes, type CoverArtDeps } from '../cover-art/index.js';
 import { isStoreUnavailable } from '../shared/errors.js';
+import { publishCatalogue, readCatalogueMark } from './mark.js';
 import type { Log } from './redis.js';
+
+/**
+ * Something a serving process keeps that must not outlive a catalogue change: the response
+ * cache, the file cache. `clear()` is called synchronously, before the change is
+ * acknowledged to the command that made it; after it returns, nothing from before the
+ * change may be answered.
+ */
+export interface ChangeFollower {
+  clear(): void;
+}
 
 export interface CatalogueWatchOptions {
   coverArt: CoverArtDeps;
-  cache: ResponseCache;
+  /** Emptied on every change (more can be added with `follow`). */
+  followers: ChangeFollower[];
   /** Poll interval while no announcements arrive (no Redis, or Redis away). */
   pollMs: number;
   /** Poll interval while announcements arrive: the poll is then only the safety net. */
@@ -16,26 +28,47 @@ export interface CatalogueWatchOptions {
 const SWEEP_AGE_MS = 10_000;
 
 /**
- * Keeps a serving process's response cache in step with the catalogue, which other
- * processes change: the cache is emptied when the catalogue version in the database
- * moves (polled), when a change is announced (Redis), and whenever the process may have
- * missed announcements (the subscription started or stopped). Every 10 s it also
- * finishes index.json files that a crashed change left dirty.
+ * Keeps a serving process's caches in step with the catalogue, which other processes
+ * change. It follows the catalogue mark (cluster/mark.ts): the caches are emptied when the
+ * mark in the database moves, found by a poll, at once when a command signals its change
+ * (`refresh`, which also answers the mark the caches now follow, for the acknowledgement),
+ * when a change is announced on Redis, and whenever the process may have missed
+ * announcements. Every 10 s it also finishes index.json files that a crashed change left
+ * dirty.
  */
 export class CatalogueWatch {
   private readonly opts: CatalogueWatchOptions;
+  private readonly followers: ChangeFollower[];
   private last: number | undefined;
   private announced = false;
   private timer: NodeJS.Timeout | undefined;
-  private busy = false;
   private stopped = false;
   private failing = false;
   private storeFailing = false;
   private lastSweep: number;
+  private running: Promise<number> | undefined;
+  private queued: Promise<number> | undefined;
+  private readonly advanced: ((mark: number) => void)[] = [];
 
   constructor(opts: CatalogueWatchOptions) {
     this.opts = opts;
+    this.followers = [...opts.followers];
     this.lastSweep = Date.now();
+  }
+
+  /** Empties `cache` on every change from now on (the hook for caches made after the watch). */
+  follow(cache: ChangeFollower): void {
+    this.followers.push(cache);
+  }
+
+  /** Calls `fn` with the mark each time the caches have been brought up to a newer one. */
+  onAdvance(fn: (mark: number) => void): void {
+    this.advanced.push(fn);
+  }
+
+  /** The mark the caches follow (undefined before the first read). */
+  get mark(): number | undefined {
+    return this.last;
   }
 
   start(): void {
@@ -43,20 +76,39 @@ export class CatalogueWatch {
   }
 
   /** A change was announced: forget cached answers now. */
-  changed(version: number | undefined): void {
-    this.opts.cache.clear();
-    // The poll need not empty the cache again for this version.
-    if (version !== undefined && (this.last === undefined || version > this.last)) this.last = version;
+  changed(mark: number | undefined): void {
+    this.clearAll();
+    // The poll need not empty the caches again for this mark.
+    if (mark !== undefined && (this.last === undefined || mark > this.last)) this.advance(mark);
   }
 
   /**
-   * Whether announcements arrive. On every switch the cache is emptied (announcements may
+   * Reads the mark from the database (in a read that starts after this call), empties the
+   * caches if it moved, and answers the mark they now follow. Calls that arrive while a
+   * read is under way share the next one.
+   */
+  refresh(): Promise<number> {
+    if (this.queued !== undefined) return this.queued;
+    if (this.running === undefined) return this.check();
+    const next = this.running.then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      this.queued = undefined;
+      return this.check();
+    });
+    this.queued = next;
+    return next;
+  }
+
+  /**
+   * Whether announcements arrive. On every switch the caches are emptied (announcements may
    * have been missed while the subscription was away) and the poll changes pace.
    */
   setAnnounced(on: boolean): void {
     if (on === this.announced) return;
     this.announced = on;
-    this.opts.cache.clear();
+    this.clearAll();
     if (!on) this.schedule(0);
     else this.schedule(this.opts.announcedPollMs);
   }
@@ -64,6 +116,40 @@ export class CatalogueWatch {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+  }
+
+  private clearAll(): void {
+    for (const f of this.followers) f.clear();
+  }
+
+  private advance(mark: number): void {
+    this.last = mark;
+    for (const fn of this.advanced) fn(mark);
+  }
+
+  private check(): Promise<number> {
+    const run = (async () => {
+      const mark = await readCatalogueMark(this.opts.coverArt.db);
+      if (this.last === undefined || mark > this.last) {
+        if (this.last !== undefined) this.clearAll();
+        this.advance(mark);
+      } else if (mark < this.last) {
+        // Older than an announcement already applied (or a database put back): empty anyway.
+        this.clearAll();
+        this.last = mark;
+      }
+      return mark;
+    })();
+    this.running = run;
+    void run.then(
+      () => this.settle(run),
+      () => this.settle(run),
+    );
+    return run;
+  }
+
+  private settle(run: Promise<number>): void {
+    if (this.running === run) this.running = undefined;
   }
 
   private schedule(ms: number): void {
@@ -74,13 +160,16 @@ export class CatalogueWatch {
   }
 
   /**
-   * Finishes dirty index.json files. The store being away is not the database being away:
-   * the cache stays, the marks stay for the next sweep, and it is said once per spell.
+   * Finishes dirty index.json files, then publishes that the catalogue's files changed (so
+   * every process's file cache lets go of the old ones). The store being away is not the
+   * database being away: the caches stay, the marks stay for the next sweep, and it is said
+   * once per spell.
    */
   private async sweep(): Promise<void> {
     const { coverArt, log } = this.opts;
     try {
-      await finishPendingIndexes(coverArt, coverArt.clock.now() - SWEEP_AGE_MS);
+      const finished = await finishPendingIndexes(coverArt, coverArt.clock.now() - SWEEP_AGE_MS);
+      if (finished > 0) await publishCatalogue(coverArt.db);
       if (this.storeFailing) {
         this.storeFailing = false;
         log.info({}, 'catalogue watch: index.json files left to rewrite are finished');
@@ -95,13 +184,10 @@ export class CatalogueWatch {
   }
 
   private async tick(): Promise<void> {
-    if (this.busy || this.stopped) return;
-    this.busy = true;
-    const { coverArt, cache, log } = this.opts;
+    if (this.stopped) return;
+    const { log } = this.opts;
     try {
-      const version = await readCounter(coverArt.db, 'catalogue_version');
-      if (this.last !== undefined && version !== this.last) cache.clear();
-      this.last = version;
+      await this.refresh();
       if (this.failing) {
         this.failing = false;
         log.info({}, 'catalogue watch: the database answers again');
@@ -112,13 +198,12 @@ export class CatalogueWatch {
       }
     } catch (err) {
       // Changes cannot be seen meanwhile: answers cached before are not trusted.
-      cache.clear();
+      this.clearAll();
       if (!this.failing) {
         this.failing = true;
         log.warn({ err }, 'catalogue watch: cannot read the catalogue version; cached answers are dropped until the database answers');
       }
     } finally {
-      this.busy = false;
       this.schedule(this.announced ? this.opts.announcedPollMs : this.opts.pollMs);
     }
   }

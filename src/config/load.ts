@@ -60,6 +60,8 @@ export interface Config {
   /** Where GET /metrics is served (Prometheus); undefined when `off`. */
   metricsListen: ListenAddress | undefined;
   baseUrl: string;
+  /** Whether SLEEVE_BASE_URL or SLEEVE_MUSICBRAINZ_URL was given (not defaulted): a command warns when they differ from the servers'. */
+  listingUrlsGiven: boolean;
   authUrl: string;
   imageBaseUrl: string;
   musicBrainzUrl: string;
@@ -82,12 +84,16 @@ export interface Config {
   changePollRedisMs: number;
   /** On SIGTERM, how long to keep serving with /readyz answering 503 before closing the listeners, in ms. */
   shutdownDelayMs: number;
-  /** Most responses kept in the cover art response cache (0 turns it off). */
-  responseCacheEntries: number;
   /** Threads that hash passwords, and hashes that may wait for one (more: 503). */
   passwordHashing: { threads: number; queue: number };
   /** How often a serving process removes or finishes what interrupted uploads left, in ms. */
   uploadSweepMs: number;
+  /** Most bytes of answers kept in the cover art response cache (0 turns it off). */
+  responseCacheBytes: number;
+  /** Most answers kept in it, when SLEEVE_RESPONSE_CACHE (deprecated) is set; 0 turns it off. */
+  responseCacheEntries: number | undefined;
+  /** How long a catalogue command waits for serving processes to acknowledge its change, in ms. */
+  changeWaitMs: number;
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -120,10 +126,12 @@ export const VARIABLES = {
   SLEEVE_CHANGE_POLL_MS: 'how often a server checks for catalogue changes, ms (default 250)',
   SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
-  SLEEVE_RESPONSE_CACHE: 'cover art responses kept in memory (default 50000, 0 = off)',
   SLEEVE_PASSWORD_HASH_THREADS: 'threads that hash passwords at sign-in (default: one per two cores, 1 to 4)',
   SLEEVE_PASSWORD_HASH_QUEUE: 'sign-ins that may wait for a hashing thread; more are answered 503 (default 64)',
   SLEEVE_UPLOAD_SWEEP_MS: 'how often a server cleans up after interrupted uploads, ms (default 10000, at most 30000)',
+  SLEEVE_RESPONSE_CACHE_BYTES: 'memory for the cover art response cache, bytes (default 67108864 = 64 MiB, 0 = off)',
+  SLEEVE_RESPONSE_CACHE: 'deprecated: also cap the response cache at this many answers (default: no count cap; 0 = off)',
+  SLEEVE_CHANGE_WAIT_MS: 'how long a catalogue command waits for every serving process to show its change, ms (default 2000, 0 = do not wait)',
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -280,10 +288,12 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const changePollMs = int('SLEEVE_CHANGE_POLL_MS', 250, 10, 60_000);
   const changePollRedisMs = int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000);
   const shutdownDelayMs = int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000);
-  const responseCacheEntries = int('SLEEVE_RESPONSE_CACHE', 50_000, 0, 10_000_000);
   const passwordHashing = { threads: int('SLEEVE_PASSWORD_HASH_THREADS', defaultHashThreads(), 1, 64), queue: int('SLEEVE_PASSWORD_HASH_QUEUE', DEFAULT_HASH_QUEUE, 0, 100_000) };
   // At most 30 s: with the 30 s a lease of another machine stays live, a killed upload's leftovers go within a minute.
   const uploadSweepMs = int('SLEEVE_UPLOAD_SWEEP_MS', 10_000, 10, 30_000);
+  const responseCacheBytes = int('SLEEVE_RESPONSE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40);
+  const responseCacheEntries = get('SLEEVE_RESPONSE_CACHE') === undefined ? undefined : int('SLEEVE_RESPONSE_CACHE', 0, 0, 10_000_000);
+  const changeWaitMs = int('SLEEVE_CHANGE_WAIT_MS', 2000, 0, 60_000);
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -309,6 +319,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     authListen,
     metricsListen,
     baseUrl,
+    listingUrlsGiven: get('SLEEVE_BASE_URL') !== undefined || get('SLEEVE_MUSICBRAINZ_URL') !== undefined,
     authUrl,
     imageBaseUrl,
     musicBrainzUrl,
@@ -326,9 +337,11 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     changePollMs,
     changePollRedisMs,
     shutdownDelayMs,
+    responseCacheBytes,
     responseCacheEntries,
     passwordHashing,
     uploadSweepMs,
+    changeWaitMs,
   });
 }
 

@@ -50,6 +50,34 @@ export function pathSegments(url: string): string[] {
   return path.split('/').filter((s) => s !== '' && s !== '.');
 }
 
+/**
+ * What decides the answer to a GET or HEAD of the API (besides Accept, which the response
+ * cache checks itself): the path as `pathSegments` reads it, of which only the first three
+ * segments count (`/release/{mbid}/front/anything` answers as `/release/{mbid}/front`).
+ * The response cache is keyed on this, so query strings (which the API ignores) and
+ * spellings of one path (`//release/…`, `%2F`, a trailing slash) share one entry.
+ */
+export function answerKey(url: string): string {
+  // Most targets are already in that form (bar a trailing slash): check in one pass, as
+  // this runs for every request the front door sees (~40 ns against ~1 µs for the split).
+  const n = url.length;
+  let slashes = 0;
+  let plain = n > 0 && url.charCodeAt(0) === 47;
+  for (let i = 0; plain && i < n; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 47) {
+      const next = url.charCodeAt(i + 1);
+      // A fourth segment, `//`, or a segment starting with `.` (`.` is skipped, others are rare).
+      plain = ++slashes <= 3 || i === n - 1;
+      if (next === 47 || next === 46) plain = false;
+    } else if (c === 63 || c === 37) plain = false; // ? %
+  }
+  if (plain) return n > 1 && url.charCodeAt(n - 1) === 47 ? url.slice(0, -1) : url;
+  const segments = pathSegments(url);
+  if (segments.length > 3) segments.length = 3;
+  return `/${segments.join('/')}`;
+}
+
 /** An image id as written (leading zeros dropped) and as a number when it can be one. */
 type Kind = { kind: 'front' } | { kind: 'back' } | { kind: 'id'; digits: string; id: number | undefined };
 

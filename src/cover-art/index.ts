@@ -1,5 +1,5 @@
 /** The cover art module's public surface. */
-export { handleApiRequest, pathSegments, parseFilename, type ApiDeps, type ApiRequest } from './api.js';
+export { answerKey, handleApiRequest, pathSegments, parseFilename, type ApiDeps, type ApiRequest } from './api.js';
 export {
   addArt,
   addRelease,
@@ -18,7 +18,8 @@ export { finishPendingIndexes, reindex, writeIndex } from './indexer.js';
 export { idForTime, timeOfId } from './ids.js';
 export { THUMBNAIL_SIZES, indexKey, imageKey, type ThumbnailSize } from './keys.js';
 export { buildListing, serializeListing, type Listing, type ListingImage, type ListingUrls } from './listing.js';
+export { publishUrls, readPublishedUrls, type PublishedUrls } from './public-urls.js';
 export { findRelease, readCounter, recountCatalogue } from './repo.js';
-export { ResponseCache } from './response-cache.js';
+export { ResponseCache, type ResponseCacheLimits } from './response-cache.js';
 export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 export { coverArtRoutes, sendApiResponse, type CoverArtRouteDeps } from './routes.js';

@@ -3,6 +3,7 @@ import type { ObjectStore } from '../storage/index.js';
 import { timeOfId } from './ids.js';
 import { indexKey, parseImageKey } from './keys.js';
 import { buildListing, serializeListing, type ListingUrls } from './listing.js';
+import { readPublishedUrls } from './public-urls.js';
 import { listImages, recountCatalogue } from './repo.js';
 
 interface IndexDeps {
@@ -21,8 +22,13 @@ export async function writeIndex(deps: IndexDeps, releaseId: number): Promise<vo
   await deps.db.transaction().execute(async (trx) => {
     const release = await trx.updateTable('release').set({ index_dirty: 0 }).where('id', '=', releaseId).returning('gid').executeTakeFirst();
     if (release === undefined) return;
-    const listing = buildListing(deps.urls, release.gid, await listImages(trx, releaseId));
+    // The URLs the servers published (read under the row lock, so a server publishing new ones
+    // either comes first and is read here, or marks this listing again after it): never the
+    // writer's own, unless no server ever ran here.
+    const published = await readPublishedUrls(trx);
+    const listing = buildListing(published?.urls ?? deps.urls, release.gid, await listImages(trx, releaseId));
     await deps.store.put(indexKey(release.gid), Buffer.from(serializeListing(listing), 'utf8'), 'application/json; charset=utf-8');
+    await trx.updateTable('release').set({ index_urls: published?.version ?? 0 }).where('id', '=', releaseId).execute();
   });
 }
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isStoreUnavailable } from '../shared/errors.js';
 import type { ObjectStore } from '../storage/index.js';
-import { handleApiRequest, type ApiDeps } from './api.js';
+import { answerKey, handleApiRequest, type ApiDeps } from './api.js';
 import { keyForDownloadPath, serveFile, storeUnavailableResponse, type FileResponse } from './file-server.js';
 import type { ResponseCache } from './response-cache.js';
 import { etagMatches, notModified, type ApiResponse } from './responses.js';
@@ -67,7 +67,11 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
         httpVersion: req.raw.httpVersion,
         accept: header(req, 'accept'),
       });
-      if (req.method === 'GET' || req.method === 'HEAD') deps.cache.set(req.url, response, generation);
+      if (req.method === 'GET' || req.method === 'HEAD') {
+        const key = answerKey(req.url);
+        // Never under a file's key: the front door sends those to the file server.
+        if (!key.startsWith('/download/')) deps.cache.set(key, response, generation);
+      }
       return sendApiResponse(reply, response, header(req, 'if-none-match'));
     },
   });

@@ -7,6 +7,7 @@ import * as m20261122T0100 from './migrations/20261122T0100_musicbrainz_import.j
 import * as m20261122T0200 from './migrations/20261122T0200_metric_counters.js';
 import * as m20261124T0100 from './migrations/20261124T0100_signin_devices.js';
 import * as m20261124T0200 from './migrations/20261124T0200_resource_server.js';
+import * as m20261124T0300 from './migrations/20261124T0300_freshness.js';
 
 /** Every migration, in order. A static list, so a bundled build finds them too. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122T0200_metric_counters': m20261122T0200,
   '20261124T0100_signin_devices': m20261124T0100,
   '20261124T0200_resource_server': m20261124T0200,
+  '20261124T0300_freshness': m20261124T0300,
 };
 
 function migrator(db: Db): Migrator {

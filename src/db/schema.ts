@@ -25,6 +25,8 @@ export interface ReleaseTable {
   date_day: number | null;
   /** When (epoch ms) the release last changed while its index.json may not match yet; 0 when it matches. */
   index_dirty: Generated<number>;
+  /** The version of the published URLs its index.json was written with (null: never written since 20261124T0300). */
+  index_urls: Generated<number | null>;
   imported: Generated<number>;
 }
 
@@ -178,7 +180,30 @@ export interface OAuthCodeTable {
   grant_id: number | null;
 }
 
+/** A running `sleeve serve` with a cover art listener (migration 20261124T0300; cluster/registry.ts). */
+export interface ServingProcessTable {
+  id: string;
+  host: string;
+  pid: number;
+  /** Its cover art listener, for messages. */
+  address: string;
+  /** SQLite: the loopback host:port where it takes change signals. */
+  signal: string | null;
+  /** PostgreSQL: the advisory lock its notification session holds while it lives. */
+  lock_key: number | null;
+  /** The catalogue mark its caches follow (PostgreSQL; SQLite servers answer the signal instead). */
+  acked: number;
+  started_at: number;
+}
+
+export interface SettingTable {
+  name: string;
+  value: string;
+}
+
 export interface Database {
+  serving_process: ServingProcessTable;
+  setting: SettingTable;
   release_group: ReleaseGroupTable;
   release: ReleaseTable;
   release_gid_redirect: GidRedirectTable;

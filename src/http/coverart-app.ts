@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import {
   acceptsJson,
+  answerKey,
   coverArtRoutes,
   errorPage,
   etagMatches,
@@ -71,10 +72,12 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       return true;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    const hit = cache.get(url);
+    const key = answerKey(url);
+    // Files are never in this cache (their lookups would only dilute the hit ratio).
+    if (key.startsWith('/download/')) return false;
+    const hit = cache.get(key);
     if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) {
-      // Files are never cached: their lookups would only dilute the hit ratio.
-      if (!url.startsWith('/download/')) observer.cacheLookup(false);
+      observer.cacheLookup(false);
       return false;
     }
     observer.cacheLookup(true);

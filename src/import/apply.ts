@@ -484,7 +484,7 @@ export async function applyStaging(raw: SqlRunner, input: ApplyInput): Promise<A
   });
 
   await step('releases', async () => {
-    result.release.moved = await makeRoom('release', 'in_rel', 'release_group, name, date_year, date_month, date_day, index_dirty, imported', [
+    result.release.moved = await makeRoom('release', 'in_rel', 'release_group, name, date_year, date_month, date_day, index_dirty, index_urls, imported', [
       ['cover_art', 'release'],
       ['release_gid_redirect', 'new_id'],
       ['release_group_cover_art', 'release'],

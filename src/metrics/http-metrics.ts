@@ -109,6 +109,8 @@ export class HttpMetrics {
   rateLimited = 0;
   /** Entries in the response cache now, when there is one. */
   cacheEntries: (() => number) | undefined;
+  /** Estimated bytes the response cache holds now (what SLEEVE_RESPONSE_CACHE_BYTES bounds). */
+  cacheBytes: (() => number) | undefined;
 
   listener(name: string): ListenerMetrics {
     let l = this.listeners.find((x) => x.listener === name);
@@ -152,6 +154,7 @@ export class HttpMetrics {
       .sample('sleeve_response_cache_total', formatLabels([['result', 'hit']]), this.cacheHits)
       .sample('sleeve_response_cache_total', formatLabels([['result', 'miss']]), this.cacheMisses);
     if (this.cacheEntries !== undefined) out.single('sleeve_response_cache_entries', 'gauge', 'Answers held in the response cache.', this.cacheEntries());
+    if (this.cacheBytes !== undefined) out.single('sleeve_response_cache_bytes', 'gauge', 'Estimated memory held by the response cache, bounded by SLEEVE_RESPONSE_CACHE_BYTES.', this.cacheBytes());
     out.single('sleeve_rate_limited_total', 'counter', 'Requests refused with 503 by the rate limit (SLEEVE_RATE_LIMIT).', this.rateLimited);
   }
 }
