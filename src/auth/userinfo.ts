@@ -9,8 +9,10 @@ function ageOn(birthDate: string, now: Date): number {
 }
 
 /**
- * The userinfo claims of reference §A.5 and DESIGN §6: MusicBrainz's keys, plus age and
- * country when known; email only with the email scope. (The caller checks the profile scope.)
+ * The userinfo claims: the keys musicbrainz.org's userinfo answers with (sub is the username,
+ * profile, metabrainz_user_id, website, gender, zoneinfo), plus age and country when known, which
+ * the interface's profile scope names (docs/interface.md, Scopes); email and email_verified only
+ * with the email scope. (The caller checks the profile scope.)
  */
 export function userinfoClaims(deps: AuthDeps, account: Account, scope: number): Record<string, unknown> {
   const claims: Record<string, unknown> = {

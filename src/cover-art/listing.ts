@@ -1,6 +1,6 @@
 import { BACK_TYPE, FRONT_TYPE, type ImageWithTypes } from './repo.js';
 
-/** One entry of a listing, as in reference §B. */
+/** One entry of a listing, with the keys of a Cover Art Archive index.json entry (docs/interface.md, Image entry). */
 export interface ListingImage {
   approved: boolean;
   back: boolean;

@@ -178,9 +178,10 @@ interface Candidate {
 }
 
 /**
- * The release whose art represents the group (reference §A.4): among releases with a
- * front image, the editor-chosen one first, then fronts not typed Raw/Unedited, then
- * the earliest date (NULLs last), then the lowest internal id so ties are stable.
+ * The release whose art represents the group, in coverartarchive.org's order: among
+ * releases with a front image, the editor-chosen one first, then fronts not typed
+ * Raw/Unedited, then the earliest date (NULLs last); then, where coverartarchive.org
+ * leaves ties open, the lowest internal id so ties are stable.
  */
 export async function chooseGroupRelease(db: Queryable, groupId: number): Promise<{ id: number; gid: string } | undefined> {
   const candidates: Candidate[] = await db

@@ -46,7 +46,7 @@ function respond(status: number, contentType: string, body: string | Buffer, ext
   };
 }
 
-/** The real service's five-line HTML error page (reference §A.0). */
+/** The five-line HTML error page coverartarchive.org answers errors with (its Werkzeug default). */
 export function errorPage(status: number, description?: string, extra: Record<string, string> = {}, cacheable = false): ApiResponse {
   const [name, fallback] = REASONS[status] ?? ['Error', ''];
   const html = `<!doctype html>\n<html lang=en>\n<title>${status} ${name}</title>\n<h1>${name}</h1>\n<p>${escapeHtml(description ?? fallback)}</p>\n`;

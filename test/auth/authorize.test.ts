@@ -1,7 +1,10 @@
 /*
  * GET/POST /oauth2/authorize and /oauth2/oob through HTTPS: the login interstitial, the
- * request checks of reference §A.1 as sleeve decides them (docs/decisions.md), the
- * consent page, and MusicBrainz's own authorize cases (reference §D.1–D.4, D.6, D.7).
+ * request checks musicbrainz.org's authorize makes (repeated and missing parameters, client,
+ * redirect URI, response type, scope, PKCE challenge) as sleeve decides them
+ * (docs/decisions.md, "Authorization service"), the consent page, and the cases of
+ * MusicBrainz's own authorize tests: the web workflow online and offline, the desktop
+ * workflow with oob and loopback redirects, PKCE, and response_mode=form_post.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -69,7 +72,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
   const get = (p: Record<string, string> | [string, string][], browser = alice) => browser.fetch(authorizeUrl(s.base, p));
 
   describe('signing in', () => {
-    it('shows the login form at the authorize URL, and signing in there returns to the same request (D.1.1)', async () => {
+    it('shows the login form at the authorize URL, and signing in there returns to the same request', async () => {
       const b = new Browser();
       const url = authorizeUrl(s.base, base());
       const page = await b.fetch(url);
@@ -95,7 +98,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
 
   describe('requests shown as a page, never redirected', () => {
     for (const name of ['client_id', 'response_type', 'scope', 'state', 'redirect_uri', 'access_type', 'approval_prompt', 'code_challenge', 'code_challenge_method', 'response_mode']) {
-      it(`refuses a repeated ${name} (D.1.6)`, async () => {
+      it(`refuses a repeated ${name}`, async () => {
         const p: [string, string][] = Object.entries(base({ access_type: 'online', approval_prompt: 'auto', code_challenge: 'a'.repeat(43), code_challenge_method: 'plain', response_mode: 'query' }));
         p.push([name, name === 'redirect_uri' ? 'https://evil.example/cb' : 'again']);
         const res = await get(p);
@@ -171,11 +174,11 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assert.equal(q.has('code_challenge_method'), false);
     };
 
-    it('unsupported_response_type, with state (D.1.5)', async () => {
+    it('unsupported_response_type, with state', async () => {
       for (const rt of ['yyy', 'token', 'code token', '']) assertErrorRedirect(await get(base({ response_type: rt })), 'unsupported_response_type', 'Unsupported response type');
     });
 
-    it('invalid_scope for unknown, mis-cased and OpenID scopes (D.1.4)', async () => {
+    it('invalid_scope for unknown, mis-cased and OpenID scopes', async () => {
       assertErrorRedirect(await get(base({ scope: 'does-not-exist' })), 'invalid_scope', 'Unsupported scope: does-not-exist');
       assertErrorRedirect(await get(base({ scope: 'profile openid' })), 'invalid_scope', 'Unsupported scope: openid');
       assertErrorRedirect(await get(base({ scope: 'Profile' })), 'invalid_scope', 'Unsupported scope: Profile');
@@ -200,7 +203,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assert.ok(isConsent(await get(base({ response_mode: 'query' }))));
     });
 
-    it('PKCE challenge errors are invalid_request redirects with state (D.6)', async () => {
+    it('PKCE challenge errors are invalid_request redirects with state', async () => {
       const p = (extra: Record<string, string>) => get(base({ state: 'xyz', ...extra }, webPkce));
       const cases: [Record<string, string>, string][] = [
         [{ code_challenge_method: 'idk' }, "The code_challenge_method must be 'S256' or 'plain'"],
@@ -227,7 +230,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assert.ok(isConsent(await p({ code_challenge: 'a'.repeat(43), code_challenge_method: 'S256' })));
     });
 
-    it('access_denied when the user says no (D.1.3), with and without state', async () => {
+    it('access_denied when the user says no, with and without state', async () => {
       assertErrorRedirect(await authorize(alice, s.base, base(), 'deny'), 'access_denied', 'User denied the authorization request');
       const none = base();
       delete none.state;
@@ -283,7 +286,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assert.ok(isConsent({ ...res, status: 200 }), 'the consent page again');
     });
 
-    it('lists every requested permission in order (B.3)', async () => {
+    it("lists every requested permission in musicbrainz.org's order, not the request's", async () => {
       const res = await get(base({ scope: 'submit_barcode collection profile  email\ttag rating submit_isrc' }));
       assert.ok(isConsent(res));
       const texts = [
@@ -302,10 +305,10 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
     });
   });
 
-  describe('web application, online (D.1)', () => {
+  describe("web application, online (MusicBrainz's web workflow online cases)", () => {
     let first: string;
 
-    it('approve → a code at the redirect URL with state; the code gives an access token and no refresh token (D.1.7)', async () => {
+    it('approve → a code at the redirect URL with state; the code gives an access token and no refresh token', async () => {
       const consent = await get(base());
       assert.ok(isConsent(consent));
       assert.match(consent.body, /Test Web/);
@@ -329,7 +332,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assert.equal(ex.json().refresh_token, undefined);
     });
 
-    it('the same request again is pre-authorized: an immediate redirect with a new online code (D.1.8)', async () => {
+    it('the same request again is pre-authorized: an immediate redirect with a new online code', async () => {
       const res = await get(base({ state: 'yyy' }));
       const q = params(res);
       assert.equal(q.get('state'), 'yyy');
@@ -349,11 +352,11 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
     });
   });
 
-  describe('web application, offline (D.2)', () => {
+  describe("web application, offline (MusicBrainz's web workflow offline cases)", () => {
     const offline = (extra: Record<string, string> = {}) => base({ access_type: 'offline', ...extra }, webOffline);
     const codes: string[] = [];
 
-    it('shows the offline bullet; the approved code gives a refresh token (D.2.1)', async () => {
+    it('shows the offline bullet; the approved code gives a refresh token', async () => {
       const consent = await get(offline());
       assert.ok(isConsent(consent));
       assert.match(consent.body, OFFLINE_BULLET);
@@ -364,7 +367,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assert.equal(typeof ex.json().refresh_token, 'string');
     });
 
-    it('is then pre-authorized, and the auto-approved code is online (D.2.2)', async () => {
+    it('is then pre-authorized, and the auto-approved code is online', async () => {
       const res = await get(offline({ state: 'yyy' }));
       const code = params(res).get('code') as string;
       assert.ok(!codes.includes(code));
@@ -374,7 +377,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assert.equal(ex.json().refresh_token, undefined);
     });
 
-    it('approval_prompt=force shows the consent (with the bullet) again and gives a refresh token (D.2.3)', async () => {
+    it('approval_prompt=force shows the consent (with the bullet) again and gives a refresh token', async () => {
       const consent = await get(offline({ approval_prompt: 'force' }));
       assert.ok(isConsent(consent));
       assert.match(consent.body, OFFLINE_BULLET);
@@ -390,10 +393,10 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
     });
   });
 
-  describe('installed application, out of band (D.3)', () => {
+  describe("installed application, out of band (MusicBrainz's desktop workflow oob cases)", () => {
     const oob = (extra: Record<string, string> = {}) => base({ redirect_uri: OOB, ...extra }, desktop);
 
-    it('approve → redirect to /oauth2/oob with the code; that page shows it; the code is offline (D.3.1)', async () => {
+    it('approve → redirect to /oauth2/oob with the code; that page shows it; the code is offline', async () => {
       const consent = await get(oob());
       assert.ok(isConsent(consent));
       assert.match(consent.body, /Test Desktop<\/strong> is requesting permission to/);
@@ -423,7 +426,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       assertErrorPage(await alice.fetch(String(res.headers.location)), 400, 'invalid_request', 'Invalid authorization code');
     });
 
-    it('asks again every time (installed apps are never pre-authorized) and is offline even with access_type=online (D.3.2)', async () => {
+    it('asks again every time (installed apps are never pre-authorized) and is offline even with access_type=online', async () => {
       const consent = await get(oob({ state: 'yyy', access_type: 'online' }));
       assert.ok(isConsent(consent));
       const code = codeOf(await authorize(alice, s.base, oob({ state: 'yyy', access_type: 'online' })));
@@ -439,7 +442,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
     });
   });
 
-  describe('installed application, loopback redirects (D.4)', () => {
+  describe("installed application, loopback redirects (MusicBrainz's desktop workflow localhost cases)", () => {
     const loop = (uri: string, extra: Record<string, string> = {}) => base({ redirect_uri: uri, ...extra }, desktop);
 
     for (const host of ['localhost', '127.0.0.1', '[::1]']) {
@@ -472,7 +475,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       }
     });
 
-    it('refuses look-alike loopback URIs (D.4: http://127x0x0x1:5678/cb)', async () => {
+    it("refuses look-alike loopback URIs (musicbrainz.org's http://127x0x0x1:5678/cb case, and more)", async () => {
       for (const uri of [
         'http://127x0x0x1:5678/cb',
         'https://localhost:5678/cb',
@@ -516,7 +519,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
     });
   });
 
-  describe('response_mode=form_post (D.7)', () => {
+  describe("response_mode=form_post (MusicBrainz's form_post case)", () => {
     const fp = (extra: Record<string, string> = {}) => base({ state: 'zyx', response_mode: 'form_post', ...extra }, webFormPost);
     const hidden = (body: string) => [...body.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], m[2]]);
 

@@ -1,7 +1,7 @@
 /*
- * `sleeve user add` and `sleeve app add` (DESIGN §5): the password only from standard
- * input, bad input refused with exit 2 and nothing created, and `app add --json`
- * printing credentials that work.
+ * `sleeve user add` and `sleeve app add` (README, "Managing the catalogue (CLI)"): the
+ * password only from standard input, bad input refused with exit 2 and nothing created,
+ * and `app add --json` printing credentials that work.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -1,7 +1,8 @@
 /*
- * The website's account pages (reference §C.4 as sleeve decides, docs/decisions.md
- * "Registration"): registering, listing, editing and removing applications, resetting
- * secrets, and the list of authorized applications with its revoke button.
+ * The website's account pages, modelled on musicbrainz.org's /account/applications as sleeve
+ * decides (docs/decisions.md, "Registration" and "Account pages"): registering, listing,
+ * editing and removing applications, resetting secrets, and the list of authorized
+ * applications with its revoke button.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -1,6 +1,8 @@
 /*
- * POST /oauth2/revoke (RFC 7009): the request checks of reference §A.6 / D.11 and the
- * three revocation rows of the interface's state table.
+ * POST /oauth2/revoke (RFC 7009): the request checks musicbrainz.org's revoke makes (the
+ * cases of MusicBrainz's "Revoke token" test: parameters from the body only, client
+ * authentication, 200 for any token) and the three revocation rows of the interface's state
+ * table (docs/interface.md).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -46,7 +48,7 @@ describe(`/oauth2/revoke (${DIALECT})`, () => {
   const desktopGrant = () => grant(alice, s.base, desktop, { redirect_uri: OOB });
   const post = (form: Record<string, string> | [string, string][], query = '', headers: Record<string, string> = {}) => request(`${s.base}/oauth2/revoke${query}`, { form, headers });
 
-  describe('request checks (D.11)', () => {
+  describe("request checks (MusicBrainz's revoke token cases)", () => {
     it('answers OPTIONS for a CORS preflight', async () => {
       const res = await request(`${s.base}/oauth2/revoke`, { method: 'OPTIONS' });
       assert.equal(res.status, 200);
@@ -98,7 +100,7 @@ describe(`/oauth2/revoke (${DIALECT})`, () => {
       }
     });
 
-    it('answers 200 with an empty body for unknown tokens (D.11.2)', async () => {
+    it('answers 200 with an empty body for unknown tokens', async () => {
       assertRevoked(await post({ token: 'invalid', client_id: web.client_id, client_secret: web.client_secret }));
       assertRevoked(await post({ token: 'x'.repeat(500), client_id: web.client_id, client_secret: web.client_secret }));
       assertRevoked(await post({ token: 'invalid', client_id: web.client_id, client_secret: web.client_secret, token_type_hint: 'refresh_token' }));
@@ -115,7 +117,7 @@ describe(`/oauth2/revoke (${DIALECT})`, () => {
   });
 
   describe('effects (state table)', () => {
-    it("other clients' tokens change nothing and still get 200 (D.11.3)", async () => {
+    it("other clients' tokens change nothing and still get 200", async () => {
       const tokens = await desktopGrant();
       assertRevoked(await revoke(s.base, web, tokens.refresh_token as string));
       assertRevoked(await revoke(s.base, web, tokens.access_token));

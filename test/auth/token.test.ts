@@ -1,7 +1,9 @@
 /*
- * POST /oauth2/token: the request checks of reference §A.3 (D.5, D.8) as sleeve decides
- * them, the code exchange, refresh and expiry rows of the interface's state table, code
- * reuse, redirect-URI binding and PKCE (D.6).
+ * POST /oauth2/token: the request checks musicbrainz.org's token endpoint makes (the cases
+ * of MusicBrainz's "Exchange authorization code" and "Exchange refresh code" tests) as
+ * sleeve decides them (docs/decisions.md, "Authorization service"), the code exchange,
+ * refresh and expiry rows of the interface's state table (docs/interface.md), code reuse,
+ * redirect-URI binding and PKCE (the cases of MusicBrainz's PKCE authorize test).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -64,8 +66,8 @@ describe(`/oauth2/token (${DIALECT})`, () => {
   const newCode = async (app: Client, redirectUri: string, extra: Record<string, string> = {}, server = s) =>
     codeOf(await authorize(alice, server.base, { client_id: app.client_id, response_type: 'code', scope: 'profile', redirect_uri: redirectUri, approval_prompt: 'force', ...extra }));
 
-  describe('request checks (D.5)', () => {
-    it('answers OPTIONS with the allowed methods (D.5.1)', async () => {
+  describe("request checks (MusicBrainz's exchange authorization code cases)", () => {
+    it('answers OPTIONS with the allowed methods', async () => {
       const res = await request(`${s.base}/oauth2/token`, { method: 'OPTIONS' });
       assert.equal(res.status, 200);
       assert.equal(res.headers.allow, 'POST, OPTIONS');
@@ -73,7 +75,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assertNoStore(res);
     });
 
-    it('refuses other methods, even with every parameter in the query (D.5.4)', async () => {
+    it('refuses other methods, even with every parameter in the query', async () => {
       const q = new URLSearchParams({ client_id: web.client_id, client_secret: web.client_secret, grant_type: 'authorization_code', code: 'abc', redirect_uri: WEB_URI });
       for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) {
         const res = await request(`${s.base}/oauth2/token?${q}`, { method });
@@ -84,7 +86,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
 
     const names = ['client_id', 'client_secret', 'grant_type', 'redirect_uri', 'code', 'token_type', 'code_verifier', 'refresh_token'];
     for (const name of names) {
-      it(`refuses a repeated ${name} (D.5.2)`, async () => {
+      it(`refuses a repeated ${name}`, async () => {
         const form: [string, string][] = [
           ['client_id', 'abc'],
           ['client_secret', 'abc'],
@@ -131,7 +133,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assertOAuthError(res, 400, 'invalid_request', 'Required parameter is missing: grant_type');
     });
 
-    it('answers bad client credentials 401 invalid_client with the Basic challenge (D.5.4)', async () => {
+    it('answers bad client credentials 401 invalid_client with the Basic challenge', async () => {
       const rest = { grant_type: 'authorization_code', code: 'abc', redirect_uri: WEB_URI };
       assertInvalidClient(await token(s.base, { ...rest, client_secret: web.client_secret }));
       assertInvalidClient(await token(s.base, { ...rest, client_id: '', client_secret: web.client_secret }));
@@ -153,7 +155,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assertInvalidClient(await token(s.base, rest, { authorization: basic('nobody', web.client_secret) }));
     });
 
-    it('refuses other grant types after client authentication (D.5.4)', async () => {
+    it('refuses other grant types after client authentication', async () => {
       const creds = { client_id: web.client_id, client_secret: web.client_secret };
       for (const grantType of ['xxx', 'password', 'client_credentials', 'implicit', 'AUTHORIZATION_CODE']) {
         const res = await token(s.base, { ...creds, grant_type: grantType, code: 'abc', redirect_uri: WEB_URI });
@@ -170,7 +172,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       }
     });
 
-    it('refuses malformed, unknown and mismatched codes (D.5.3)', async () => {
+    it('refuses malformed, unknown and mismatched codes', async () => {
       const creds = { client_id: desktop.client_id, client_secret: desktop.client_secret, grant_type: 'authorization_code', redirect_uri: OOB };
       assertOAuthError(await token(s.base, { ...creds, code: '\'"\0<script>alert(1);</script>' }), 400, 'invalid_request', 'Malformed authorization code');
       assertOAuthError(await token(s.base, { ...creds, code: 'a b' }), 400, 'invalid_request', 'Malformed authorization code');
@@ -210,7 +212,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assert.notEqual(body.refresh_token, body.access_token);
     });
 
-    it('a public (installed) grant carries a refresh token (D.5.4 last row)', async () => {
+    it('a public (installed) grant carries a refresh token', async () => {
       const code = await newCode(desktop, OOB);
       const res = await exchange(s.base, desktop, code, OOB);
       assert.equal(res.status, 200, res.body);
@@ -225,7 +227,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assert.equal(res.status, 200, res.body);
     });
 
-    it("refuses another client's code without burning it (D.5.4)", async () => {
+    it("refuses another client's code without burning it", async () => {
       const code = await newCode(web, WEB_URI);
       assertOAuthError(await exchange(s.base, other, code, WEB_URI), 400, 'invalid_grant', 'Invalid authorization code');
       const res = await exchange(s.base, web, code, WEB_URI);
@@ -268,10 +270,10 @@ describe(`/oauth2/token (${DIALECT})`, () => {
     });
   });
 
-  describe('PKCE (D.6)', () => {
+  describe("PKCE (MusicBrainz's web workflow online with PKCE cases)", () => {
     const p = (extra: Record<string, string>) => ({ client_id: pkce.client_id, response_type: 'code', scope: 'profile', state: 'xyz', redirect_uri: WEB_URI, ...extra });
 
-    it('plain by default: wrong, empty and missing verifiers fail without burning the code (D.6.1)', async () => {
+    it('plain by default: wrong, empty and missing verifiers fail without burning the code', async () => {
       const code = codeOf(await authorize(alice, s.base, p({ code_challenge: V })));
       assertOAuthError(await exchange(s.base, pkce, code, WEB_URI, { code_verifier: Buffer.from('wrong').toString('base64url') }), 400, 'invalid_grant', 'Invalid PKCE verifier');
       assertOAuthError(await exchange(s.base, pkce, code, WEB_URI, { code_verifier: '' }), 400, 'invalid_grant', 'Invalid PKCE verifier');
@@ -282,19 +284,19 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assert.equal(res.json().token_type, 'Bearer');
     });
 
-    it('explicit plain, pre-authorized (D.6.2)', async () => {
+    it('explicit plain, pre-authorized', async () => {
       const res = await alice.fetch(`${s.base}/oauth2/authorize?${new URLSearchParams(p({ code_challenge: V, code_challenge_method: 'plain' }))}`);
       assert.equal(res.status, 302, 'pre-authorized: an immediate redirect');
       const ex = await exchange(s.base, pkce, codeOf(res), WEB_URI, { code_verifier: V });
       assert.equal(ex.status, 200, ex.body);
     });
 
-    it('S256 with the verifier as challenge fails (D.6.3)', async () => {
+    it('S256 with the verifier as challenge fails', async () => {
       const code = codeOf(await authorize(alice, s.base, p({ code_challenge: V, code_challenge_method: 'S256' })));
       assertOAuthError(await exchange(s.base, pkce, code, WEB_URI, { code_verifier: V }), 400, 'invalid_grant', 'Invalid PKCE verifier');
     });
 
-    it('S256 succeeds with the right verifier (D.6.4), for web and installed apps', async () => {
+    it('S256 succeeds with the right verifier, for web and installed apps', async () => {
       const code = codeOf(await authorize(alice, s.base, p({ code_challenge: s256(V), code_challenge_method: 'S256' })));
       assertOAuthError(await exchange(s.base, pkce, code, WEB_URI, { code_verifier: s256(V) }), 400, 'invalid_grant', 'Invalid PKCE verifier');
       const ex = await exchange(s.base, pkce, code, WEB_URI, { code_verifier: V });
@@ -316,14 +318,14 @@ describe(`/oauth2/token (${DIALECT})`, () => {
     });
   });
 
-  describe('refresh (state table: grant active → new access token; D.8)', () => {
+  describe("refresh (state table: grant active → new access token; MusicBrainz's exchange refresh code cases)", () => {
     let tokens: { access_token: string; refresh_token: string };
 
     before(async () => {
       tokens = (await grant(alice, s.base, desktop, { redirect_uri: OOB, scope: 'profile email' })) as typeof tokens;
     });
 
-    it("refuses unknown and other clients' refresh tokens (D.8)", async () => {
+    it("refuses unknown and other clients' refresh tokens", async () => {
       assertOAuthError(await refresh(s.base, desktop, 'x'.repeat(43)), 400, 'invalid_grant', 'Invalid refresh token');
       assertOAuthError(await refresh(s.base, web, tokens.refresh_token), 400, 'invalid_grant', 'Invalid refresh token');
       assertOAuthError(await refresh(s.base, desktop, tokens.access_token), 400, 'invalid_grant', 'Invalid refresh token');

@@ -1,7 +1,7 @@
 /*
- * Which release represents a release group (reference §A.4): the editor-chosen one
- * (release-group set-cover) if it has a front, then releases whose front is not
- * Raw/Unedited, then the earliest date (year, month, day; a missing part ranks last).
+ * Which release represents a release group, in coverartarchive.org's order: the
+ * editor-chosen one (release-group set-cover) if it has a front, then releases whose front
+ * is not Raw/Unedited, then the earliest date (year, month, day; a missing part ranks last).
  * Each step changes the catalogue through the CLI and polls the running server.
  */
 import assert from 'node:assert/strict';

@@ -1,8 +1,11 @@
 /*
  * Black-box tests of the cover art API over HTTP: data goes in through the real CLI,
  * requests go to a real in-process server (fetch without following redirects, or raw
- * sockets for what fetch cannot send). Expected values come from the interface,
- * DESIGN §6 and reference/caa-behaviour.md §A, §B and §E, not from the code.
+ * sockets for what fetch cannot send). Expected values come from the interface
+ * (docs/interface.md), from sleeve's decisions where it goes beyond it (docs/decisions.md,
+ * "Cover art API" and "Listings"), and from how coverartarchive.org answers where the
+ * interface is silent (its messages, error page, filename rules and index.json bytes), not
+ * from the code.
  */
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -45,7 +48,7 @@ const NOT_IMPLEMENTED = 'The server does not support the action requested by the
 const ODD_COMMENT = 'Ünïcødé "q" \\ ✓ 🎵';
 const ODD_COMMENT_JSON = String.raw`"\u00dcn\u00efc\u00f8d\u00e9 \"q\" \\ \u2713 \ud83c\udfb5"`;
 
-/** The real service's five-line HTML error page (reference §A.0); `text` is already HTML-escaped. */
+/** The five-line HTML error page coverartarchive.org answers errors with; `text` is already HTML-escaped. */
 function page(status: number, text: string): string {
   const name = NAMES[status];
   return `<!doctype html>\n<html lang=en>\n<title>${status} ${name}</title>\n<h1>${name}</h1>\n<p>${text}</p>\n`;
@@ -85,7 +88,7 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
     return res;
   }
 
-  /** One entry in the byte format of reference §B (sorted keys, `", "` and `": "`), written out by hand. */
+  /** One entry in the byte format of the current MusicBrainz indexer's index.json (sorted keys, `", "` and `": "`), written out by hand. */
   function entry(m: string, e: { id: string; suffix: string; approved: boolean; back: boolean; comment: string; edit: number; front: boolean; types: string }): string {
     const p = `${s.base}/release/${m}/${e.id}`;
     return (
@@ -211,7 +214,7 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
       assert.equal((await dimensions(Buffer.from(await gifThumb.arrayBuffer()))).format, 'jpeg');
     });
 
-    it('front and back match by prefix; the size is the start of the text after the last dash (reference §A.2)', async () => {
+    it('front and back match by prefix; the size is the start of the text after the last dash (as coverartarchive.org reads filenames)', async () => {
       const front = dl(R1, `${id.a3}.gif`);
       const thumb = (n: string, size: number) => dl(R1, `${id[n]}_thumb${size}.jpg`);
       const cases: [string, string][] = [
@@ -271,7 +274,7 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
       assert.equal(raw.headers['access-control-allow-origin'], '*');
     });
 
-    it('upper- and mixed-case MBIDs are accepted and written lower-case (DESIGN §6)', async () => {
+    it('upper- and mixed-case MBIDs are accepted and written lower-case (decision; coverartarchive.org answers 400)', async () => {
       const upper = R1.toUpperCase();
       const mixed = 'ABCdef01-2345-4678-9ABC-def012345671';
       await expectRedirect(`/release/${upper}/front`, dl(R1, `${id.a3}.gif`));
@@ -435,7 +438,7 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
     });
   });
 
-  describe('methods, Accept and OPTIONS (DESIGN §6, reference §A.7)', () => {
+  describe("methods, Accept and OPTIONS (the interface's 405, 406 and 501; OPTIONS as documented, with coverartarchive.org's syntax checks)", () => {
     it('POST, PUT, DELETE and PATCH on release endpoints and the group front answer 405 with Allow', async () => {
       const paths = [
         `/release/${R1}/front`,
@@ -590,7 +593,7 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
       assert.equal(raw.body.length, 0);
     });
 
-    it('OPTIONS checks the syntax more strictly than GET and answers 400 (reference §A.7)', async () => {
+    it('OPTIONS checks the syntax more strictly than GET and answers 400 (as coverartarchive.org does)', async () => {
       for (const x of ['front-small', 'frontx', 'foo', 'front-100', '-250', 'front-back-500', '1200-front', 'FRONT', 'front-2500']) {
         await expectError(`/release/${R1}/${x}`, 400, BAD_REQUEST, { method: 'OPTIONS' });
       }

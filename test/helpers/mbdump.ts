@@ -50,7 +50,7 @@ export function copyLine(values: Value[]): string {
   return `${values.map(copyValue).join('\t')}\n`;
 }
 
-/** The Cover Art Archive's art types (reference §D) as the dump has them. */
+/** The Cover Art Archive's art types (MusicBrainz's `cover_art_archive.art_type` rows: id, name, parent, child_order, description, gid) as the dump has them. */
 export const ART_TYPES: Value[][] = [
   [1, 'Front', null, 0, 'The album cover.', 'ac337166-a2b3-340c-a0b4-e2b00f1d40a2'],
   [2, 'Back', null, 0, 'The back of the package.', '263c3668-723c-3afe-86ef-c3236324250a'],

@@ -3,9 +3,10 @@
  * ephemeral port, over a temporary directory. stop() kills it the way a crashed store
  * goes away; start() brings it back on the same port with the same objects.
  *
- * s3rver does not check signatures (reference/anchors.md §4): credentials, presigned URLs
- * and expiry cannot be tested against it alone, only what the store does with the objects
- * (sigv4-proxy.ts puts a signature check in front of it).
+ * s3rver does not check signatures (it serves even a presigned URL whose signature is
+ * forged): credentials, presigned URLs and expiry cannot be tested against it alone, only
+ * what the store does with the objects (sigv4-proxy.ts puts a signature check in front of
+ * it; docs/decisions.md, "Object storage").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
