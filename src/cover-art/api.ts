@@ -20,7 +20,7 @@ import {
 export interface ApiDeps {
   db: Queryable;
   urls: ListingUrls;
-  /** Prefix of redirect targets (DESIGN §3 SLEEVE_IMAGE_BASE_URL). */
+  /** Prefix of redirect targets (`SLEEVE_IMAGE_BASE_URL`, README "The built-in file server"). */
   imageBaseUrl: string;
 }
 
@@ -81,7 +81,7 @@ export function answerKey(url: string): string {
 /** An image id as written (leading zeros dropped) and as a number when it can be one. */
 type Kind = { kind: 'front' } | { kind: 'back' } | { kind: 'id'; digits: string; id: number | undefined };
 
-/** Filename rules of reference §A.2: prefix match for front/back, leading digits for ids. */
+/** Filename rules as coverartarchive.org reads them: prefix match for front/back, leading digits for ids. */
 export function parseFilename(filename: string): (Kind & { size: ThumbnailSize | undefined }) | undefined {
   let kind: Kind;
   if (filename.startsWith('front')) kind = { kind: 'front' };
@@ -104,7 +104,7 @@ export function parseFilename(filename: string): (Kind & { size: ThumbnailSize |
   return { ...kind, size };
 }
 
-/** The stricter filename check OPTIONS applies (reference §A.7). */
+/** The stricter filename check OPTIONS applies on coverartarchive.org. */
 function optionsFilenameValid(filename: string): boolean {
   const stem = filename.includes('.') ? filename.slice(0, filename.indexOf('.')) : filename;
   const parts = stem.split('-');

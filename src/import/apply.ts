@@ -238,7 +238,7 @@ export async function applyStaging(raw: SqlRunner, input: ApplyInput): Promise<A
 
   await step('releases', async () => {
     // The release date: its earliest event over both event tables, ranked row by row,
-    // year, month, day ascending with NULLs last (reference §A.4).
+    // year, month, day ascending with NULLs last (coverartarchive.org's release-group order).
     const events = `SELECT release, date_year, date_month, date_day FROM ${st('release_country')} UNION ALL SELECT release, date_year, date_month, date_day FROM ${st('release_unknown_country')}`;
     const best = `SELECT release, date_year, date_month, date_day FROM (SELECT release, date_year, date_month, date_day, row_number() OVER (PARTITION BY release ORDER BY date_year ASC NULLS LAST, date_month ASC NULLS LAST, date_day ASC NULLS LAST) AS rn FROM (${events}) ev) ranked WHERE rn = 1`;
     await load({
@@ -293,7 +293,7 @@ export async function applyStaging(raw: SqlRunner, input: ApplyInput): Promise<A
   });
 
   await step('images', async () => {
-    // approved = the add-edit is closed (reference §C, view index_listing); without the
+    // approved = the add-edit is closed (as the Cover Art Archive's index_listing view decides); without the
     // edit table, no edit is pending on the image (docs/decisions.md). An uncorrelated
     // IN: both databases build its set once (the staged edits have no index).
     const approved = input.withEdits
