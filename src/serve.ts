@@ -5,7 +5,7 @@ import type { Config } from './config/load.js';
 import { buildAuthApp } from './auth/app.js';
 import { loadTlsMaterial } from './auth/tls.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, SharedRateLimiter } from './cluster/index.js';
-import { finishPendingIndexes, loadDemo, ResponseCache } from './cover-art/index.js';
+import { catalogueKeeps, FileCache, FileServer, finishPendingIndexes, loadDemo, ResponseCache } from './cover-art/index.js';
 import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
@@ -88,6 +88,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     let coverArtAddress: string | undefined;
     if (options.only !== 'auth') {
       const cache = new ResponseCache(config.responseCacheEntries);
+      const fileCache = new FileCache(config.fileCacheBytes);
       // With Redis: the rate limit counted there (one connection), change announcements (another).
       const commands =
         config.redisUrl !== undefined && config.rateLimit !== undefined
@@ -122,7 +123,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
           api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl },
           cache,
           // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
-          files: runtime.store,
+          files: new FileServer({ store: runtime.store, cache: fileCache, keeps: catalogueKeeps(runtime.database.db) }),
         },
         logger,
         rateLimiter:
@@ -138,6 +139,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       watch = new CatalogueWatch({
         coverArt: runtime.coverArt,
         cache,
+        files: fileCache,
         pollMs: config.changePollMs,
         announcedPollMs: config.changePollRedisMs,
         log: app.log,

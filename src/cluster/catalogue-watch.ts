@@ -5,6 +5,8 @@ import type { Log } from './redis.js';
 export interface CatalogueWatchOptions {
   coverArt: CoverArtDeps;
   cache: ResponseCache;
+  /** Emptied with the response cache: the file server's cache (index.json, removed images). */
+  files?: { clear(): void };
   /** Poll interval while no announcements arrive (no Redis, or Redis away). */
   pollMs: number;
   /** Poll interval while announcements arrive: the poll is then only the safety net. */
@@ -45,6 +47,7 @@ export class CatalogueWatch {
   /** A change was announced: forget cached answers now. */
   changed(version: number | undefined): void {
     this.opts.cache.clear();
+    this.opts.files?.clear();
     // The poll need not empty the cache again for this version.
     if (version !== undefined && (this.last === undefined || version > this.last)) this.last = version;
   }
@@ -57,6 +60,7 @@ export class CatalogueWatch {
     if (on === this.announced) return;
     this.announced = on;
     this.opts.cache.clear();
+    this.opts.files?.clear();
     if (!on) this.schedule(0);
     else this.schedule(this.opts.announcedPollMs);
   }
@@ -100,7 +104,10 @@ export class CatalogueWatch {
     const { coverArt, cache, log } = this.opts;
     try {
       const version = await readCounter(coverArt.db, 'catalogue_version');
-      if (this.last !== undefined && version !== this.last) cache.clear();
+      if (this.last !== undefined && version !== this.last) {
+        cache.clear();
+        this.opts.files?.clear();
+      }
       this.last = version;
       if (this.failing) {
         this.failing = false;
@@ -113,6 +120,7 @@ export class CatalogueWatch {
     } catch (err) {
       // Changes cannot be seen meanwhile: answers cached before are not trusted.
       cache.clear();
+      this.opts.files?.clear();
       if (!this.failing) {
         this.failing = true;
         log.warn({ err }, 'catalogue watch: cannot read the catalogue version; cached answers are dropped until the database answers');

@@ -66,6 +66,8 @@ export interface Config {
   shutdownDelayMs: number;
   /** Most responses kept in the cover art response cache (0 turns it off). */
   responseCacheEntries: number;
+  /** Bytes of files the built-in file server keeps in memory (0 turns the file cache off). */
+  fileCacheBytes: number;
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -95,6 +97,7 @@ export const VARIABLES = {
   SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
   SLEEVE_RESPONSE_CACHE: 'cover art responses kept in memory (default 50000, 0 = off)',
+  SLEEVE_FILE_CACHE_BYTES: 'bytes of /download/ files kept in memory (default 134217728 = 128 MiB, 0 = off)',
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -237,6 +240,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const changePollRedisMs = int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000);
   const shutdownDelayMs = int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000);
   const responseCacheEntries = int('SLEEVE_RESPONSE_CACHE', 50_000, 0, 10_000_000);
+  const fileCacheBytes = int('SLEEVE_FILE_CACHE_BYTES', 128 * 1024 * 1024, 0, 2 ** 40);
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -278,6 +282,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     changePollRedisMs,
     shutdownDelayMs,
     responseCacheEntries,
+    fileCacheBytes,
   });
 }
 

@@ -47,7 +47,7 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse,
  * which fill the cache.
  */
 export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
-  const { cache } = opts.routes;
+  const { cache, files } = opts.routes;
   const { observer } = opts;
   const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
     if (decision.allowed) return false;
@@ -66,6 +66,12 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       return true;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    if (files !== undefined && url.startsWith('/download/')) {
+      // The file server answers here too, from its own cache or the store (file-server.ts).
+      if (opts.accessLog) res.once('finish', () => app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: res.statusCode, file: true }, 'request'));
+      files.answer(req, res, observer.id(req), app.log);
+      return true;
+    }
     const hit = cache.get(url);
     if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) {
       // Files are never cached: their lookups would only dilute the hit ratio.
