@@ -134,7 +134,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         health: health.forListener(checks),
         observer: new RequestObserver('coverart', requestIds, metrics?.http),
       });
-      if (metrics !== undefined) metrics.http.cacheEntries = () => cache.size;
+      if (metrics !== undefined) {
+        metrics.http.cacheEntries = () => cache.size;
+        metrics.http.fileCache = fileCache;
+      }
       apps.push(app);
       watch = new CatalogueWatch({
         coverArt: runtime.coverArt,
