@@ -74,14 +74,17 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
 }
 
 /**
- * Files of the built-in file server kept in memory, bounded in bytes, filled on use.
- * Eviction is the clock algorithm: a hit only sets a flag (no reordering on the hot path);
- * the hand passes over the oldest entries, giving each one read since a second chance.
+ * Files of the built-in file server kept in memory, bounded in bytes, filled on use (once
+ * full, on a file's second use). Eviction is the clock algorithm: a hit only sets a flag (no
+ * reordering on the hot path); the hand passes over the oldest entries, giving each one read
+ * since a second chance.
  * `clear` empties it when the catalogue changes; `generation` keeps a read that began
  * before a change from storing what it read.
  */
 export class FileCache {
   private readonly entries = new Map<string, CachedFile>();
+  /** Keys read once while the cache was full, not kept yet (bounded: emptied when it grows past the entries). */
+  private readonly seen = new Set<string>();
   readonly maxBytes: number;
   /** The largest file kept: an eighth of the budget, so one big file cannot flush the hot set. */
   readonly maxEntryBytes: number;
@@ -103,6 +106,17 @@ export class FileCache {
   set(key: string, file: CachedFile, generation: number): void {
     const cost = file.bytes.length + ENTRY_OVERHEAD;
     if (generation !== this.generation || file.bytes.length > this.maxEntryBytes || this.entries.has(key)) return;
+    if (this.used + cost > this.maxBytes) {
+      // Full: a file read once gets in only when it is asked for again (a doorkeeper). Requests
+      // spread over more files than fit would otherwise replace an entry at every miss, and each
+      // entry pushed out is memory only a full garbage collection gives back.
+      if (!this.seen.has(key)) {
+        if (this.seen.size >= Math.max(1024, this.entries.size)) this.seen.clear();
+        this.seen.add(key);
+        return;
+      }
+      this.seen.delete(key);
+    }
     // Each entry is looked at most twice (a second chance, then out), so this ends.
     while (this.used + cost > this.maxBytes) {
       const next = this.entries.entries().next();
@@ -122,6 +136,7 @@ export class FileCache {
   clear(): void {
     this.generation++;
     this.entries.clear();
+    this.seen.clear();
     this.used = 0;
   }
 
