@@ -41,7 +41,7 @@ function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-/** A photograph-like JPEG (blurred noise): thumbnails of realistic sizes, an original of about 1 MB at 1700 px. */
+/** A photograph-like JPEG (blurred noise): thumbnails of realistic sizes, an original of about 1 MB at 2250 px. */
 async function photo(size: number): Promise<Buffer> {
   const noisy = await makeNoisyJpeg(size, size, 95);
   return sharp(noisy).blur(1.4).jpeg({ quality: 90 }).toBuffer();
@@ -62,7 +62,7 @@ async function makeStore(dataDir: string): Promise<Store> {
   const files = path.join(dataDir, 'files');
   try {
     await addRelease(rt.coverArt, { mbid: HOT, releaseGroup: GROUP, title: 'Hot' });
-    const image = await addArt(rt.coverArt, { release: HOT, bytes: await photo(1700), types: ['Front'], approved: true });
+    const image = await addArt(rt.coverArt, { release: HOT, bytes: await photo(2250), types: ['Front'], approved: true });
     await addRelease(rt.coverArt, { mbid: COLD, releaseGroup: GROUP, title: 'Cold' });
     const release = await rt.database.db.selectFrom('release').select('id').where('gid', '=', COLD).executeTakeFirstOrThrow();
     const thumb = readFileSync(path.join(files, `mbid-${HOT}`, `mbid-${HOT}-${image.id}_thumb250.jpg`));
@@ -221,6 +221,9 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
         cacheBytes: COLD_CACHE,
       },
     ];
+    // SLEEVE_BENCH_FILES_CASES=cold,index…: only those cases (and no redirect run), for a quick look at one.
+    const only = process.env.SLEEVE_BENCH_FILES_CASES?.split(',').filter((x) => x !== '');
+    if (only !== undefined && only.length > 0) cases.splice(0, cases.length, ...cases.filter((c) => only.includes(c.name)));
     const check = (p: string) => async (server: Server) => {
       const res = await fetch(`${server.url}${p}`);
       await res.arrayBuffer();
@@ -297,7 +300,7 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
     }
 
     log('files: the redirect benchmark in the same run');
-    const redirect = await redirectBench(opts);
+    const redirect = only !== undefined && only.length > 0 ? { markdown: '(redirect not run: SLEEVE_BENCH_FILES_CASES)', data: undefined, goalsMet: true } : await redirectBench(opts);
     const goalsMet = verdicts.every((v) => v.ok && v.p99Ok && v.rssOk) && redirect.goalsMet;
     const markdown = [
       '### files: sleeve /download/ vs nginx',

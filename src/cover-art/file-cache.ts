@@ -75,7 +75,7 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
 
 /**
  * Files of the built-in file server kept in memory, bounded in bytes, filled on use (once
- * full, on a file's second use). Eviction is the clock algorithm: a hit only sets a flag (no
+ * full, on a file's second use: see mayKeep). Eviction is the clock algorithm: a hit only sets a flag (no
  * reordering on the hot path); the hand passes over the oldest entries, giving each one read
  * since a second chance.
  * `clear` empties it when the catalogue changes; `generation` keeps a read that began
@@ -85,6 +85,8 @@ export class FileCache {
   private readonly entries = new Map<string, CachedFile>();
   /** Keys read once while the cache was full, not kept yet (bounded: emptied when it grows past the entries). */
   private readonly seen = new Set<string>();
+  /** Has had to push a file out since it was last emptied. */
+  private full = false;
   readonly maxBytes: number;
   /** The largest file kept: an eighth of the budget, so one big file cannot flush the hot set. */
   readonly maxEntryBytes: number;
@@ -102,23 +104,29 @@ export class FileCache {
     return entry;
   }
 
+  /**
+   * Whether a file about to be read may be kept, asked before the read (and before the
+   * catalogue is asked). Until the cache first has to push a file out, yes; from then on a
+   * file gets in on its second read within a window as long as the cache has entries (a
+   * doorkeeper): requests spread over more files than fit would otherwise replace an entry
+   * at every miss, each entry pushed out being memory that only a full garbage collection
+   * gives back, and a refused read costs no question to the catalogue.
+   */
+  mayKeep(key: string): boolean {
+    if (this.maxEntryBytes === 0) return false;
+    if (!this.full || this.seen.delete(key)) return true;
+    if (this.seen.size >= Math.max(1024, this.entries.size)) this.seen.clear();
+    this.seen.add(key);
+    return false;
+  }
+
   /** Keeps `file` under `key` unless the catalogue changed since `generation` or it is too big. */
   set(key: string, file: CachedFile, generation: number): void {
     const cost = file.bytes.length + ENTRY_OVERHEAD;
     if (generation !== this.generation || file.bytes.length > this.maxEntryBytes || this.entries.has(key)) return;
-    if (this.used + cost > this.maxBytes) {
-      // Full: a file read once gets in only when it is asked for again (a doorkeeper). Requests
-      // spread over more files than fit would otherwise replace an entry at every miss, and each
-      // entry pushed out is memory only a full garbage collection gives back.
-      if (!this.seen.has(key)) {
-        if (this.seen.size >= Math.max(1024, this.entries.size)) this.seen.clear();
-        this.seen.add(key);
-        return;
-      }
-      this.seen.delete(key);
-    }
     // Each entry is looked at most twice (a second chance, then out), so this ends.
     while (this.used + cost > this.maxBytes) {
+      this.full = true;
       const next = this.entries.entries().next();
       if (next.done === true) break;
       const [oldest, entry] = next.value;
@@ -137,6 +145,7 @@ export class FileCache {
     this.generation++;
     this.entries.clear();
     this.seen.clear();
+    this.full = false;
     this.used = 0;
   }
 

@@ -182,7 +182,7 @@ export class FileServer {
   private async miss(req: IncomingMessage, res: ServerResponse, key: string, requestId: string): Promise<void> {
     const generation = this.cache.generation;
     // Before the read (see catalogueKeeps); a catalogue that cannot answer keeps nothing.
-    const keep = this.cache.maxEntryBytes > 0 && (this.keeps === undefined || (await this.keeps(key).catch(() => false)));
+    const keep = this.cache.mayKeep(key) && (this.keeps === undefined || (await this.keeps(key).catch(() => false)));
     const read = await this.store.read(key, this.readMax);
     if (read === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
     if (read.bytes === undefined) return this.stream(req, res, key, requestId);
