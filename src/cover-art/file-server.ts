@@ -149,6 +149,7 @@ export class FileServer {
   readonly cache: FileCache;
   private readonly keeps: ((key: string) => Promise<boolean>) | undefined;
   private readonly readMax: number;
+  private readonly scratch = new Scratch();
 
   constructor(opts: FileServerOptions) {
     this.store = opts.store;
@@ -183,7 +184,23 @@ export class FileServer {
     const generation = this.cache.generation;
     // Before the read (see catalogueKeeps); a catalogue that cannot answer keeps nothing.
     const keep = this.cache.mayKeep(key) && (this.keeps === undefined || (await this.keeps(key).catch(() => false)));
-    const read = await this.store.read(key, this.readMax);
+    // What is not kept is read into memory lent for the answer and taken back once the answer is
+    // done with it: a fresh buffer per miss is garbage that only waits for the next collection,
+    // tens of MB of it at thousands of misses a second.
+    let lent: Buffer | undefined;
+    const alloc = keep
+      ? undefined
+      : (size: number): Buffer => {
+          lent = this.scratch.take(size);
+          return lent.subarray(0, size);
+        };
+    let read;
+    try {
+      read = await this.store.read(key, this.readMax, alloc);
+    } finally {
+      const buf = lent;
+      if (buf !== undefined) res.once('close', () => this.scratch.give(buf));
+    }
     if (read === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
     if (read.bytes === undefined) return this.stream(req, res, key, requestId);
     const file = cachedFile(key, read.info, read.bytes);
@@ -219,6 +236,26 @@ function sendResponse(req: IncomingMessage, res: ServerResponse, r: FileResponse
 function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** Buffers lent to answers of files not kept, given back when the answer is done with them (bounded). */
+class Scratch {
+  private readonly free: Buffer[] = [];
+
+  take(size: number): Buffer {
+    for (let i = this.free.length - 1; i >= 0; i--) {
+      const buf = this.free[i] as Buffer;
+      if (buf.length >= size) {
+        this.free.splice(i, 1);
+        return buf;
+      }
+    }
+    return Buffer.allocUnsafeSlow(Math.max(size, 16 * 1024));
+  }
+
+  give(buf: Buffer): void {
+    if (this.free.length < 64 && buf.length <= SMALL_FILE) this.free.push(buf);
+  }
 }
 
 /** Answers from a file held in memory: 304, 206 or 416 for a range, else 200. */

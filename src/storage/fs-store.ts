@@ -104,7 +104,7 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async read(key: string, maxBytes: number): Promise<ObjectRead | undefined> {
+  async read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
     let fd: number;
     try {
       fd = openSync(this.file(key), 'r');
@@ -119,7 +119,7 @@ export class FsObjectStore implements ObjectStore {
       const info = infoOf(st);
       if (info.size > maxBytes) return { info, bytes: undefined };
       // Its own memory, not a slice of Node's shared pool, as it may be kept for long.
-      const bytes = Buffer.allocUnsafeSlow(info.size);
+      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
       sync = info.size <= SYNC_READ_MAX;
       if (sync) await readAll(fd, bytes, true);
       else {

@@ -39,9 +39,10 @@ export interface ObjectStore {
   /**
    * Reads the whole object in one go when it has at most `maxBytes` bytes (the file server's
    * small files: one request, no stream); a larger one is only described (bytes undefined),
-   * for the caller to stream with get(). Undefined when there is no such object.
+   * for the caller to stream with get(). Undefined when there is no such object. `alloc`, when
+   * given, provides the memory to read into (exactly `size` bytes; a store may ignore it).
    */
-  read(key: string, maxBytes: number): Promise<ObjectRead | undefined>;
+  read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined>;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
   /** Keys that start with `prefix`, sorted. */
