@@ -1,6 +1,6 @@
 /**
  * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs redirect,
- * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import`
+ * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files`
  * runs some; `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
@@ -9,6 +9,7 @@ import path from 'node:path';
 import os from 'node:os';
 import { authBench } from './auth.js';
 import { clusterBench } from './cluster.js';
+import { filesBench } from './files.js';
 import { ingestBench } from './ingest.js';
 import { importBench } from './import.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
@@ -17,7 +18,7 @@ import { redirectBench } from './redirect.js';
 import { scaleBench } from './scale.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

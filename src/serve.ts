@@ -7,7 +7,7 @@ import { PasswordHasher } from './auth/crypto.js';
 import { loadTlsMaterial } from './auth/tls.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
-import { finishPendingIndexes, loadDemo, publishUrls, ResponseCache } from './cover-art/index.js';
+import { catalogueKeeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache } from './cover-art/index.js';
 import { buildCoverArtApp } from './http/coverart-app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
@@ -119,6 +119,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     let coverArtAddress: string | undefined;
     if (options.only !== 'auth') {
       const cache = new ResponseCache({ maxBytes: config.responseCacheBytes, maxEntries: config.responseCacheEntries });
+      const fileCache = new FileCache(config.fileCacheBytes);
       // With Redis: the rate limit counted there (one connection), change announcements (another).
       const commands =
         config.redisUrl !== undefined && config.rateLimit !== undefined
@@ -153,7 +154,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
           api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl },
           cache,
           // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
-          files: runtime.store,
+          files: new FileServer({ store: runtime.store, cache: fileCache, keeps: catalogueKeeps(runtime.database.db) }),
         },
         logger,
         rateLimiter:
@@ -168,11 +169,12 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
       if (metrics !== undefined) {
         metrics.http.cacheEntries = () => cache.size;
         metrics.http.cacheBytes = () => cache.bytes;
+        metrics.http.fileCache = fileCache;
       }
       apps.push(app);
       watch = new CatalogueWatch({
         coverArt: runtime.coverArt,
-        followers: [cache],
+        followers: [cache, fileCache],
         pollMs: config.changePollMs,
         announcedPollMs: config.changePollRedisMs,
         log: app.log,

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
-/** What runs when no benchmark is named (import only when asked: it takes a while). */
+/** What runs when no benchmark is named (import and files only when asked: a while, and nginx). */
 export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
 
 /** Settings of one benchmark run; each can come from a flag or a SLEEVE_BENCH_* variable. */
@@ -49,11 +49,12 @@ export interface Options {
   pgReleases: number;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|all ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|all ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|all ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|all ...] [options]
 
-With no benchmark named, redirect, ingest, scale, auth and cluster run; import runs when
-named (or with all). cluster and import take PostgreSQL from --postgres /
+With no benchmark named, redirect, ingest, scale, auth and cluster run; import and files run
+when named (or with all). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
+benchmark too. cluster and import take PostgreSQL from --postgres /
 SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
 is made and dropped per run.
 

@@ -98,7 +98,8 @@ export interface Server {
 
 const CLK_TCK = 100;
 
-function cpuOf(pid: number): number {
+/** CPU seconds (user + system) a process has used so far, from /proc; NaN where unavailable. */
+export function cpuOf(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the ")" closing the command name: state is field 3, utime 14, stime 15.

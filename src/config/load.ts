@@ -94,6 +94,8 @@ export interface Config {
   responseCacheEntries: number | undefined;
   /** How long a catalogue command waits for serving processes to acknowledge its change, in ms. */
   changeWaitMs: number;
+  /** Bytes of files the built-in file server keeps in memory (0 turns the file cache off). */
+  fileCacheBytes: number;
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -132,6 +134,7 @@ export const VARIABLES = {
   SLEEVE_RESPONSE_CACHE_BYTES: 'memory for the cover art response cache, bytes (default 67108864 = 64 MiB, 0 = off)',
   SLEEVE_RESPONSE_CACHE: 'deprecated: also cap the response cache at this many answers (default: no count cap; 0 = off)',
   SLEEVE_CHANGE_WAIT_MS: 'how long a catalogue command waits for every serving process to show its change, ms (default 2000, 0 = do not wait)',
+  SLEEVE_FILE_CACHE_BYTES: 'bytes of /download/ files kept in memory (default 134217728 = 128 MiB, 0 = off)',
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -294,6 +297,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const responseCacheBytes = int('SLEEVE_RESPONSE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40);
   const responseCacheEntries = get('SLEEVE_RESPONSE_CACHE') === undefined ? undefined : int('SLEEVE_RESPONSE_CACHE', 0, 0, 10_000_000);
   const changeWaitMs = int('SLEEVE_CHANGE_WAIT_MS', 2000, 0, 60_000);
+  const fileCacheBytes = int('SLEEVE_FILE_CACHE_BYTES', 128 * 1024 * 1024, 0, 2 ** 40);
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -342,6 +346,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     passwordHashing,
     uploadSweepMs,
     changeWaitMs,
+    fileCacheBytes,
   });
 }
 

@@ -1,5 +1,8 @@
-import type { Readable } from 'node:stream';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline, type Readable } from 'node:stream';
+import { isStoreUnavailable } from '../shared/errors.js';
 import type { ByteRange, ObjectStore } from '../storage/index.js';
+import { cachedFile, contentTypeOf, fileHeaders, type CachedFile, type FileCache } from './file-cache.js';
 import { parseImageKey } from './keys.js';
 import { etagMatches } from './responses.js';
 
@@ -10,18 +13,7 @@ export interface FileResponse {
   body: Readable | string | undefined;
 }
 
-const TYPES: Record<string, string> = {
-  jpg: 'image/jpeg',
-  png: 'image/png',
-  gif: 'image/gif',
-  pdf: 'application/pdf',
-  json: 'application/json',
-};
-
 const INDEX_RE = /^mbid-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/index\.json$/;
-/** Names never change (ids are never reused), so files other than index.json are immutable. */
-const IMMUTABLE = 'public, max-age=31536000, immutable';
-const LISTING = 'public, no-cache';
 
 /**
  * The storage key a /download path names, or undefined. Only the archive layout is
@@ -94,21 +86,16 @@ export async function serveFile(
   const info = await store.head(key);
   if (info === undefined) return notFound;
 
-  const ext = key.slice(key.lastIndexOf('.') + 1);
-  const common: Record<string, string> = {
-    ...base,
-    etag: info.etag,
-    'last-modified': info.lastModified.toUTCString(),
-    'cache-control': ext === 'json' ? LISTING : IMMUTABLE,
-    'accept-ranges': 'bytes',
-  };
+  const list = fileHeaders(key, info);
+  const common: Record<string, string> = {};
+  for (let i = 0; i < list.length; i += 2) common[list[i] as string] = list[i + 1] as string;
   const fresh =
     headers.ifNoneMatch !== undefined
       ? etagMatches(headers.ifNoneMatch, info.etag)
       : headers.ifModifiedSince !== undefined && Math.floor(info.lastModified.getTime() / 1000) <= Date.parse(headers.ifModifiedSince) / 1000;
   if (fresh) return { status: 304, headers: common, body: undefined };
 
-  const contentType = TYPES[ext] ?? 'application/octet-stream';
+  const contentType = contentTypeOf(key);
   const rangeAllowed = headers.ifRange === undefined || headers.ifRange === info.etag;
   const range = rangeAllowed ? parseRange(headers.range, info.size) : undefined;
   if (range === 'unsatisfiable') {
@@ -128,4 +115,195 @@ export async function serveFile(
     return { status: 503, headers: { ...base, 'retry-after': '1', 'content-type': 'text/plain; charset=utf-8' }, body: 'The file is changing; try again.\n' };
   }
   return { status, headers: out, body: object.body };
+}
+
+/** Where the file server says what went wrong (the listener's logger). */
+export interface FileServerLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface FileServerOptions {
+  store: ObjectStore;
+  cache: FileCache;
+  /** Whether the catalogue lets a file be kept (file-cache.ts, catalogueKeeps); absent: whatever was read. */
+  keeps?: (key: string) => Promise<boolean>;
+}
+
+/** Files up to this size are read whole and answered in one write, even when the cache does not keep them. */
+const SMALL_FILE = 256 * 1024;
+const PREFIX = '/download/'.length;
+const TEXT = 'text/plain; charset=utf-8';
+const WHOOPS = 'Whoops. Our bad.\n';
+/** Headers of every answer of the file server. */
+const BASE = ['access-control-allow-origin', '*', 'x-content-type-options', 'nosniff'];
+
+/**
+ * The built-in file server on the raw request, in front of the router: a file the cache
+ * holds is answered at once, head and body in one write; another is read whole (small
+ * files; large ones are streamed) and, when the catalogue lets it, kept for the next
+ * request. Same answers either way: both are written from the same prepared entry.
+ */
+export class FileServer {
+  readonly store: ObjectStore;
+  readonly cache: FileCache;
+  private readonly keeps: ((key: string) => Promise<boolean>) | undefined;
+  private readonly readMax: number;
+  private readonly scratch = new Scratch();
+
+  constructor(opts: FileServerOptions) {
+    this.store = opts.store;
+    this.cache = opts.cache;
+    this.keeps = opts.keeps;
+    this.readMax = Math.max(SMALL_FILE, opts.cache.maxEntryBytes);
+  }
+
+  /** Answers a GET or HEAD whose target starts with /download/, with `requestId` in X-Request-Id. */
+  answer(req: IncomingMessage, res: ServerResponse, requestId: string, log: FileServerLog): void {
+    const rest = (req.url as string).slice(PREFIX);
+    // Only keys of the layout are ever kept, so a target that is one needs no other check.
+    const hit = this.cache.get(rest);
+    if (hit !== undefined) return sendFile(req, res, hit, requestId);
+    const key = keyForDownloadPath(rest);
+    if (key === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
+    const other = key === rest ? undefined : this.cache.get(key);
+    if (other !== undefined) return sendFile(req, res, other, requestId);
+    this.miss(req, res, key, requestId).catch((err: unknown) => {
+      if (isStoreUnavailable(err)) {
+        log.warn({ err, reqId: requestId }, 'file store unavailable');
+        sendResponse(req, res, storeUnavailableResponse(), requestId);
+        return;
+      }
+      log.error({ err, reqId: requestId }, 'cover art request failed');
+      if (res.headersSent) res.destroy();
+      else sendText(req, res, 500, BASE, WHOOPS, requestId);
+    });
+  }
+
+  private async miss(req: IncomingMessage, res: ServerResponse, key: string, requestId: string): Promise<void> {
+    const generation = this.cache.generation;
+    // Before the read (see catalogueKeeps); a catalogue that cannot answer keeps nothing.
+    const keep = this.cache.mayKeep(key) && (this.keeps === undefined || (await this.keeps(key).catch(() => false)));
+    // What is not kept is read into memory lent for the answer and taken back once the answer is
+    // done with it: a fresh buffer per miss is garbage that only waits for the next collection,
+    // tens of MB of it at thousands of misses a second.
+    let lent: Buffer | undefined;
+    const alloc = keep
+      ? undefined
+      : (size: number): Buffer => {
+          lent = this.scratch.take(size);
+          return lent.subarray(0, size);
+        };
+    let read;
+    try {
+      read = await this.store.read(key, this.readMax, alloc);
+    } finally {
+      const buf = lent;
+      if (buf !== undefined) res.once('close', () => this.scratch.give(buf));
+    }
+    if (read === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
+    if (read.bytes === undefined) return this.stream(req, res, key, requestId);
+    const file = cachedFile(key, read.info, read.bytes);
+    if (keep) this.cache.set(key, file, generation);
+    sendFile(req, res, file, requestId);
+  }
+
+  /** A file too large to read whole: described, then streamed (ranges too) from the store. */
+  private async stream(req: IncomingMessage, res: ServerResponse, key: string, requestId: string): Promise<void> {
+    const h = req.headers;
+    const r = await serveFile(this.store, key, req.method as string, {
+      ifNoneMatch: header(req, 'if-none-match'),
+      ifModifiedSince: h['if-modified-since'],
+      range: h.range,
+      ifRange: header(req, 'if-range'),
+    });
+    sendResponse(req, res, r, requestId);
+  }
+}
+
+/** Writes a FileResponse: a text, nothing, or a stream. */
+function sendResponse(req: IncomingMessage, res: ServerResponse, r: FileResponse, requestId: string): void {
+  const body = r.body;
+  const headers: Record<string, string> = { ...r.headers, 'x-request-id': requestId };
+  if (typeof body === 'string') headers['content-length'] = String(Buffer.byteLength(body));
+  res.writeHead(r.status, headers);
+  if (typeof body === 'string' || body === undefined) res.end(req.method === 'HEAD' ? undefined : body);
+  // A client that goes away destroys the stream, which closes the file.
+  else pipeline(body, res, () => {});
+}
+
+/** A request header as one value (Node's types allow several). */
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** Buffers lent to answers of files not kept, given back when the answer is done with them (bounded). */
+class Scratch {
+  private readonly free: Buffer[] = [];
+
+  take(size: number): Buffer {
+    for (let i = this.free.length - 1; i >= 0; i--) {
+      const buf = this.free[i] as Buffer;
+      if (buf.length >= size) {
+        this.free.splice(i, 1);
+        return buf;
+      }
+    }
+    return Buffer.allocUnsafeSlow(Math.max(size, 16 * 1024));
+  }
+
+  give(buf: Buffer): void {
+    if (this.free.length < 64 && buf.length <= SMALL_FILE) this.free.push(buf);
+  }
+}
+
+/** Answers from a file held in memory: 304, 206 or 416 for a range, else 200. */
+function sendFile(req: IncomingMessage, res: ServerResponse, f: CachedFile, requestId: string): void {
+  const h = req.headers;
+  const inm = header(req, 'if-none-match');
+  const ims = h['if-modified-since'];
+  if (inm !== undefined ? etagMatches(inm, f.etag) : ims !== undefined && f.modifiedS <= Date.parse(ims) / 1000) {
+    f.notModified[f.notModified.length - 1] = requestId;
+    res.writeHead(304, f.notModified);
+    res.end();
+    return;
+  }
+  const size = f.bytes.length;
+  if (h.range !== undefined) {
+    const ifRange = header(req, 'if-range');
+    const range = ifRange === undefined || ifRange === f.etag ? parseRange(h.range, size) : undefined;
+    if (range === 'unsatisfiable') {
+      sendText(req, res, 416, [...f.common, 'content-range', `bytes */${size}`], 'Range Not Satisfiable\n', requestId);
+      return;
+    }
+    if (range !== undefined) {
+      const part = f.bytes.subarray(range.start, range.end + 1);
+      res.writeHead(206, [
+        ...f.common,
+        'content-type',
+        f.contentType,
+        'content-length',
+        String(part.length),
+        'content-range',
+        `bytes ${range.start}-${range.end}/${size}`,
+        'x-request-id',
+        requestId,
+      ]);
+      res.end(req.method === 'HEAD' ? undefined : part);
+      return;
+    }
+  }
+  f.ok[f.ok.length - 1] = requestId;
+  // writeHead copies the list into the head at once, so one list serves every request.
+  res.writeHead(200, f.ok);
+  res.end(req.method === 'HEAD' ? undefined : f.bytes);
+}
+
+/** A short text answer (404, 416, 500) after `before`, which starts with BASE. */
+function sendText(req: IncomingMessage, res: ServerResponse, status: number, before: string[], body: string, requestId: string): void {
+  const headers = [...before];
+  headers.push('content-type', TEXT, 'content-length', String(Buffer.byteLength(body)), 'x-request-id', requestId);
+  res.writeHead(status, headers);
+  res.end(req.method === 'HEAD' ? undefined : body);
 }

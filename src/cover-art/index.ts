@@ -23,3 +23,5 @@ export { findRelease, readCounter, recountCatalogue } from './repo.js';
 export { ResponseCache, type ResponseCacheLimits } from './response-cache.js';
 export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 export { coverArtRoutes, sendApiResponse, type CoverArtRouteDeps } from './routes.js';
+export { FileCache, catalogueKeeps } from './file-cache.js';
+export { FileServer } from './file-server.js';

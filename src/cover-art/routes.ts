@@ -1,16 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isStoreUnavailable } from '../shared/errors.js';
-import type { ObjectStore } from '../storage/index.js';
 import { answerKey, handleApiRequest, type ApiDeps } from './api.js';
-import { keyForDownloadPath, serveFile, storeUnavailableResponse, type FileResponse } from './file-server.js';
+import { keyForDownloadPath, serveFile, storeUnavailableResponse, type FileResponse, type FileServer } from './file-server.js';
 import type { ResponseCache } from './response-cache.js';
 import { etagMatches, notModified, type ApiResponse } from './responses.js';
 
 export interface CoverArtRouteDeps {
   api: ApiDeps;
   cache: ResponseCache;
-  /** Serve /download/* from this store (the built-in file server), or not at all. */
-  files: ObjectStore | undefined;
+  /**
+   * The built-in file server for /download/*, or none. The listener's front door answers
+   * GET and HEAD (coverart-app.ts); the route below answers the other methods.
+   */
+  files: FileServer | undefined;
 }
 
 function header(req: FastifyRequest, name: string): string | undefined {
@@ -33,7 +35,7 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
   });
 
   if (deps.files !== undefined) {
-    const store = deps.files;
+    const store = deps.files.store;
     // Every method: the file server answers those it does not serve with 405.
     app.all('/download/*', async function downloadFile(req, reply) {
       const rest = req.url.slice('/download/'.length);

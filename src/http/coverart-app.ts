@@ -52,7 +52,7 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse,
  * which fill the cache.
  */
 export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
-  const { cache } = opts.routes;
+  const { cache, files } = opts.routes;
   const { observer } = opts;
   const clientOf = (req: IncomingMessage): string => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
   const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
@@ -72,6 +72,12 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       return true;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    if (files !== undefined && url.startsWith('/download/')) {
+      // The file server answers here too, from its own cache or the store (file-server.ts).
+      if (opts.accessLog) res.once('finish', () => app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: res.statusCode, file: true }, 'request'));
+      files.answer(req, res, observer.id(req), app.log);
+      return true;
+    }
     const key = answerKey(url);
     // Files are never in this cache (their lookups would only dilute the hit ratio).
     if (key.startsWith('/download/')) return false;

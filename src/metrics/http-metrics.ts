@@ -111,6 +111,8 @@ export class HttpMetrics {
   cacheEntries: (() => number) | undefined;
   /** Estimated bytes the response cache holds now (what SLEEVE_RESPONSE_CACHE_BYTES bounds). */
   cacheBytes: (() => number) | undefined;
+  /** Files and bytes in the file server's cache now, when there is one. */
+  fileCache: { readonly size: number; readonly bytes: number } | undefined;
 
   listener(name: string): ListenerMetrics {
     let l = this.listeners.find((x) => x.listener === name);
@@ -155,6 +157,10 @@ export class HttpMetrics {
       .sample('sleeve_response_cache_total', formatLabels([['result', 'miss']]), this.cacheMisses);
     if (this.cacheEntries !== undefined) out.single('sleeve_response_cache_entries', 'gauge', 'Answers held in the response cache.', this.cacheEntries());
     if (this.cacheBytes !== undefined) out.single('sleeve_response_cache_bytes', 'gauge', 'Estimated memory held by the response cache, bounded by SLEEVE_RESPONSE_CACHE_BYTES.', this.cacheBytes());
+    if (this.fileCache !== undefined) {
+      out.single('sleeve_file_cache_entries', 'gauge', 'Files held in memory by the built-in file server.', this.fileCache.size);
+      out.single('sleeve_file_cache_bytes', 'gauge', 'Bytes those files take, with a fixed allowance per file (bounded by SLEEVE_FILE_CACHE_BYTES).', this.fileCache.bytes);
+    }
     out.single('sleeve_rate_limited_total', 'counter', 'Requests refused with 503 by the rate limit (SLEEVE_RATE_LIMIT).', this.rateLimited);
   }
 }

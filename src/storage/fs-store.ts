@@ -1,11 +1,35 @@
 import { access, constants, mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, openSync, read as readCb, readSync, close as closeCb, type BigIntStats } from 'node:fs';
+import { promisify } from 'node:util';
 import { storeUnavailable } from '../shared/errors.js';
 import { failpoint, failpointOn } from '../shared/failpoint.js';
 import { hostTag, processAlive } from '../shared/process.js';
-import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectStore } from './object-store.js';
+import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore } from './object-store.js';
+
+const readAsync = promisify(readCb);
+const closeAsync = promisify(closeCb);
+
+/**
+ * Files up to this size are opened, described and read by read() with plain system calls on
+ * the calling thread, as nginx does, rather than through libuv's thread pool: four pool trips
+ * (open, fstat, read, close), each a hand-over to another thread and back, cost more than the
+ * calls themselves on files the page cache holds (bench/RESULTS.md, "Session 4"). Larger files
+ * are read through the pool, so a slow disk stalls the event loop at most for one small file.
+ */
+const SYNC_READ_MAX = 256 * 1024;
+
+/** Fills `bytes` from the start of the file. */
+async function readAll(fd: number, bytes: Buffer, sync: boolean): Promise<void> {
+  let at = 0;
+  while (at < bytes.length) {
+    const n = sync ? readSync(fd, bytes, at, bytes.length - at, at) : (await readAsync(fd, bytes, at, bytes.length - at, at)).bytesRead;
+    // Files are replaced by rename, never truncated in place: a short file is not one of ours.
+    if (n === 0) throw new Error(`file shrank while it was read (${at} of ${bytes.length} bytes)`);
+    at += n;
+  }
+}
 
 function infoOf(st: BigIntStats): ObjectInfo {
   // inode + size + mtime in ns: an atomic rename always brings a new inode, so a rewrite changes the tag.
@@ -182,6 +206,37 @@ export class FsObjectStore implements ObjectStore {
     } catch (err) {
       await fh.close();
       throw err;
+    }
+  }
+
+  async read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
+    let fd: number;
+    try {
+      fd = openSync(this.file(key), 'r');
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    let sync = true;
+    try {
+      const st = fstatSync(fd, { bigint: true });
+      if (!st.isFile()) return undefined;
+      const info = infoOf(st);
+      if (info.size > maxBytes) return { info, bytes: undefined };
+      // Its own memory, not a slice of Node's shared pool, as it may be kept for long.
+      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
+      sync = info.size <= SYNC_READ_MAX;
+      if (sync) await readAll(fd, bytes, true);
+      else {
+        try {
+          await readAll(fd, bytes, false);
+        } finally {
+          await closeAsync(fd);
+        }
+      }
+      return { info, bytes };
+    } finally {
+      if (sync) closeSync(fd);
     }
   }
 

@@ -3,7 +3,7 @@ import { FsObjectStore } from './fs-store.js';
 import type { ObjectStore } from './object-store.js';
 import { S3ObjectStore } from './s3-store.js';
 
-export type { ObjectStore, ObjectInfo, ObjectBody, ByteRange } from './object-store.js';
+export type { ObjectStore, ObjectInfo, ObjectBody, ObjectRead, ByteRange } from './object-store.js';
 export { isValidKey } from './object-store.js';
 export { FsObjectStore } from './fs-store.js';
 export { S3ObjectStore, type S3StoreOptions } from './s3-store.js';

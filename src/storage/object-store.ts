@@ -19,6 +19,12 @@ export interface ObjectBody {
   body: Readable;
 }
 
+/** A whole object read at once: its bytes when it has at most the bytes asked for, else only its description. */
+export interface ObjectRead {
+  info: ObjectInfo;
+  bytes: Buffer | undefined;
+}
+
 /**
  * Where originals, thumbnails and index.json live. A store that cannot be reached
  * (rather than one refusing a caller's key) fails with a STORE_UNAVAILABLE AppError. Keys are `/`-separated relative
@@ -30,6 +36,13 @@ export interface ObjectStore {
   head(key: string): Promise<ObjectInfo | undefined>;
   /** Opens the object (or the byte range of it); undefined when there is no such object. */
   get(key: string, range?: ByteRange): Promise<ObjectBody | undefined>;
+  /**
+   * Reads the whole object in one go when it has at most `maxBytes` bytes (the file server's
+   * small files: one request, no stream); a larger one is only described (bytes undefined),
+   * for the caller to stream with get(). Undefined when there is no such object. `alloc`, when
+   * given, provides the memory to read into (exactly `size` bytes; a store may ignore it).
+   */
+  read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined>;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
   /** Keys that start with `prefix`, sorted. */

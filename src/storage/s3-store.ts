@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { pipeline, Readable, Transform } from 'node:stream';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { storeUnavailable, type AppError } from '../shared/errors.js';
-import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectStore } from './object-store.js';
+import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore } from './object-store.js';
 
 type Sdk = typeof import('@aws-sdk/client-s3');
 
@@ -295,6 +295,25 @@ export class S3ObjectStore implements ObjectStore {
       throw storeUnavailable(`object store ${this.describe()} sent bytes ${from}-${to} of ${key} when ${range.start}-${end} were asked for`);
     }
     return { info, body: slice(source, range.start - from, end - range.start + 1) };
+  }
+
+  async read(key: string, maxBytes: number): Promise<ObjectRead | undefined> {
+    // One GET: the answer's headers say whether the body is small enough to take.
+    const got = await this.get(key);
+    if (got === undefined) return undefined;
+    if (got.info.size > maxBytes) {
+      got.body.destroy();
+      return { info: got.info, bytes: undefined };
+    }
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of got.body) chunks.push(chunk as Buffer);
+    } catch (err) {
+      throw this.failure(`read ${key}`, err);
+    }
+    const bytes = Buffer.concat(chunks);
+    if (bytes.length !== got.info.size) throw storeUnavailable(`object store ${this.describe()} sent ${bytes.length} of the ${got.info.size} bytes of ${key}`);
+    return { info: got.info, bytes };
   }
 
   async delete(key: string): Promise<void> {

@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, makeTestEnv, pollUntil, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeGif, makeJpeg, makePng } from '../helpers/images.js';
 
 const R1 = '3a1f0c2e-5b6d-4e7f-8a9b-0c1d2e3f4a5b';
@@ -346,7 +346,14 @@ describe(`the built-in file server under /download/ (${DIALECT})`, () => {
       assert.equal(JSON.parse(await first.text()).images[0].comment, 'before');
       const imageEtag = (await fetch(imageUrl, { method: 'HEAD' })).headers.get('etag');
 
+      // index.json is answered from memory, so a change shows once the server has seen it (as in
+      // the response cache: within SLEEVE_CHANGE_POLL_MS here), not the moment the command ends.
+      const changedFrom = async (etag: string | null) => {
+        const { value } = await pollUntil(async () => (await fetch(indexUrl, { method: 'HEAD' })).headers.get('etag'), (v) => v !== etag, 3000);
+        assert.notEqual(value, etag, 'the change shows within 3 s');
+      };
       await cliOk(t.env, ['art', 'edit', R3, r3Id, '--comment', 'after']);
+      await changedFrom(etag1);
       const second = await fetch(indexUrl, { headers: { 'if-none-match': etag1 } });
       assert.equal(second.status, 200, 'the old ETag no longer matches');
       const etag2 = second.headers.get('etag') as string;
@@ -356,12 +363,15 @@ describe(`the built-in file server under /download/ (${DIALECT})`, () => {
       assert.equal((await fetch(imageUrl, { method: 'HEAD' })).headers.get('etag'), imageEtag, 'the image file was not rewritten');
 
       const added = await addArt(R3, 'second.jpg', await makeJpeg(200, 200));
+      await changedFrom(etag2);
       const third = await fetch(indexUrl, { headers: { 'if-none-match': etag2 } });
       assert.equal(third.status, 200);
       assert.notEqual(third.headers.get('etag'), etag2);
       assert.equal(JSON.parse(await third.text()).images.length, 2);
 
+      const etag3 = third.headers.get('etag');
       await cliOk(t.env, ['art', 'remove', R3, added]);
+      await changedFrom(etag3);
       const fourth = await fetch(indexUrl);
       assert.equal(JSON.parse(await fourth.text()).images.length, 1);
       for (const key of [original(R3, added, 'jpg'), thumb(R3, added, 250), thumb(R3, added, 500), thumb(R3, added, 1200)]) {

@@ -91,6 +91,34 @@ export function runObjectStoreContract(name: string, makeStore: () => Promise<Ob
       });
     });
 
+    describe('read: a small object whole, a larger one only described', () => {
+      it('reads an object of at most maxBytes whole, described as head does', async () => {
+        const bytes = randomBytes(5000);
+        await store.put('mbid-a/mbid-a-2.jpg', bytes, 'image/jpeg');
+        for (const max of [5000, 1 << 20]) {
+          const read = await store.read('mbid-a/mbid-a-2.jpg', max);
+          assert.ok(read, `read with maxBytes ${max} finds the object`);
+          assert.ok(read.bytes?.equals(bytes), `read with maxBytes ${max} gives back the bytes`);
+          assert.deepEqual(read.info, await store.head('mbid-a/mbid-a-2.jpg'));
+        }
+        await store.put('empty.bin', Buffer.alloc(0), 'application/octet-stream');
+        assert.equal((await store.read('empty.bin', 10))?.bytes?.length, 0);
+      });
+
+      it('only describes an object larger than maxBytes, and finds no missing one', async () => {
+        const bytes = randomBytes(300 * 1024);
+        await store.put('mbid-a/mbid-a-3.jpg', bytes, 'image/jpeg');
+        const read = await store.read('mbid-a/mbid-a-3.jpg', bytes.length - 1);
+        assert.ok(read);
+        assert.equal(read.bytes, undefined);
+        assert.deepEqual(read.info, await store.head('mbid-a/mbid-a-3.jpg'));
+        // Above the size read on the calling thread by the file store: read through the pool.
+        assert.ok((await store.read('mbid-a/mbid-a-3.jpg', bytes.length))?.bytes?.equals(bytes));
+        assert.equal(await store.read('mbid-a/mbid-a-4.jpg', 1000), undefined);
+        assert.equal(await store.read('mbid-zz/index.json', 1000), undefined);
+      });
+    });
+
     describe('missing keys', () => {
       it('head and get answer undefined for a key never put', async () => {
         assert.equal(await store.head('mbid-x/index.json'), undefined);

@@ -272,9 +272,15 @@ describe(`cover art on S3 (${DIALECT})`, () => {
       assert.equal(body.checks.database, 'ok');
     });
 
-    it('/download/* answers 503 with Retry-After, never a 404 or stale bytes', async () => {
+    it('/download/* answers 503 with Retry-After, never a 404 or stale bytes; files read before come from memory', async () => {
       assert.ok(serve);
-      for (const key of [`mbid-${release}/index.json`, `mbid-${release}/mbid-${release}-${front.id}.jpg`, `mbid-${release}/mbid-${release}-1.jpg`]) {
+      // Read through sleeve just before the store went away, and unchanged since: the file cache
+      // answers it, with the bucket's bytes. (The catalogue changes made earlier emptied the cache
+      // of everything else.)
+      const held = await get(`${serve.base}/download/mbid-${release}/index.json`);
+      assert.equal(held.status, 200);
+      assert.ok(held.body.equals(indexBefore));
+      for (const key of [`mbid-${release}/mbid-${release}-${front.id}.jpg`, `mbid-${release}/mbid-${release}-${front.id}_thumb1200.jpg`, `mbid-${release}/mbid-${release}-1.jpg`]) {
         for (const method of ['GET', 'HEAD']) {
           const res = await get(`${serve.base}/download/${key}`, { method });
           assert.equal(res.status, 503, `${method} ${key}`);
@@ -292,6 +298,11 @@ describe(`cover art on S3 (${DIALECT})`, () => {
       assert.equal(JSON.parse(r.stdout).comment, 'edited while away');
       assert.match(r.stderr, new RegExp(`^sleeve: warning: the change is saved, but index\\.json of release ${release} could not be rewritten: object store .* is unavailable: .*ECONNREFUSED.*\\n$`));
       assert.ok((await indexDirty(t, release)) > 0, 'the release stays marked for a rewrite');
+      // The listing held in memory is the old one: once the server has seen the change, it is gone.
+      assert.ok(serve);
+      const listing = `${serve.base}/download/mbid-${release}/index.json`;
+      const { value } = await pollUntil(async () => (await get(listing)).status, (v) => v === 503, 3000);
+      assert.equal(value, 503, 'the old index.json is not served after the change');
       rowsBefore = await catalogue(t);
     });
 

@@ -1,0 +1,185 @@
+import { preparedQuery } from '../db/prepared.js';
+import type { Db } from '../db/schema.js';
+import type { ObjectInfo } from '../storage/index.js';
+import { parseImageKey } from './keys.js';
+
+/** A file of the layout held in memory with everything its answers need, prepared once. */
+export interface CachedFile {
+  bytes: Buffer;
+  etag: string;
+  /** Modification time in whole seconds, for If-Modified-Since. */
+  modifiedS: number;
+  /** Headers every answer about the file carries (validators, caching, CORS), as name, value, …. */
+  common: string[];
+  contentType: string;
+  /** The 200 answer's headers for writeHead, the request id's value last (set per request). */
+  ok: string[];
+  /** The 304 answer's headers, likewise. */
+  notModified: string[];
+  /** Read since the eviction hand last passed (the clock algorithm's second chance). */
+  used: boolean;
+}
+
+const TYPES: Record<string, string> = {
+  jpg: 'image/jpeg',
+  png: 'image/png',
+  gif: 'image/gif',
+  pdf: 'application/pdf',
+  json: 'application/json',
+};
+/** Names never change (ids are never reused), so files other than index.json are immutable. */
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+const LISTING = 'public, no-cache';
+
+/** What an entry costs beyond its bytes (header lists, strings, the map's slot), roughly. */
+const ENTRY_OVERHEAD = 1024;
+
+/** The headers of every answer about a file: CORS, validators, caching. */
+export function fileHeaders(key: string, info: ObjectInfo): string[] {
+  const ext = key.slice(key.lastIndexOf('.') + 1);
+  return [
+    'access-control-allow-origin',
+    '*',
+    'x-content-type-options',
+    'nosniff',
+    'etag',
+    info.etag,
+    'last-modified',
+    info.lastModified.toUTCString(),
+    'cache-control',
+    ext === 'json' ? LISTING : IMMUTABLE,
+    'accept-ranges',
+    'bytes',
+  ];
+}
+
+export function contentTypeOf(key: string): string {
+  return TYPES[key.slice(key.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
+}
+
+/** A file read whole, ready to answer from (whether or not the cache keeps it). */
+export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
+  const common = fileHeaders(key, info);
+  const contentType = contentTypeOf(key);
+  return {
+    bytes,
+    etag: info.etag,
+    modifiedS: Math.floor(info.lastModified.getTime() / 1000),
+    common,
+    contentType,
+    ok: [...common, 'content-type', contentType, 'content-length', String(bytes.length), 'x-request-id', ''],
+    notModified: [...common, 'x-request-id', ''],
+    used: false,
+  };
+}
+
+/**
+ * Files of the built-in file server kept in memory, bounded in bytes, filled on use (once
+ * full, on a file's second use: see mayKeep). Eviction is the clock algorithm: a hit only sets a flag (no
+ * reordering on the hot path); the hand passes over the oldest entries, giving each one read
+ * since a second chance.
+ * `clear` empties it when the catalogue changes; `generation` keeps a read that began
+ * before a change from storing what it read.
+ */
+export class FileCache {
+  private readonly entries = new Map<string, CachedFile>();
+  /** Keys read once while the cache was full, not kept yet (bounded: emptied when it grows past the entries). */
+  private readonly seen = new Set<string>();
+  /** Has had to push a file out since it was last emptied. */
+  private full = false;
+  readonly maxBytes: number;
+  /** The largest file kept: an eighth of the budget, so one big file cannot flush the hot set. */
+  readonly maxEntryBytes: number;
+  private used = 0;
+  generation = 0;
+
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
+    this.maxEntryBytes = Math.floor(maxBytes / 8);
+  }
+
+  get(key: string): CachedFile | undefined {
+    const entry = this.entries.get(key);
+    if (entry !== undefined) entry.used = true;
+    return entry;
+  }
+
+  /**
+   * Whether a file about to be read may be kept, asked before the read (and before the
+   * catalogue is asked). Until the cache first has to push a file out, yes; from then on a
+   * file gets in on its second read within a window as long as the cache has entries (a
+   * doorkeeper): requests spread over more files than fit would otherwise replace an entry
+   * at every miss, each entry pushed out being memory that only a full garbage collection
+   * gives back, and a refused read costs no question to the catalogue.
+   */
+  mayKeep(key: string): boolean {
+    if (this.maxEntryBytes === 0) return false;
+    if (!this.full || this.seen.delete(key)) return true;
+    if (this.seen.size >= Math.max(1024, this.entries.size)) this.seen.clear();
+    this.seen.add(key);
+    return false;
+  }
+
+  /** Keeps `file` under `key` unless the catalogue changed since `generation` or it is too big. */
+  set(key: string, file: CachedFile, generation: number): void {
+    const cost = file.bytes.length + ENTRY_OVERHEAD;
+    if (generation !== this.generation || file.bytes.length > this.maxEntryBytes || this.entries.has(key)) return;
+    // Each entry is looked at most twice (a second chance, then out), so this ends.
+    while (this.used + cost > this.maxBytes) {
+      this.full = true;
+      const next = this.entries.entries().next();
+      if (next.done === true) break;
+      const [oldest, entry] = next.value;
+      this.entries.delete(oldest);
+      if (entry.used) {
+        entry.used = false;
+        this.entries.set(oldest, entry);
+      } else this.used -= entry.bytes.length + ENTRY_OVERHEAD;
+    }
+    this.entries.set(key, file);
+    this.used += cost;
+  }
+
+  /** Forgets everything (the catalogue changed: listings were rewritten, images may be gone). */
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+    this.seen.clear();
+    this.full = false;
+    this.used = 0;
+  }
+
+  /** Bytes held, entry overheads included. */
+  get bytes(): number {
+    return this.used;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+const imageNamed = preparedQuery(['id', 'gid'] as const, (db, p) =>
+  db.selectFrom('cover_art as ca').innerJoin('release as r', 'r.id', 'ca.release').select('ca.id').where('ca.id', '=', p.id).where('r.gid', '=', p.gid),
+);
+const listingClean = preparedQuery(['gid'] as const, (db, p) => db.selectFrom('release').select('index_dirty').where('gid', '=', p.gid));
+
+/**
+ * Whether the catalogue lets a file be kept: an image it still names, or the index.json of
+ * a release whose listing has been rewritten since its last change. A change empties the
+ * cache once it commits, but its files are rewritten or removed only after that: a read in
+ * between would keep the old listing, or an image about to be removed, past the change.
+ * Asked before the file is read (and after the cache's generation is taken): a yes means
+ * the file read is at least as new as the catalogue seen, and a change committed after
+ * that yes empties the cache after the generation was taken, so what the read brings is
+ * either refused or dropped.
+ */
+export function catalogueKeeps(db: Db): (key: string) => Promise<boolean> {
+  return async (key) => {
+    const image = parseImageKey(key);
+    if (image !== undefined) return (await imageNamed(db, { id: image.id, gid: image.mbid })).rows.length > 0;
+    const gid = key.slice('mbid-'.length, key.indexOf('/'));
+    const row = (await listingClean(db, { gid })).rows[0];
+    return row !== undefined && Number(row.index_dirty) === 0;
+  };
+}
