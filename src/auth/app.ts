@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { ListenerHealth } from '../http/health.js';
+import { answerClientError } from '../http/client-error.js';
 import { answeredStatus } from '../http/observe.js';
 import { OneWriteResponse } from '../http/one-write.js';
 import type { AuthDeps } from './accounts.js';
@@ -85,6 +86,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
             };
       const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key, ServerResponse: OneWriteResponse }, observed);
       plain = http.createServer({ ServerResponse: OneWriteResponse }, observed);
+      plain.on('clientError', answerClientError);
       sniffProtocol(secure, plain);
       return secure;
     },
@@ -98,6 +100,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     return503OnClosing: true,
     bodyLimit: 64 * 1024,
     requestTimeout: 30_000,
+    // A malformed request gets its 400 (or 431, 408) over TLS too.
+    clientErrorHandler: answerClientError,
   }) as unknown as FastifyInstance;
 
   const isSecure = (req: FastifyRequest): boolean => {
