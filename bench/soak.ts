@@ -250,8 +250,9 @@ export async function soakBench(opts: Options): Promise<{ markdown: string; data
         }
         await sleep(5);
       }
-      await Promise.all(pending);
+      // The end: sampled while the load is still on (an idle process soon shrinks its heap), then drained.
       await sample();
+      await Promise.all(pending);
       plain.destroy();
       secure.destroy();
       probe.destroy();

@@ -379,7 +379,7 @@ function redirectUri(r: Rng, w: AuthWorld): string {
 }
 
 function clientId(r: Rng, w: AuthWorld): string {
-  return r.chance(0.7) ? r.pick(w.clients).id : r.pick(['', 'x', 'A'.repeat(300), '%00', '\xe9', r.pick(w.clients).id + 'x', r.pick(w.clients).id.toUpperCase()]);
+  return r.chance(0.7) ? r.pick(w.clients).id : r.pick(['', 'x', 'A'.repeat(300), '%00', '\u0000', '\xe9', r.pick(w.clients).id + 'x', r.pick(w.clients).id.toUpperCase()]);
 }
 
 function clientSecret(r: Rng, w: AuthWorld, id: string): string {
@@ -402,7 +402,7 @@ export function authRequest(r: Rng, w: AuthWorld): FuzzRequest {
       : r.pick([`__Host-sleeve-csrf=${w.csrf}`, `__Host-sleeve-session=${s}`, `__Host-sleeve-session=${s}; __Host-sleeve-session=garbage; __Host-sleeve-csrf=${w.csrf}`]);
   const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
   const someClient = r.pick(w.clients);
-  const authorizations = [`Bearer ${w.accessToken}`, `bearer ${w.accessToken}`, 'Bearer nope', basic(someClient.id, someClient.secret), basic(someClient.id, 'wrong'), basic('', ''), `Bearer ${w.accessToken}x`];
+  const authorizations = [`Bearer ${w.accessToken}`, `bearer ${w.accessToken}`, 'Bearer nope', basic(someClient.id, someClient.secret), basic(someClient.id, 'wrong'), basic('', ''), basic('\u0000', '\u0000'), `Bearer ${w.accessToken}x`];
   let path: string;
   let method: string | undefined;
   let fields: () => [string, string][] = () => [];
@@ -473,7 +473,7 @@ export function authRequest(r: Rng, w: AuthWorld): FuzzRequest {
     endsSession = true;
     fields = () => [
       ['csrf_token', csrf],
-      ['username', r.chance(0.5) ? w.user : r.pick(['', 'nobody', w.user.toUpperCase(), 'x'.repeat(500), '\u00e9\u0301', oddText(r, 10)])],
+      ['username', r.chance(0.5) ? w.user : r.pick(['', 'nobody', w.user.toUpperCase(), 'x'.repeat(500), '\u00e9\u0301', `${w.user}\u0000`, oddText(r, 10)])],
       // A right password is rare: each runs scrypt.
       ['password', r.chance(0.02) ? w.password : r.pick(['', 'wrong', 'x'.repeat(3000), oddText(r, 10)])],
       ['return_to', returnTo(r)],
