@@ -48,6 +48,9 @@ interface Sample {
   second: number;
   rssKiB: number;
   heapBytes: number;
+  /** The server's CPU use since the last sample, % of one core, and the machine's 1-minute load average: a stall with little CPU under a high load is the machine's, not sleeve's. */
+  serverCpu: number;
+  load: number;
 }
 
 interface Answer {
@@ -203,11 +206,16 @@ export async function soakBench(opts: Options): Promise<{ markdown: string; data
 
       const durationMs = minutes * 60_000;
       const start = performance.now();
+      let cpuMark = { at: performance.now(), cpu: server.cpuSeconds() };
       const sample = async () => {
-        const second = Math.round((performance.now() - start) / 1000);
-        samples.push({ second, rssKiB: rssKiB(server.pid), heapBytes: await heapBytes(probe, metricsUrl).catch(() => Number.NaN) });
+        const now = performance.now();
+        const second = Math.round((now - start) / 1000);
+        const cpu = server.cpuSeconds();
+        const serverCpu = now > cpuMark.at ? ((cpu - cpuMark.cpu) / ((now - cpuMark.at) / 1000)) * 100 : Number.NaN;
+        cpuMark = { at: now, cpu };
+        samples.push({ second, rssKiB: rssKiB(server.pid), heapBytes: await heapBytes(probe, metricsUrl).catch(() => Number.NaN), serverCpu, load: os.loadavg()[0] as number });
         const s = samples[samples.length - 1] as Sample;
-        log(`  ${String(second).padStart(4)} s  RSS ${fmtMiB(s.rssKiB)}  heap ${fmtMiB(s.heapBytes / 1024)}  in flight ${inFlight} (max ${maxInFlight})  errors ${Object.values(errors).reduce((a, b) => a + b, 0)}`);
+        log(`  ${String(second).padStart(4)} s  RSS ${fmtMiB(s.rssKiB)}  heap ${fmtMiB(s.heapBytes / 1024)}  server CPU ${Math.round(serverCpu)} %  load ${s.load.toFixed(1)}  in flight ${inFlight} (max ${maxInFlight})  errors ${Object.values(errors).reduce((a, b) => a + b, 0)}`);
       };
       await sample();
       let nextSample = SAMPLE_S * 1000;
@@ -271,8 +279,8 @@ export async function soakBench(opts: Options): Promise<{ markdown: string; data
       const goalsMet = rssOk && p99Ok && errorCount === 0;
 
       const sampleTable = table(
-        ['>second', '>RSS', '>heap used'],
-        samples.map((s) => [String(s.second), fmtMiB(s.rssKiB), fmtMiB(s.heapBytes / 1024)]),
+        ['>second', '>RSS', '>heap used', '>server CPU', '>load average'],
+        samples.map((s) => [String(s.second), fmtMiB(s.rssKiB), fmtMiB(s.heapBytes / 1024), Number.isFinite(s.serverCpu) ? `${Math.round(s.serverCpu)} %` : '–', s.load.toFixed(1)]),
       );
       const p99Table = table(
         ['kind', '>req/s', ...Array.from({ length: totalMinutes }, (_, i) => `>min ${i + 1}`), '>worst/first', '>errors'],
@@ -281,7 +289,7 @@ export async function soakBench(opts: Options): Promise<{ markdown: string; data
       const markdown = [
         '### soak: steady mixed traffic on the embedded default',
         '',
-        `${minutes} min, open model at ${Math.round(Object.values(MIX).reduce((a, b) => a + b, 0) * rate)} requests/s (fixed schedule per kind, latency from the scheduled start); \`sleeve serve\` on SQLite and the file store, ${RELEASES.toLocaleString('en-US')} releases (uncached lookups never repeat a URL), pinned to core 0, the load generator on core 1. RSS from /proc, heap from the metrics endpoint, every ${SAMPLE_S} s.`,
+        `${minutes} min, open model at ${Math.round(Object.values(MIX).reduce((a, b) => a + b, 0) * rate)} requests/s (fixed schedule per kind, latency from the scheduled start); \`sleeve serve\` on SQLite and the file store, ${RELEASES.toLocaleString('en-US')} releases (uncached lookups never repeat a URL), pinned to core 0, the load generator on core 1. RSS and CPU from /proc, heap from the metrics endpoint, every ${SAMPLE_S} s; the machine's load average beside them.`,
         '',
         sampleTable,
         '',
