@@ -37,12 +37,16 @@ interface Tokens {
   clientSecret: string;
 }
 
-/** A user, a confidential application and an offline grant, made through sleeve's own functions. */
-async function prepareSleeve(dataDir: string): Promise<Tokens> {
+/** The password of alice (and of the `others`) made by prepareSleeve. */
+export const BENCH_PASSWORD = 'benchmark password';
+
+/** A user (alice), a confidential application and an offline grant, made through sleeve's own functions; `others` are more users. */
+export async function prepareSleeve(dataDir: string, others: string[] = []): Promise<Tokens> {
   const config = loadConfig({ SLEEVE_DATA_DIR: dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' });
   const rt = await openRuntime(config, { migrate: 'apply' });
   try {
-    const account = await addUser(rt.auth, { name: 'alice', email: 'alice@example.com', emailVerified: true, password: 'benchmark password', website: 'https://alice.example' });
+    const account = await addUser(rt.auth, { name: 'alice', email: 'alice@example.com', emailVerified: true, password: BENCH_PASSWORD, website: 'https://alice.example' });
+    for (const name of others) await addUser(rt.auth, { name, email: `${name}@example.com`, emailVerified: true, password: BENCH_PASSWORD, website: undefined });
     const { app, clientSecret } = await registerApp(rt.auth, { ownerId: account.id, name: 'Bench', kind: 'confidential', redirectUri: REDIRECT });
     // Two grants: each refresh ends its grant's earlier access tokens, so userinfo gets a grant of its own.
     const grant = async () => {

@@ -1,6 +1,6 @@
 /**
  * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs redirect,
- * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files`
+ * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files|soak`
  * runs some; `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
@@ -16,9 +16,10 @@ import { describeMachine, machineInfo } from './lib/machine.js';
 import { parseOptions, type BenchName, type Options } from './lib/options.js';
 import { redirectBench } from './redirect.js';
 import { scaleBench } from './scale.js';
+import { soakBench } from './soak.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

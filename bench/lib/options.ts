@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
-/** What runs when no benchmark is named (import and files only when asked: a while, and nginx). */
+/** What runs when no benchmark is named (import, files and soak only when asked: a while, nginx, ten minutes). */
 export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
 
 /** Settings of one benchmark run; each can come from a flag or a SLEEVE_BENCH_* variable. */
@@ -47,13 +47,17 @@ export interface Options {
   redisUrl: string | undefined;
   /** Releases in the cluster benchmark's PostgreSQL catalogue. */
   pgReleases: number;
+  /** Minutes of the soak benchmark. */
+  minutes: number;
+  /** Multiplier of the soak benchmark's request rates (1: about 100 requests/s). */
+  rate: number;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|all ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|all ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|all ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|soak|all ...] [options]
 
-With no benchmark named, redirect, ingest, scale, auth and cluster run; import and files run
-when named (or with all). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
+With no benchmark named, redirect, ingest, scale, auth and cluster run; import, files and soak
+run when named (or with all). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
 benchmark too. cluster and import take PostgreSQL from --postgres /
 SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
 is made and dropped per run.
@@ -79,6 +83,8 @@ options (environment variable in brackets):
   --import-images N    images in the import dump        [SLEEVE_BENCH_IMPORT_IMAGES]   (2000000)
   --import-rounds N    imports into PostgreSQL          [SLEEVE_BENCH_IMPORT_ROUNDS]   (3)
   --no-import-sqlite   skip the one import into SQLite
+  --minutes N       minutes of the soak benchmark       [SLEEVE_BENCH_MINUTES]   (10; --quick 2)
+  --rate X          soak request rate multiplier        [SLEEVE_BENCH_RATE]      (1: about 100 requests/s)
   --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
   --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
   --keep            keep the temporary data directories
@@ -124,6 +130,8 @@ export function parseOptions(argv: string[]): Options | undefined {
       postgres: { type: 'string' },
       redis: { type: 'string' },
       'pg-releases': { type: 'string' },
+      minutes: { type: 'string' },
+      rate: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -162,5 +170,7 @@ export function parseOptions(argv: string[]): Options | undefined {
     postgresUrl: values.postgres ?? (e.SLEEVE_BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres'),
     redisUrl: values.redis ?? (e.SLEEVE_BENCH_REDIS_URL || undefined),
     pgReleases: num('--pg-releases', values['pg-releases'], e.SLEEVE_BENCH_PG_RELEASES, 100_000),
+    minutes: num('--minutes', values.minutes, e.SLEEVE_BENCH_MINUTES, quick ? 2 : 10),
+    rate: num('--rate', values.rate, e.SLEEVE_BENCH_RATE, 1),
   };
 }

@@ -7,6 +7,7 @@ import type { ConnectionLimits } from '../config/load.js';
 import { forwardedProto } from '../http/client-address.js';
 import { limitConnections, serverTimeouts } from '../http/connections.js';
 import type { ListenerHealth } from '../http/health.js';
+import { answerClientError } from '../http/client-error.js';
 import { answeredStatus } from '../http/observe.js';
 import { OneWriteResponse } from '../http/one-write.js';
 import type { AuthDeps } from './accounts.js';
@@ -113,6 +114,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     bodyLimit: 64 * 1024,
+    // A malformed request gets its 400 (or 431, 408) over TLS too.
+    clientErrorHandler: answerClientError,
   }) as unknown as FastifyInstance;
 
   const isSecure = (req: FastifyRequest): boolean => {
@@ -145,6 +148,15 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     return sendPage(reply, 400, errorPage({ error: err.error, description: err.message }));
   });
 
+  // NUL never reaches a query: PostgreSQL refuses it in text (which was a 500), and no name, id,
+  // secret or token holds one. Checked once the form body is parsed, before any route runs.
+  app.addHook('preHandler', async function noNul(req, reply) {
+    if (!holdsNul(req)) return;
+    const err = new OAuthError('invalid_request', 'The request holds a NUL character');
+    if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, err);
+    return sendPage(reply, 400, errorPage({ error: err.error, description: err.message }));
+  });
+
   const ctx: PageContext = {
     deps: opts.deps,
     clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
@@ -172,6 +184,16 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     return sendPage(reply, 500, errorPage({ error: e.error, description: e.message }));
   });
   return app;
+}
+
+/** Whether the URL (path or query), the form body or Basic credentials carry a NUL (raw NUL cannot pass Node's parser). */
+function holdsNul(req: FastifyRequest): boolean {
+  if (/%00/i.test(req.url)) return true;
+  for (const [k, v] of req.form ?? []) if (k.includes('\0') || v.includes('\0')) return true;
+  const basic = /^basic\s+(\S+)/i.exec(req.headers.authorization ?? '');
+  if (basic === null) return false;
+  const decoded = Buffer.from(basic[1] as string, 'base64').toString('utf8');
+  return decoded.includes('\0') || /%00/i.test(decoded);
 }
 
 /**
