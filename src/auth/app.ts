@@ -186,10 +186,13 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   return app;
 }
 
-/** Whether the URL (path or query), the form body or Basic credentials carry a NUL (raw NUL cannot pass Node's parser). */
+/** Form fields only ever checked by pattern or hashed, never put in a query as they are; their own errors (e.g. "Malformed authorization code") stay. */
+const HASHED_FIELDS = new Set(['code', 'refresh_token', 'token', 'code_verifier', 'password']);
+
+/** Whether the URL (path or query), a form field or Basic credentials carry a NUL (raw NUL cannot pass Node's parser). */
 function holdsNul(req: FastifyRequest): boolean {
   if (/%00/i.test(req.url)) return true;
-  for (const [k, v] of req.form ?? []) if (k.includes('\0') || v.includes('\0')) return true;
+  for (const [k, v] of req.form ?? []) if (k.includes('\0') || (v.includes('\0') && !HASHED_FIELDS.has(k))) return true;
   const basic = /^basic\s+(\S+)/i.exec(req.headers.authorization ?? '');
   if (basic === null) return false;
   const decoded = Buffer.from(basic[1] as string, 'base64').toString('utf8');
