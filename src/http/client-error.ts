@@ -11,7 +11,10 @@ const LINGER_MS = 2_000;
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (!socket.writable) {
+  // A TLS handshake that failed or timed out (the HTTPS server passes those on as client
+  // errors): there is no channel to answer on, and an answer would wait for a handshake that
+  // never completes.
+  if (!socket.writable || isTlsFailure(err)) {
     socket.destroy();
     return;
   }
@@ -24,4 +27,10 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
   const body = JSON.stringify({ error: 'invalid_request', error_description: description });
   socket.end(`HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
   setTimeout(() => socket.destroy(), LINGER_MS).unref();
+}
+
+/** Errors of the TLS layer itself (handshake timeout, OpenSSL's refusals), not of HTTP. */
+function isTlsFailure(err: NodeJS.ErrnoException): boolean {
+  const code = err.code ?? '';
+  return code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || (err as { library?: unknown }).library !== undefined;
 }

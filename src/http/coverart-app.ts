@@ -141,7 +141,9 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
         // itself (a malformed URL, 503 while closing), which runs no hooks for those.
         if (!observer.counting && !opts.accessLog) return;
-        if (res.writableEnded) requestDone(req, res, start);
+        // Answered already and all of it handed to the system: counted now (no listener on the hot
+        // path). A body still queued (a large file) counts only once it is out, or as 499.
+        if (res.writableEnded && res.writableLength === 0) requestDone(req, res, start, res.statusCode);
         else res.once('close', () => requestDone(req, res, start));
       });
       limitConnections(server, opts.connections);
@@ -152,8 +154,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   // With the access log on: requests Fastify answered (the front door logs its own answers), with
   // their client's address, taken while the connection is surely open.
   const routed = new WeakMap<IncomingMessage, string>();
-  const requestDone = (req: IncomingMessage, res: ServerResponse, start: number): void => {
-    const status = answeredStatus(res);
+  const requestDone = (req: IncomingMessage, res: ServerResponse, start: number, status = answeredStatus(res)): void => {
     const ms = observer.finished(coverArtRoute(req.url ?? '/'), req.method, status, start);
     const client = routed.get(req);
     if (client !== undefined) app.log.debug({ reqId: req.headers['x-request-id'], client, method: req.method, url: req.url, status, ms }, 'request');

@@ -59,7 +59,10 @@ export class RequestObserver {
 /** Status label of a request left unanswered because its client went away (nginx's convention). */
 export const CLIENT_CLOSED = 499;
 
-/** The status to count for a response: its own, or 499 when the connection closed before it was given. */
+/**
+ * The status to count for a response: its own, or 499 when the connection closed before all of
+ * it was handed to the system (a body written in one go but never read counts as unanswered).
+ */
 export function answeredStatus(res: ServerResponse): number {
-  return res.writableEnded ? res.statusCode : CLIENT_CLOSED;
+  return res.writableFinished ? res.statusCode : CLIENT_CLOSED;
 }

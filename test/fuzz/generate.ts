@@ -348,21 +348,16 @@ export interface AuthWorld {
 }
 
 /*
- * Known 5xx being fixed on other branches; left out of the generator until those merge
- * (SLEEVE_FUZZ_KNOWN_5XX=1 turns them on for a run; the lead sets these to true after merging):
- * - a public client's loopback redirect URI with a port over 65535 at /oauth2/authorize
- *   answers 500 on allow, deny and a bad scope: issue 9, item 4 ("Odd input never reaches a 5xx").
- * - POST /login (and GET /login when signed in) with a return_to holding a char above U+00FF
- *   or DEL answers 500 (ERR_INVALID_CHAR in Location): issue 9, item 4.
+ * Two inputs that once answered 500, generated on purpose: a loopback redirect URI with a port
+ * over 65535 at /oauth2/authorize (allow, deny, bad scope), and a return_to holding a character
+ * above U+00FF or DEL at /login (it reached a Location header).
  */
-const known = process.env.SLEEVE_FUZZ_KNOWN_5XX === '1';
-export const KNOWN_5XX = { loopbackPortOver65535: known, returnToWideChar: known };
 
 const SCOPES = ['profile', 'email', 'tag', 'rating', 'collection', 'submit_isrc', 'submit_barcode', 'profile email', 'profile  email', 'PROFILE', 'openid', '', 'profile,email', 'profile\u00e9', 'profile%20email'];
 
 function redirectUri(r: Rng, w: AuthWorld): string {
   const registered = w.clients.map((c) => c.redirectUri).filter((u): u is string => u !== undefined);
-  const ports = KNOWN_5XX.loopbackPortOver65535 ? ['', ':0', ':80', ':8080', ':65535', ':65536', ':99999', ':-1', ':abc'] : ['', ':0', ':80', ':8080', ':65535', ':-1', ':abc', ':'];
+  const ports = ['', ':0', ':80', ':8080', ':65535', ':65536', ':99999', ':-1', ':abc', ':'];
   switch (r.int(6)) {
     case 0:
     case 1:
@@ -388,7 +383,7 @@ function clientSecret(r: Rng, w: AuthWorld, id: string): string {
 }
 
 function returnTo(r: Rng): string {
-  const wide = KNOWN_5XX.returnToWideChar ? ['/\u0100', '/\u2603', '/\u007f', '/a\u{1f600}'] : [];
+  const wide = ['/\u0100', '/\u2603', '/\u007f', '/a\u{1f600}'];
   return r.pick(['/account/applications', '/', '//evil.example', 'https://evil.example', '/\\evil', '/\t/x', '/a\r\nb', '/%0d%0a', '/\xe9', '/x?y=1&z', '/' + 'a'.repeat(5000), '', 'javascript:x', '/oauth2/authorize?client_id=x', ...wide]);
 }
 

@@ -8,7 +8,6 @@
  * Reproduce a failure with the seed and index it prints:
  *   SLEEVE_FUZZ_SEED=<seed> SLEEVE_FUZZ_ONLY=<index> node scripts/test.mjs fuzz/listeners
  * SLEEVE_FUZZ_COUNT sets the number of requests per listener (default 10,000);
- * SLEEVE_FUZZ_KNOWN_5XX=1 also generates the known 5xx still being fixed (generate.ts).
  */
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
