@@ -49,7 +49,7 @@ function addressOf(server: HttpServer, scheme: string): string {
   return `${scheme}://${host}:${addr.port}`;
 }
 
-/** Starts the listeners of DESIGN §2 on one runtime. */
+/** Starts the listeners (cover art over HTTP, auth over HTTPS, metrics) on one runtime. */
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<Server> {
   // Done first thing by the CLI; here too for servers started in-process (the earlier, the surer).
   keepTickShape();

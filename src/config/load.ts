@@ -15,7 +15,7 @@ export type DatabaseConfig =
 
 export type StorageConfig = { kind: 'file'; root: string } | S3StorageConfig;
 
-/** `s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=…` (DESIGN §3). */
+/** `s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=…` (README, "Storing the images in S3"). */
 export interface S3StorageConfig {
   kind: 's3';
   bucket: string;
@@ -49,7 +49,7 @@ export interface ConnectionLimits {
   maxConnections: number;
 }
 
-/** sleeve's whole configuration, validated and frozen (DESIGN §3). */
+/** sleeve's whole configuration, validated and frozen (README, "Configuration"). */
 export interface Config {
   dataDir: string;
   database: DatabaseConfig;

@@ -79,7 +79,7 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
   });
 
   // Only methods no route lists get here (TRACE, SEARCH, PROPFIND…): the API answers
-  // them too, so its endpoints say 405 (DESIGN §6) rather than 404.
+  // them too, so its endpoints say 405 (as the interface asks) rather than 404.
   app.setNotFoundHandler(async function otherMethod(req, reply) {
     const response = await handleApiRequest(deps.api, {
       method: req.method,

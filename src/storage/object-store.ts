@@ -28,7 +28,7 @@ export interface ObjectRead {
 /**
  * Where originals, thumbnails and index.json live. A store that cannot be reached
  * (rather than one refusing a caller's key) fails with a STORE_UNAVAILABLE AppError. Keys are `/`-separated relative
- * paths of safe characters (see isValidKey); the layout is archive.org's (DESIGN §4).
+ * paths of safe characters (see isValidKey); the layout is archive.org's (README, "The built-in file server").
  */
 export interface ObjectStore {
   /** Stores the bytes atomically and durably: readers see the old object or the new one, never a part. */

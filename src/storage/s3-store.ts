@@ -29,7 +29,7 @@ const ANSWER_TIMEOUT_MS = 5_000;
 /** A socket that moves no byte for this long is given up (also while a body streams to a slow client). */
 const IDLE_TIMEOUT_MS = 30_000;
 
-/** What the file server would send for each suffix of the archive layout (DESIGN §4): a bucket serves the same. */
+/** What the file server would send for each suffix of the archive layout (README, "The built-in file server"): a bucket serves the same. */
 const CONTENT_TYPES: Record<string, string> = {
   jpg: 'image/jpeg',
   png: 'image/png',
