@@ -47,7 +47,11 @@ function log(line: string): void {
 interface Sample {
   second: number;
   rssKiB: number;
+  /** Of which file-backed (reclaimable by the kernel; grows as SQLite's mmap touches a growing database). */
+  rssFileKiB: number;
   heapBytes: number;
+  /** What the response cache holds (bounded by SLEEVE_RESPONSE_CACHE_BYTES), part of RSS. */
+  cacheBytes: number;
   /** The server's CPU use since the last sample, % of one core, and the machine's 1-minute load average: a stall with little CPU under a high load is the machine's, not sleeve's. */
   serverCpu: number;
   load: number;
@@ -84,15 +88,23 @@ function send(agent: http.Agent, url: string, init: { method?: string; headers?:
   });
 }
 
-function rssKiB(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m === null ? Number.NaN : Number(m[1]);
+/** Resident memory in KiB: all of it, and the part backed by files (the binary, SQLite's mmap of the database). */
+function rss(pid: number): { all: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string): number => {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return m === null ? Number.NaN : Number(m[1]);
+  };
+  return { all: kib('VmRSS'), file: kib('RssFile') };
 }
 
-async function heapBytes(agent: http.Agent, metricsUrl: string): Promise<number> {
+async function gauges(agent: http.Agent, metricsUrl: string): Promise<{ heap: number; cache: number }> {
   const res = await send(agent, metricsUrl);
-  const m = /^(?:\w+_)?nodejs_heap_size_used_bytes(?:\{[^}]*\})?\s+(\S+)/m.exec(res.body);
-  return m === null ? Number.NaN : Number(m[1]);
+  const read = (name: string): number => {
+    const m = new RegExp(`^(?:\\w+_)?${name}(?:\\{[^}]*\\})?\\s+(\\S+)`, 'm').exec(res.body);
+    return m === null ? Number.NaN : Number(m[1]);
+  };
+  return { heap: read('nodejs_heap_size_used_bytes'), cache: read('sleeve_response_cache_bytes') };
 }
 
 function p99(values: number[]): number {
@@ -127,7 +139,15 @@ export async function soakBench(opts: Options): Promise<{ markdown: string; data
       .filter((l) => l !== '')
       .map((l) => l.split('/')[2] as string);
 
-    const server = await startSleeve({ name: 'sleeve', dataDir, cpuProf: opts.cpuProf, env: { SLEEVE_TRUST_PROXY: '127.0.0.1' } });
+    // Uncached lookups never repeat a URL, so the response cache grows until its byte budget is
+    // reached (about 1.5 KB an answer): a 2 MiB budget is full within the first minute or two,
+    // so RSS after minute 2 shows what is not bounded by design.
+    const server = await startSleeve({
+      name: 'sleeve',
+      dataDir,
+      cpuProf: opts.cpuProf,
+      env: { SLEEVE_TRUST_PROXY: '127.0.0.1', SLEEVE_RESPONSE_CACHE_BYTES: String(2 * 1024 * 1024) },
+    });
     try {
       const out = server.output();
       const authBase = /auth:\s+(https:\/\/\S+)/.exec(out)?.[1];
@@ -213,9 +233,11 @@ export async function soakBench(opts: Options): Promise<{ markdown: string; data
         const cpu = server.cpuSeconds();
         const serverCpu = now > cpuMark.at ? ((cpu - cpuMark.cpu) / ((now - cpuMark.at) / 1000)) * 100 : Number.NaN;
         cpuMark = { at: now, cpu };
-        samples.push({ second, rssKiB: rssKiB(server.pid), heapBytes: await heapBytes(probe, metricsUrl).catch(() => Number.NaN), serverCpu, load: os.loadavg()[0] as number });
+        const g = await gauges(probe, metricsUrl).catch(() => ({ heap: Number.NaN, cache: Number.NaN }));
+        const r = rss(server.pid);
+        samples.push({ second, rssKiB: r.all, rssFileKiB: r.file, heapBytes: g.heap, cacheBytes: g.cache, serverCpu, load: os.loadavg()[0] as number });
         const s = samples[samples.length - 1] as Sample;
-        log(`  ${String(second).padStart(4)} s  RSS ${fmtMiB(s.rssKiB)}  heap ${fmtMiB(s.heapBytes / 1024)}  server CPU ${Math.round(serverCpu)} %  load ${s.load.toFixed(1)}  in flight ${inFlight} (max ${maxInFlight})  errors ${Object.values(errors).reduce((a, b) => a + b, 0)}`);
+        log(`  ${String(second).padStart(4)} s  RSS ${fmtMiB(s.rssKiB)} (file ${fmtMiB(s.rssFileKiB)})  heap ${fmtMiB(s.heapBytes / 1024)}  response cache ${fmtMiB(s.cacheBytes / 1024)}  server CPU ${Math.round(serverCpu)} %  load ${s.load.toFixed(1)}  in flight ${inFlight} (max ${maxInFlight})  errors ${Object.values(errors).reduce((a, b) => a + b, 0)}`);
       };
       await sample();
       let nextSample = SAMPLE_S * 1000;
@@ -279,8 +301,8 @@ export async function soakBench(opts: Options): Promise<{ markdown: string; data
       const goalsMet = rssOk && p99Ok && errorCount === 0;
 
       const sampleTable = table(
-        ['>second', '>RSS', '>heap used', '>server CPU', '>load average'],
-        samples.map((s) => [String(s.second), fmtMiB(s.rssKiB), fmtMiB(s.heapBytes / 1024), Number.isFinite(s.serverCpu) ? `${Math.round(s.serverCpu)} %` : '–', s.load.toFixed(1)]),
+        ['>second', '>RSS', '>of which file-backed', '>heap used', '>response cache', '>server CPU', '>load average'],
+        samples.map((s) => [String(s.second), fmtMiB(s.rssKiB), fmtMiB(s.rssFileKiB), fmtMiB(s.heapBytes / 1024), fmtMiB(s.cacheBytes / 1024), Number.isFinite(s.serverCpu) ? `${Math.round(s.serverCpu)} %` : '–', s.load.toFixed(1)]),
       );
       const p99Table = table(
         ['kind', '>req/s', ...Array.from({ length: totalMinutes }, (_, i) => `>min ${i + 1}`), '>worst/first', '>errors'],
