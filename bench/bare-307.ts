@@ -1,5 +1,5 @@
 /**
- * The baseline of anchors §5.1: a bare node:http server answering every request with a
+ * The baseline every ratio is taken against: a bare node:http server answering every request with a
  * 307. Listens on 127.0.0.1, port $PORT or any free one, and prints its URL.
  *
  * With BENCH_RESPONSE set (JSON: {"headers": {...}, "body": "..."}), it answers with

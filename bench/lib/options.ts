@@ -14,7 +14,7 @@ export interface Options {
   rounds: number | undefined;
   /** Seconds of warm-up load before each measured run (fresh processes) or once per server. */
   warmup: number;
-  /** One server process per server for all rounds (the anchors' method) instead of a new one per run. */
+  /** One server process per server for all rounds (the method of the first runs) instead of a new one per run. */
   sameProcess: boolean;
   connections: number;
   /** Rounds of the in-process ingest comparison. */
