@@ -44,6 +44,7 @@ describe(`files at rest (${DIALECT})`, () => {
       // Public content: readable by a web server running as another user.
       assert.equal((await modeOf(index)) & 0o004, 0o004, 'index.json is world-readable');
       assert.equal((await modeOf(folder)) & 0o005, 0o005, 'the release folder can be listed by others');
+      assert.equal((await modeOf(path.join(t.dir, 'files'))) & 0o005, 0o005, 'the storage folder can be entered by others');
     } finally {
       await server.stop();
     }

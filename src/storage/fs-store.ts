@@ -63,6 +63,9 @@ export class FsObjectStore implements ObjectStore {
   private tempDir(): Promise<string> {
     this.temp ??= (async () => {
       const dir = path.join(this.root, TEMP_DIR, `${hostTag()}-${process.pid}`);
+      // The root first, with the usual mode: a recursive mkdir gives 0700 to every folder it makes,
+      // and the root holds public files a web server running as another user may serve.
+      await mkdir(this.root, { recursive: true });
       // Another process closing may remove an empty .tmp between the two levels being made: again then.
       for (let attempt = 1; ; attempt++) {
         try {
