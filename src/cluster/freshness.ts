@@ -1,4 +1,6 @@
 import { connect } from 'node:net';
+import { hostname } from 'node:os';
+import { processAlive } from '../shared/process.js';
 import { sql } from 'kysely';
 import type { DatabaseConfig } from '../config/load.js';
 import type { Db } from '../db/schema.js';
@@ -93,6 +95,10 @@ async function waitPostgres(db: Db, mark: number, deadline: number): Promise<Ser
 async function waitSqlite(db: Db, mark: number, deadline: number): Promise<ServingRow[]> {
   const rows = await db.selectFrom('serving_process').select(['id', 'host', 'pid', 'address', 'signal', 'acked']).execute();
   const outcomes = await Promise.all(rows.map((r) => (r.signal === null ? Promise.resolve<Outcome>('gone') : signal(r.signal, r.id, mark, deadline))));
+  // A refused signal proves a process gone only where its pid can be checked: a command in another
+  // network or pid namespace (a container sharing the database file) must not forget a live server.
+  const provablyGone = (r: ServingRow): boolean => r.host === hostname() && !processAlive(r.pid);
+  for (const [i, r] of rows.entries()) if (outcomes[i] === 'gone' && r.signal !== null && !provablyGone(r)) outcomes[i] = 'late';
   const gone = rows.filter((_, i) => outcomes[i] === 'gone').map((r) => r.id);
   if (gone.length > 0) await db.deleteFrom('serving_process').where('id', 'in', gone).execute();
   return rows.filter((_, i) => outcomes[i] === 'late');

@@ -214,8 +214,15 @@ class PgSession {
       this.reconnect();
     });
     if (!first) {
-      // Notifications sent meanwhile are lost: writing the row again reads the mark afresh.
-      await this.reconnected(this.lockKey);
+      // Notifications sent meanwhile are lost: writing the row again reads the mark afresh. If
+      // that fails, this session is let go before the next try makes another (no leaked sessions).
+      await this.reconnected(this.lockKey).catch(async (err: unknown) => {
+        client.removeAllListeners('end');
+        client.removeAllListeners('notification');
+        this.client = undefined;
+        await client.end().catch(() => {});
+        throw err;
+      });
       this.opts.log.info({}, 'catalogue watch: change notifications from PostgreSQL resumed');
     }
   }

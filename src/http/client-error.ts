@@ -14,7 +14,9 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
   // A TLS handshake that failed or timed out (the HTTPS server passes those on as client
   // errors): there is no channel to answer on, and an answer would wait for a handshake that
   // never completes.
-  if (!socket.writable || isTlsFailure(err)) {
+  // A response already under way on this connection: an answer now would land inside it.
+  const busy = (socket as { _httpMessage?: { headersSent?: boolean } | null })._httpMessage?.headersSent === true;
+  if (!socket.writable || busy || isTlsFailure(err)) {
     socket.destroy();
     return;
   }

@@ -85,8 +85,14 @@ export class FsObjectStore implements ObjectStore {
   async put(key: string, body: Buffer): Promise<void> {
     const target = this.file(key);
     const dir = path.dirname(target);
-    const tmp = path.join(await this.tempDir(), randomBytes(8).toString('hex'));
-    let fh: FileHandle | undefined = await open(tmp, 'wx', 0o644);
+    let tmp = path.join(await this.tempDir(), randomBytes(8).toString('hex'));
+    let fh: FileHandle | undefined = await open(tmp, 'wx', 0o644).catch(async (err: unknown) => {
+      if (!isMissing(err)) throw err;
+      // The folder went (another machine's sweep found it idle for an hour): make it again.
+      this.temp = undefined;
+      tmp = path.join(await this.tempDir(), randomBytes(8).toString('hex'));
+      return open(tmp, 'wx', 0o644);
+    });
     try {
       if (failpointOn('upload-original-half') && /(^|\/)original\.[a-z0-9]+$/.test(key)) {
         // For the test of an upload killed while its original is being written.

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { addUser, Browser, request, startAuthServer, token, type AuthServer, type HttpsResponse } from '../helpers/auth.js';
+import { addUser, Browser, PASSWORD, request, startAuthServer, token, type AuthServer, type HttpsResponse } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { assertErrorPage, assertOAuthError, authorizeUrl, escapeHtml, grant, isConsent, OOB, refresh, revoke, signIn, userinfoStatus, type Client } from './support.js';
 
@@ -242,6 +242,18 @@ describe(`account pages (${DIALECT})`, () => {
       assert.match(forged.body, /Registered Flashy\./);
       alice.jar.set('__Host-sleeve-flash', 'not-base64-json');
       assert.equal((await list()).status, 200, 'a mangled flash is ignored');
+    });
+
+    it('drops a flash left unread (a new secret) at sign-out and at the next sign-in', async () => {
+      const carol = await signIn(s.base, 'bob');
+      assert.equal((await register({ name: 'Unread', kind: 'public', redirect_uri: '' }, carol)).status, 303);
+      assert.ok(carol.jar.get('__Host-sleeve-flash'), 'a flash cookie');
+      assert.equal((await post('/logout', {}, carol)).status, 303);
+      assert.ok(!carol.jar.get('__Host-sleeve-flash'), 'gone after sign-out');
+      const dave = new Browser();
+      dave.jar.set('__Host-sleeve-flash', 'left-over');
+      assert.equal((await dave.login(s.base, 'bob', PASSWORD)).status, 303);
+      assert.ok(!dave.jar.has('__Host-sleeve-flash'), 'gone after the next sign-in');
     });
   });
 

@@ -198,6 +198,8 @@ export async function pageRoutes(app: FastifyInstance, ctx: PageContext): Promis
     setCookie(reply, SESSION_COOKIE, session.token, { maxAge: session.maxAgeSeconds });
     // This browser has now signed in to this account: its later attempts are counted on it alone.
     setCookie(reply, DEVICE_COOKIE, result.device.token, { maxAge: result.device.maxAgeSeconds, sameSite: 'Strict' });
+    // A message (a new secret) left unread by an earlier session does not outlive it.
+    setCookie(reply, FLASH_COOKIE, '', { maxAge: 0, sameSite: 'Strict' });
     return reply.redirect(returnTo, 303);
   });
 
@@ -208,6 +210,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: PageContext): Promis
       await endSession(deps, token);
       if (account !== undefined) audit(req.log, 'signout', { user: account.name, address: ctx.clientAddress(req) });
       setCookie(reply, SESSION_COOKIE, '', { maxAge: 0 });
+      setCookie(reply, FLASH_COOKIE, '', { maxAge: 0, sameSite: 'Strict' });
     }
     return reply.redirect('/', 303);
   });
