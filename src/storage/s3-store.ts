@@ -38,12 +38,17 @@ const CONTENT_TYPES: Record<string, string> = {
   json: 'application/json',
 };
 
-/** index.json changes with every edit; every other name of the layout is written once (ids are never reused). */
-function cacheControlFor(key: string): string | undefined {
+/**
+ * The headers an object of `key` is stored with: its layout's content type (else `fallback`),
+ * and caching: index.json changes with every edit; every other name of the layout is written
+ * once (ids are never reused).
+ */
+function objectHeaders(key: string, fallback: string): { ContentType: string; CacheControl?: string } {
   const ext = key.slice(key.lastIndexOf('.') + 1);
-  if (ext === 'json') return 'public, no-cache';
-  if (ext === 'jpg' || ext === 'png' || ext === 'gif' || ext === 'pdf') return 'public, max-age=31536000, immutable';
-  return undefined;
+  const ContentType = CONTENT_TYPES[ext] ?? fallback;
+  if (ext === 'json') return { ContentType, CacheControl: 'public, no-cache' };
+  if (ext === 'jpg' || ext === 'png' || ext === 'gif' || ext === 'pdf') return { ContentType, CacheControl: 'public, max-age=31536000, immutable' };
+  return { ContentType };
 }
 
 interface SdkError {
@@ -182,8 +187,6 @@ export class S3ObjectStore implements ObjectStore {
   async put(key: string, body: Buffer, contentType: string): Promise<void> {
     const Key = this.fullKey(key);
     const { sdk, client } = await this.load();
-    const ext = key.slice(key.lastIndexOf('.') + 1);
-    const cacheControl = cacheControlFor(key);
     try {
       await client.send(
         new sdk.PutObjectCommand({
@@ -192,8 +195,7 @@ export class S3ObjectStore implements ObjectStore {
           Body: body,
           ContentLength: body.length,
           ContentMD5: createHash('md5').update(body).digest('base64'),
-          ContentType: CONTENT_TYPES[ext] ?? contentType,
-          ...(cacheControl === undefined ? {} : { CacheControl: cacheControl }),
+          ...objectHeaders(key, contentType),
         }),
         // Time to send the body as well: at least 1 MB/s.
         { requestTimeout: ANSWER_TIMEOUT_MS + Math.ceil(body.length / 1000) },
@@ -211,8 +213,6 @@ export class S3ObjectStore implements ObjectStore {
     const source = this.fullKey(from);
     const Key = this.fullKey(to);
     const { sdk, client } = await this.load();
-    const ext = to.slice(to.lastIndexOf('.') + 1);
-    const cacheControl = cacheControlFor(to);
     try {
       await client.send(
         new sdk.CopyObjectCommand({
@@ -220,8 +220,7 @@ export class S3ObjectStore implements ObjectStore {
           Key,
           CopySource: `${this.bucket}/${source}`,
           MetadataDirective: 'REPLACE',
-          ContentType: CONTENT_TYPES[ext] ?? 'application/octet-stream',
-          ...(cacheControl === undefined ? {} : { CacheControl: cacheControl }),
+          ...objectHeaders(to, 'application/octet-stream'),
         }),
       );
     } catch (err) {
