@@ -27,11 +27,6 @@ export async function publishCatalogue(db: Db): Promise<number> {
       .set({ value: sql`value + 1` })
       .where('name', '=', 'catalogue_published')
       .execute();
-    const row = await trx
-      .selectFrom('counter')
-      .select((eb) => eb.fn.sum<string | number>('value').as('mark'))
-      .where('name', 'in', MARK_COUNTERS)
-      .executeTakeFirst();
-    return Number(row?.mark ?? 0);
+    return readCatalogueMark(trx);
   });
 }

@@ -1,6 +1,6 @@
 import { preparedQuery } from '../db/prepared.js';
 import type { Db } from '../db/schema.js';
-import type { ObjectInfo } from '../storage/index.js';
+import { layoutCacheControl, layoutContentType, type ObjectInfo } from '../storage/index.js';
 import { parseImageKey } from './keys.js';
 
 /** A file of the layout held in memory with everything its answers need, prepared once. */
@@ -20,23 +20,11 @@ export interface CachedFile {
   used: boolean;
 }
 
-const TYPES: Record<string, string> = {
-  jpg: 'image/jpeg',
-  png: 'image/png',
-  gif: 'image/gif',
-  pdf: 'application/pdf',
-  json: 'application/json',
-};
-/** Names never change (ids are never reused), so files other than index.json are immutable. */
-const IMMUTABLE = 'public, max-age=31536000, immutable';
-const LISTING = 'public, no-cache';
-
 /** What an entry costs beyond its bytes (header lists, strings, the map's slot), roughly. */
 const ENTRY_OVERHEAD = 1024;
 
 /** The headers of every answer about a file: CORS, validators, caching. */
 export function fileHeaders(key: string, info: ObjectInfo): string[] {
-  const ext = key.slice(key.lastIndexOf('.') + 1);
   return [
     'access-control-allow-origin',
     '*',
@@ -47,14 +35,14 @@ export function fileHeaders(key: string, info: ObjectInfo): string[] {
     'last-modified',
     info.lastModified.toUTCString(),
     'cache-control',
-    ext === 'json' ? LISTING : IMMUTABLE,
+    layoutCacheControl(key) ?? 'no-cache',
     'accept-ranges',
     'bytes',
   ];
 }
 
 export function contentTypeOf(key: string): string {
-  return TYPES[key.slice(key.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
+  return layoutContentType(key) ?? 'application/octet-stream';
 }
 
 /** A file read whole, ready to answer from (whether or not the cache keeps it). */

@@ -73,3 +73,31 @@ const KEY_RE = /^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/;
 export function isValidKey(key: string): boolean {
   return key.length <= 1024 && KEY_RE.test(key);
 }
+
+/** Content types of the layout's suffixes (README, "The built-in file server"). */
+const LAYOUT_TYPES: Record<string, string> = {
+  jpg: 'image/jpeg',
+  png: 'image/png',
+  gif: 'image/gif',
+  pdf: 'application/pdf',
+  json: 'application/json',
+};
+
+function suffixOf(key: string): string {
+  return key.slice(key.lastIndexOf('.') + 1);
+}
+
+/** The content type a file of the layout is served with, or undefined for a suffix outside it. */
+export function layoutContentType(key: string): string | undefined {
+  return LAYOUT_TYPES[suffixOf(key)];
+}
+
+/**
+ * How long a file of the layout may be cached: index.json changes with every edit (revalidate);
+ * every other name is written once (ids are never reused), so it is immutable.
+ */
+export function layoutCacheControl(key: string): string | undefined {
+  const ext = suffixOf(key);
+  if (ext === 'json') return 'public, no-cache';
+  return LAYOUT_TYPES[ext] === undefined ? undefined : 'public, max-age=31536000, immutable';
+}

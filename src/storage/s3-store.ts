@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { pipeline, Readable, Transform } from 'node:stream';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { storeUnavailable, type AppError } from '../shared/errors.js';
-import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore } from './object-store.js';
+import { isValidKey, layoutCacheControl, layoutContentType, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore } from './object-store.js';
 
 type Sdk = typeof import('@aws-sdk/client-s3');
 
@@ -29,26 +29,10 @@ const ANSWER_TIMEOUT_MS = 5_000;
 /** A socket that moves no byte for this long is given up (also while a body streams to a slow client). */
 const IDLE_TIMEOUT_MS = 30_000;
 
-/** What the file server would send for each suffix of the archive layout (README, "The built-in file server"): a bucket serves the same. */
-const CONTENT_TYPES: Record<string, string> = {
-  jpg: 'image/jpeg',
-  png: 'image/png',
-  gif: 'image/gif',
-  pdf: 'application/pdf',
-  json: 'application/json',
-};
-
-/**
- * The headers an object of `key` is stored with: its layout's content type (else `fallback`),
- * and caching: index.json changes with every edit; every other name of the layout is written
- * once (ids are never reused).
- */
+/** The headers an object of `key` is stored with: what the file server would send for it (else `fallback`). */
 function objectHeaders(key: string, fallback: string): { ContentType: string; CacheControl?: string } {
-  const ext = key.slice(key.lastIndexOf('.') + 1);
-  const ContentType = CONTENT_TYPES[ext] ?? fallback;
-  if (ext === 'json') return { ContentType, CacheControl: 'public, no-cache' };
-  if (ext === 'jpg' || ext === 'png' || ext === 'gif' || ext === 'pdf') return { ContentType, CacheControl: 'public, max-age=31536000, immutable' };
-  return { ContentType };
+  const cacheControl = layoutCacheControl(key);
+  return { ContentType: layoutContentType(key) ?? fallback, ...(cacheControl === undefined ? {} : { CacheControl: cacheControl }) };
 }
 
 interface SdkError {
