@@ -8,7 +8,7 @@ import { loadTlsMaterial } from './auth/tls.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
 import { catalogueKeeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache } from './cover-art/index.js';
-import { buildCoverArtApp } from './http/coverart-app.js';
+import { buildCoverArtApp } from './cover-art/app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
 import { RateLimiter } from './http/rate-limit.js';

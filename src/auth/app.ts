@@ -2,14 +2,13 @@ import type http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { forwardedProto } from '../http/client-address.js';
-import { limitConnections, serverTimeouts } from '../http/connections.js';
 import type { ListenerHealth } from '../http/health.js';
 import { answerClientError } from '../http/client-error.js';
-import { answeredStatus } from '../http/observe.js';
-import { OneWriteResponse } from '../http/one-write.js';
+import { buildListener, type RequestHandler } from '../http/listener.js';
+import { answeredStatus, type RequestObserver } from '../http/observe.js';
 import type { AuthDeps } from './accounts.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
@@ -27,22 +26,12 @@ export interface AuthAppOptions {
   clientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined): string;
   /** /healthz and /readyz, answered before anything else, over plain HTTP too (probes carry no secrets). */
   health?: ListenerHealth | undefined;
-  /** Request ids and metrics; none when absent. */
-  observer?: AuthRequestObserver;
+  /** Request ids and metrics, for every request. */
+  observer: RequestObserver;
   /** Log every request (at debug level), without query strings. */
   accessLog?: boolean;
   /** Header, request, TLS handshake and keep-alive timeouts and the connection cap. */
   connections: ConnectionLimits;
-}
-
-/** What the auth listener needs of sleeve's request observer (http/observe.ts). */
-export interface AuthRequestObserver {
-  /** Gives the request its id (into its x-request-id header) before anything else; returns a start mark. */
-  begin(req: http.IncomingMessage): number;
-  /** Puts the request's id on its response (X-Request-Id). */
-  echo(req: http.IncomingMessage, res: http.ServerResponse): void;
-  /** Counts a request answered; returns its duration in ms. */
-  finished(route: string, method: string | undefined, status: number, start: number): number;
 }
 
 const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-known\/)/;
@@ -58,7 +47,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number, client: string | undefined): void => {
     const route = routeOf.get(req) ?? 'other';
     const status = answeredStatus(res);
-    const ms = opts.observer?.finished(route, req.method, status, start);
+    const ms = opts.observer.finished(route, req.method, status, start);
     if (opts.accessLog === true) {
       // The path only: query strings here carry authorization codes and states.
       const url = req.url ?? '';
@@ -66,58 +55,55 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       app.log.debug({ reqId: req.headers['x-request-id'], client, method: req.method, route, path: q === -1 ? url : url.slice(0, q), status, ms }, 'request');
     }
   };
-  const app = Fastify({
+  // Health probes, answered before anything else.
+  const probed = (handler: RequestHandler): RequestHandler => {
+    const { health } = opts;
+    if (health === undefined) return handler;
+    return (req, res) => {
+      if (health.answer(req, res, app.log)) routeOf.set(req, req.url?.startsWith('/healthz') === true ? '/healthz' : '/readyz');
+      else handler(req, res);
+    };
+  };
+  // Every request gets its id, and is counted once answered, whoever answered (a probe, a route,
+  // or Fastify itself for a malformed request).
+  const observed = (handler: RequestHandler): RequestHandler => {
+    const { observer } = opts;
+    return (req, res) => {
+      const start = observer.begin(req);
+      // Taken now, while the connection is surely open.
+      const client = opts.accessLog === true ? opts.clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for']) : undefined;
+      observer.echo(req, res);
+      handler(req, res);
+      res.once('close', () => requestDone(req, res, start, client));
+    };
+  };
+
+  const app = buildListener({
+    name: 'auth',
+    logger: opts.logger,
+    connections: opts.connections,
+    fastify: {
+      // Not used to make the server (`server` below does); it makes Fastify log https:// addresses.
+      https: { cert: opts.tls.cert, key: opts.tls.key },
+      // A malformed request gets its 400 (or 431, 408) over TLS too.
+      clientErrorHandler: answerClientError,
+    },
     // One port for both: a TLS ClientHello goes to HTTPS, anything else straight to the same
     // HTTP server, whose httpsOnly hook below refuses every request that did not come over TLS.
-    serverFactory: (handler) => {
-      const { health, observer } = opts;
-      const probed: typeof handler =
-        health === undefined
-          ? handler
-          : (req, res) => {
-              if (health.answer(req, res, app.log)) routeOf.set(req, req.url?.startsWith('/healthz') === true ? '/healthz' : '/readyz');
-              else handler(req, res);
-            };
-      const observed: typeof handler =
-        observer === undefined
-          ? probed
-          : (req, res) => {
-              const start = observer.begin(req);
-              // Taken now, while the connection is surely open.
-              const client = opts.accessLog === true ? opts.clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for']) : undefined;
-              observer.echo(req, res);
-              probed(req, res);
-              // Once answered, whoever answered (a probe, a route, or Fastify itself for a malformed request).
-              res.once('close', () => requestDone(req, res, start, client));
-            };
-      // Fastify's own timeout options apply only to servers it makes: this one has them here.
-      const secure = https.createServer(
-        {
-          cert: opts.tls.cert,
-          key: opts.tls.key,
-          ServerResponse: OneWriteResponse,
-          ...serverTimeouts(opts.connections),
-          handshakeTimeout: opts.connections.headersTimeoutMs,
-        },
-        observed,
-      );
-      limitConnections(secure, opts.connections);
+    server: (options, handler) => {
+      const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key, ...options, handshakeTimeout: opts.connections.headersTimeoutMs }, observed(probed(handler)));
       sniffProtocol(secure, opts.connections.headersTimeoutMs);
       return secure;
     },
-    // Not used to make the server (serverFactory does); it makes Fastify log https:// addresses.
-    https: { cert: opts.tls.cert, key: opts.tls.key },
-    logger: opts.logger,
-    logController: new LogController({ disableRequestLogging: true }),
-    // Set by the observer for every request (from a trusted proxy, or new).
-    requestIdHeader: 'x-request-id',
-    forceCloseConnections: 'idle',
-    return503OnClosing: true,
-    bodyLimit: 64 * 1024,
-    // A malformed request gets its 400 (or 431, 408) over TLS too.
-    clientErrorHandler: answerClientError,
-  }) as unknown as FastifyInstance;
-
+    refused: (req, reply, status) => {
+      const e = new OAuthError('invalid_request', status === 413 ? 'The request body is too large' : 'The request could not be understood', status);
+      return answerError(req, reply, status, e);
+    },
+    failed: (req, reply) => {
+      const e = new OAuthError('server_error', 'Something went wrong; try again later');
+      return answerError(req, reply, 500, e);
+    },
+  });
   const isSecure = (req: FastifyRequest): boolean => {
     const encrypted = (req.raw.socket as TLSSocket).encrypted === true;
     const peer = req.raw.socket.remoteAddress ?? '';
@@ -144,8 +130,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     reply.headers({ 'strict-transport-security': 'max-age=31536000', 'x-content-type-options': 'nosniff', 'referrer-policy': 'strict-origin-when-cross-origin' });
     if (isSecure(req)) return;
     const err = new OAuthError('invalid_request', HTTPS_ONLY);
-    if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, err);
-    return sendPage(reply, 400, errorPage({ error: err.error, description: err.message }));
+    return answerError(req, reply, 400, err);
   });
 
   // NUL never reaches a query: PostgreSQL refuses it in text (which was a 500), and no name, id,
@@ -153,8 +138,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   app.addHook('preHandler', async function noNul(req, reply) {
     if (!holdsNul(req)) return;
     const err = new OAuthError('invalid_request', 'The request holds a NUL character');
-    if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, err);
-    return sendPage(reply, 400, errorPage({ error: err.error, description: err.message }));
+    return answerError(req, reply, 400, err);
   });
 
   const ctx: PageContext = {
@@ -171,19 +155,13 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     }
     return sendPage(reply, 404, errorPage({ error: 'not_found', description: 'There is no such page.' }));
   });
-  app.setErrorHandler(function failed(err, req, reply) {
-    const status = (err as { statusCode?: number }).statusCode;
-    if (status !== undefined && status >= 400 && status < 500) {
-      const e = new OAuthError('invalid_request', status === 413 ? 'The request body is too large' : 'The request could not be understood', status);
-      if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, e);
-      return sendPage(reply, status, errorPage({ error: e.error, description: e.message }));
-    }
-    req.log.error({ err }, 'auth request failed');
-    const e = new OAuthError('server_error', 'Something went wrong; try again later');
-    if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, e);
-    return sendPage(reply, 500, errorPage({ error: e.error, description: e.message }));
-  });
   return app;
+}
+
+/** An error as the endpoint's clients read it: OAuth JSON from the JSON endpoints, else a page. */
+function answerError(req: FastifyRequest, reply: FastifyReply, status: number, err: OAuthError): FastifyReply {
+  if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, err);
+  return sendPage(reply, status, errorPage({ error: err.error, description: err.message }));
 }
 
 /** Form fields only ever checked by pattern or hashed, never put in a query as they are; their own errors (e.g. "Malformed authorization code") stay. */

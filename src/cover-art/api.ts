@@ -1,7 +1,8 @@
 import { parseMbid } from '../shared/uuid.js';
+import type { ApiDeps } from './deps.js';
 import { imageKey, indexKey, type ThumbnailSize } from './keys.js';
-import { buildListing, serializeListing, type ListingUrls } from './listing.js';
-import { BACK_TYPE, chooseGroupRelease, findImage, findPrimaryImage, findRelease, findReleaseAndPrimaryImage, findReleaseGroup, FRONT_TYPE, hasImages, listImages, type Queryable } from './repo.js';
+import { buildListing, serializeListing } from './listing.js';
+import { BACK_TYPE, chooseGroupRelease, findImage, findPrimaryImage, findRelease, findReleaseAndPrimaryImage, findReleaseGroup, FRONT_TYPE, hasImages, listImages } from './repo.js';
 import {
   acceptsJson,
   ALLOW,
@@ -15,14 +16,6 @@ import {
   redirect,
   type ApiResponse,
 } from './responses.js';
-
-/** What the read API needs: a database and where its URLs point. */
-export interface ApiDeps {
-  db: Queryable;
-  urls: ListingUrls;
-  /** Prefix of redirect targets (`SLEEVE_IMAGE_BASE_URL`, README "The built-in file server"). */
-  imageBaseUrl: string;
-}
 
 export interface ApiRequest {
   method: string;

@@ -1,13 +1,10 @@
-import type { DialectName } from '../db/connect.js';
-import type { Db } from '../db/schema.js';
-import type { Clock } from '../shared/clock.js';
 import { AppError, invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
-import type { ObjectStore } from '../storage/index.js';
+import type { CoverArtDeps } from './deps.js';
 import { idForTime } from './ids.js';
 import { writeIndex } from './indexer.js';
 import { folderKey, imageKey, THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
-import { buildListing, type ListingImage, type ListingUrls } from './listing.js';
+import { buildListing, type ListingImage } from './listing.js';
 import {
   addToCounters,
   allocateImageId,
@@ -23,21 +20,6 @@ import {
 import { processImage } from './thumbnails.js';
 import { Upload } from './uploads.js';
 import { failpoint } from '../shared/failpoint.js';
-
-/** What the cover art module needs from the outside world. */
-export interface CoverArtDeps {
-  db: Db;
-  dialect: DialectName;
-  store: ObjectStore;
-  clock: Clock;
-  urls: ListingUrls;
-  limits: { maxBytes: number; maxPixels: number };
-  /**
-   * Told of work a committed change left for later because the store was away (an
-   * index.json to rewrite, files to remove); the change itself stands. Absent: silence.
-   */
-  warn?: (message: string) => void;
-}
 
 function requireMbid(text: string, what: string): string {
   const mbid = parseMbid(text);

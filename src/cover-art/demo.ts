@@ -1,5 +1,6 @@
 import { escapeHtml } from '../shared/html.js';
-import { addArt, addRelease, setGroupCover, type CoverArtDeps } from './catalogue.js';
+import { addArt, addRelease, setGroupCover } from './catalogue.js';
+import type { CoverArtDeps } from './deps.js';
 import { findRelease } from './repo.js';
 import { renderSvgToJpeg } from './thumbnails.js';
 

@@ -1,5 +1,5 @@
 /** The cover art module's public surface. */
-export { answerKey, handleApiRequest, pathSegments, parseFilename, type ApiDeps, type ApiRequest } from './api.js';
+export { answerKey, handleApiRequest, pathSegments, parseFilename, type ApiRequest } from './api.js';
 export {
   addArt,
   addRelease,
@@ -9,10 +9,10 @@ export {
   removeArt,
   reorderArt,
   setGroupCover,
-  type CoverArtDeps,
   type AddArtInput,
   type EditArtInput,
 } from './catalogue.js';
+export type { ApiDeps, CoverArtDeps, CoverArtRouteDeps } from './deps.js';
 export { loadDemo, DEMO } from './demo.js';
 export { finishPendingIndexes, reindex, writeIndex } from './indexer.js';
 export { idForTime, timeOfId } from './ids.js';
@@ -22,6 +22,6 @@ export { publishUrls, readPublishedUrls, type PublishedUrls } from './public-url
 export { findRelease, readCounter, recountCatalogue } from './repo.js';
 export { ResponseCache, type ResponseCacheLimits } from './response-cache.js';
 export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
-export { coverArtRoutes, sendApiResponse, type CoverArtRouteDeps } from './routes.js';
+export { coverArtRoutes, sendApiResponse } from './routes.js';
 export { FileCache, catalogueKeeps } from './file-cache.js';
 export { FileServer } from './file-server.js';

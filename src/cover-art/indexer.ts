@@ -1,16 +1,9 @@
-import type { Db } from '../db/schema.js';
-import type { ObjectStore } from '../storage/index.js';
+import type { IndexDeps } from './deps.js';
 import { timeOfId } from './ids.js';
 import { indexKey, parseImageKey } from './keys.js';
-import { buildListing, serializeListing, type ListingUrls } from './listing.js';
+import { buildListing, serializeListing } from './listing.js';
 import { readPublishedUrls } from './public-urls.js';
 import { listImages, recountCatalogue } from './repo.js';
-
-interface IndexDeps {
-  db: Db;
-  store: ObjectStore;
-  urls: ListingUrls;
-}
 
 /**
  * Rewrites a release's index.json from the database and clears its dirty flag, in one

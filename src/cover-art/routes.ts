@@ -1,19 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isStoreUnavailable } from '../shared/errors.js';
-import { answerKey, handleApiRequest, type ApiDeps } from './api.js';
-import { keyForDownloadPath, serveFile, storeUnavailableResponse, type FileResponse, type FileServer } from './file-server.js';
-import type { ResponseCache } from './response-cache.js';
+import { answerKey, handleApiRequest } from './api.js';
+import type { CoverArtRouteDeps } from './deps.js';
+import { keyForDownloadPath, serveFile, storeUnavailableResponse, type FileResponse } from './file-server.js';
 import { etagMatches, notModified, type ApiResponse } from './responses.js';
-
-export interface CoverArtRouteDeps {
-  api: ApiDeps;
-  cache: ResponseCache;
-  /**
-   * The built-in file server for /download/*, or none. The listener's front door answers
-   * GET and HEAD (coverart-app.ts); the route below answers the other methods.
-   */
-  files: FileServer | undefined;
-}
 
 function header(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];

@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { isStoreUnavailable } from '../shared/errors.js';
 import { hostTag, processAlive } from '../shared/process.js';
 import type { ObjectStore } from '../storage/index.js';
-import type { CoverArtDeps } from './catalogue.js';
+import type { CoverArtDeps } from './deps.js';
 import { imageKey, THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
 
 export const STAGING_PREFIX = 'uploads/';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
-import { COVER_ART_ROUTES } from '../../src/http/route-label.js';
+import { COVER_ART_ROUTES } from '../../src/cover-art/route-label.js';
 import { serve } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';

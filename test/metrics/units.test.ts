@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { COVER_ART_ROUTES, coverArtRoute } from '../../src/http/route-label.js';
+import { COVER_ART_ROUTES, coverArtRoute } from '../../src/cover-art/route-label.js';
 import { MAX_REQUEST_ID_LENGTH, RequestIds, validRequestId } from '../../src/http/request-id.js';
 import { Exposition } from '../../src/metrics/exposition.js';
 import { DURATION_BUCKETS, HttpMetrics } from '../../src/metrics/http-metrics.js';

@@ -1,26 +1,17 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import {
-  acceptsJson,
-  answerKey,
-  coverArtRoutes,
-  errorPage,
-  etagMatches,
-  handleApiRequest,
-  notModified,
-  sendApiResponse,
-  type ApiResponse,
-  type CoverArtRouteDeps,
-} from '../cover-art/index.js';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
+import { clientAddress, type TrustedProxies } from '../http/client-address.js';
+import type { ListenerHealth } from '../http/health.js';
+import { buildListener } from '../http/listener.js';
+import { answeredStatus, type RequestObserver } from '../http/observe.js';
+import type { RateDecision, RequestLimiter } from '../http/rate-limit.js';
 import type { Clock } from '../shared/clock.js';
-import { clientAddress, type TrustedProxies } from './client-address.js';
-import { limitConnections, serverTimeouts } from './connections.js';
-import type { ListenerHealth } from './health.js';
-import { answeredStatus, type RequestObserver } from './observe.js';
-import type { RateDecision, RequestLimiter } from './rate-limit.js';
+import { answerKey, handleApiRequest } from './api.js';
+import type { CoverArtRouteDeps } from './deps.js';
+import { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 import { coverArtRoute } from './route-label.js';
-import { OneWriteResponse } from './one-write.js';
+import { coverArtRoutes, sendApiResponse } from './routes.js';
 import { writeResponse } from './wire.js';
 
 export interface CoverArtAppOptions {
@@ -40,6 +31,8 @@ export interface CoverArtAppOptions {
 }
 
 const WHOOPS = 'Whoops. Our bad.\n';
+const CORS = { 'access-control-allow-origin': '*' };
+const TEXT = 'text/plain; charset=utf-8';
 
 function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse, observer: RequestObserver): void {
   writeResponse(req, res, response, observer.id(req));
@@ -114,28 +107,25 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     return replay(req, res);
   };
 
-  const app: FastifyInstance = Fastify({
+  const app = buildListener({
+    name: 'cover art',
     logger: opts.logger,
-    logController: new LogController({ disableRequestLogging: true }),
-    // Set by observer.begin for every request (from a trusted proxy, or new).
-    requestIdHeader: 'x-request-id',
-    forceCloseConnections: 'idle',
-    return503OnClosing: true,
-    bodyLimit: 64 * 1024,
-    routerOptions: { maxParamLength: 2048 },
-    // Malformed percent-escapes and the like: the API's own 400 page, with its CORS header.
-    frameworkErrors: function badRequest(_err, _req, reply) {
-      return sendApiResponse(reply, errorPage(400), undefined);
+    connections: opts.connections,
+    fastify: {
+      routerOptions: { maxParamLength: 2048 },
+      // Malformed percent-escapes and the like: the API's own 400 page, with its CORS header.
+      frameworkErrors: function badRequest(_err, _req, reply) {
+        return sendApiResponse(reply, errorPage(400), undefined);
+      },
     },
-    serverFactory: (handler) => {
+    server: (options, handler) => {
       // Requests the front door passes on (at once, or after a shared rate limit answered).
       const toFastify = (req: IncomingMessage, res: ServerResponse): void => {
         observer.echo(req, res);
         if (opts.accessLog) routed.set(req, clientOf(req));
         handler(req, res);
       };
-      // Fastify's own timeout options apply only to servers it makes: this one has them here.
-      const server = http.createServer({ ...serverTimeouts(opts.connections), ServerResponse: OneWriteResponse }, (req, res) => {
+      return http.createServer(options, (req, res) => {
         const start = observer.begin(req);
         if (!frontDoor(req, res, toFastify)) toFastify(req, res);
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
@@ -146,10 +136,10 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (res.writableEnded && res.writableLength === 0) requestDone(req, res, start, res.statusCode);
         else res.once('close', () => requestDone(req, res, start));
       });
-      limitConnections(server, opts.connections);
-      return server;
     },
-  }) as unknown as FastifyInstance;
+    refused: (_req, reply, status, err) => reply.code(status).headers(CORS).type(TEXT).send(`${err.message}\n`),
+    failed: (_req, reply) => reply.code(500).headers(CORS).type(TEXT).send(WHOOPS),
+  });
 
   // With the access log on: requests Fastify answered (the front door logs its own answers), with
   // their client's address, taken while the connection is surely open.
@@ -159,14 +149,6 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     const client = routed.get(req);
     if (client !== undefined) app.log.debug({ reqId: req.headers['x-request-id'], client, method: req.method, url: req.url, status, ms }, 'request');
   };
-  app.setErrorHandler(function whoops(err, req, reply) {
-    const status = (err as { statusCode?: number }).statusCode;
-    if (status !== undefined && status >= 400 && status < 500) {
-      return reply.code(status).headers({ 'access-control-allow-origin': '*' }).type('text/plain; charset=utf-8').send(`${(err as Error).message}\n`);
-    }
-    req.log.error({ err }, 'cover art request failed');
-    return reply.code(500).headers({ 'access-control-allow-origin': '*' }).type('text/plain; charset=utf-8').send(WHOOPS);
-  });
   void app.register(coverArtRoutes, opts.routes);
   return app;
 }

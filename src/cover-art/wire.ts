@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ApiResponse } from '../cover-art/index.js';
+import type { ApiResponse } from './responses.js';
 
 /** A response as the front door writes it, prepared once per response object. */
 interface Wire {

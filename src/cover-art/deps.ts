@@ -1,0 +1,45 @@
+import type { DialectName } from '../db/connect.js';
+import type { Db } from '../db/schema.js';
+import type { Clock } from '../shared/clock.js';
+import type { ObjectStore } from '../storage/index.js';
+import type { FileServer } from './file-server.js';
+import type { ListingUrls } from './listing.js';
+import type { Queryable } from './repo.js';
+import type { ResponseCache } from './response-cache.js';
+
+/** What the cover art module needs from the outside world (runtime.ts makes it). */
+export interface CoverArtDeps {
+  db: Db;
+  dialect: DialectName;
+  store: ObjectStore;
+  clock: Clock;
+  urls: ListingUrls;
+  limits: { maxBytes: number; maxPixels: number };
+  /**
+   * Told of work a committed change left for later because the store was away (an
+   * index.json to rewrite, files to remove); the change itself stands. Absent: silence.
+   */
+  warn?: (message: string) => void;
+}
+
+/** What writing listings (index.json) needs. */
+export type IndexDeps = Pick<CoverArtDeps, 'db' | 'store' | 'urls'>;
+
+/** What the read API needs: a database and where its URLs point. */
+export interface ApiDeps {
+  db: Queryable;
+  urls: ListingUrls;
+  /** Prefix of redirect targets (`SLEEVE_IMAGE_BASE_URL`, README "The built-in file server"). */
+  imageBaseUrl: string;
+}
+
+/** What the cover art listener's routes need. */
+export interface CoverArtRouteDeps {
+  api: ApiDeps;
+  cache: ResponseCache;
+  /**
+   * The built-in file server for /download/*, or none. The listener's front door answers
+   * GET and HEAD (app.ts); the route answers the other methods.
+   */
+  files: FileServer | undefined;
+}
