@@ -1,4 +1,4 @@
-import type { AuthDeps } from './auth/accounts.js';
+import type { AuthDeps } from './auth/index.js';
 import type { Config } from './config/load.js';
 import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';

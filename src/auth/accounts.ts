@@ -1,23 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema.js';
-import type { WriteBatcher } from '../db/write-batch.js';
-import type { Clock } from '../shared/clock.js';
 import { AppError, invalidInput } from '../shared/errors.js';
-import { DUMMY_PASSWORD_HASH, hashPassword, PasswordHashingBusy, randomToken, tokenHash, verifyPassword, type PasswordHasher } from './crypto.js';
-
-/** What the authorization module needs from the outside world. */
-export interface AuthDeps {
-  db: Db;
-  clock: Clock;
-  /** {auth_url}: public URL of the authorization service. */
-  authUrl: string;
-  accessTokenTtl: number;
-  authCodeTtl: number;
-  /** Group commit for the hot small writes (token refresh), when the process serves many clients. */
-  writes?: WriteBatcher;
-  /** Where passwords are hashed (worker threads with a bounded queue); a shared default when absent. */
-  passwords?: PasswordHasher | undefined;
-}
+import type { AuthDeps } from './deps.js';
+import { DUMMY_PASSWORD_HASH, hashPassword, PasswordHashingBusy, randomToken, tokenHash, verifyPassword } from './crypto.js';
 
 export interface Account {
   id: number;

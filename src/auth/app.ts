@@ -9,12 +9,15 @@ import type { ListenerHealth } from '../http/health.js';
 import { answerClientError } from '../http/client-error.js';
 import { buildListener, type RequestHandler } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
-import type { AuthDeps } from './accounts.js';
+import type { AuthDeps } from './deps.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
 import { pageRoutes, renderLoginInterstitial, sendPage, type PageContext } from './routes/pages.js';
 import type { TlsMaterial } from './tls.js';
 import { errorPage } from './views/pages.js';
+
+/** The listener serves with this TLS material (serve() loads it first). */
+export { loadTlsMaterial, type TlsMaterial } from './tls.js';
 
 export interface AuthAppOptions {
   deps: AuthDeps;

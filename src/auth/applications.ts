@@ -1,6 +1,6 @@
 import { preparedQuery } from '../db/prepared.js';
 import { invalidInput, notFound } from '../shared/errors.js';
-import type { AuthDeps } from './accounts.js';
+import type { AuthDeps } from './deps.js';
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
 
 export type AppKind = 'confidential' | 'public';

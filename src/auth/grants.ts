@@ -1,5 +1,6 @@
 import { preparedQuery } from '../db/prepared.js';
-import type { Account, AuthDeps } from './accounts.js';
+import type { Account } from './accounts.js';
+import type { AuthDeps } from './deps.js';
 import { redirectUriAllowed, type Application } from './applications.js';
 import { constantTimeEqual, randomToken, s256, tokenHash } from './crypto.js';
 import { OAuthError } from './errors.js';

@@ -1,4 +1,5 @@
-import type { Account, AuthDeps } from './accounts.js';
+import type { Account } from './accounts.js';
+import type { AuthDeps } from './deps.js';
 import { EMAIL } from './scopes.js';
 
 function ageOn(birthDate: string, now: Date): number {

@@ -1,5 +1,4 @@
 import { readFile, stat } from 'node:fs/promises';
-import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config/load.js';
 import {
   addArt,
@@ -22,26 +21,11 @@ import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js'
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
-import { publishChange } from '../cluster/freshness.js';
 import { readCatalogueMark } from '../cluster/mark.js';
-import type { Db } from '../db/schema.js';
+import { afterChange, type Command, type CommandContext } from './command.js';
 
-export interface CommandContext {
-  args: string[];
-  options: Record<string, string | boolean | string[] | undefined>;
-  json: boolean;
-  config(): Readonly<Config>;
-  /** Prints `human` normally, or `data` as one JSON line with --json. */
-  out(human: string, data: unknown): void;
-}
-
-export interface Command {
-  name: string;
-  options?: ParseArgsConfig['options'];
-  /** Accept any flags (commands that only explain why they cannot run). */
-  lenient?: boolean;
-  run(ctx: CommandContext): Promise<number>;
-}
+// main.ts takes the command types from here, with the commands.
+export type { Command, CommandContext } from './command.js';
 
 function want(ctx: CommandContext, count: number, usage: string): string[] {
   if (ctx.args.length !== count) throw invalidInput(`usage: sleeve ${usage}`);
@@ -98,35 +82,6 @@ async function withRuntime<T>(
     // Also after a failure: part of a change (its commit) may have happened.
     if (before !== undefined) await afterChange(config, rt.database.db, before, finished > 0 || rewrote, warn);
     await rt.close();
-  }
-}
-
-/**
- * The step every catalogue command ends with: when the catalogue moved since `before` (or
- * index.json files were rewritten), publish the change and wait for the serving processes
- * to show it (cluster/freshness.ts). Never fails the command: its change is saved.
- */
-export async function afterChange(config: Readonly<Config>, db: Db, before: number, filesChanged: boolean, warn: (message: string) => void): Promise<void> {
-  try {
-    const now = await readCatalogueMark(db);
-    if (now === before && !filesChanged) return;
-    // Loaded only with Redis configured: other setups do not pay for the client at start-up.
-    const announcer = config.redisUrl === undefined ? undefined : new (await import('../cluster/notify.js')).ChangeAnnouncer(config.redisUrl);
-    try {
-      await publishChange({
-        db,
-        database: config.database,
-        announcer,
-        waitMs: config.changeWaitMs,
-        pollMs: config.changePollMs,
-        pollRedisMs: config.changePollRedisMs,
-        warn,
-      });
-    } finally {
-      announcer?.close();
-    }
-  } catch (err) {
-    warn(`the change is saved, but serving processes could not be told of it (${(err as Error).message}); they see it at their next look at the database (SLEEVE_CHANGE_POLL_MS)`);
   }
 }
 
@@ -380,9 +335,9 @@ async function readPassword(): Promise<string> {
  * event is one JSON line on stderr, shaped like the server's log lines (`level` 30 is
  * info), written when SLEEVE_LOG_LEVEL lets info through, as the server's are.
  */
-async function cliAudit(ctx: CommandContext, event: import('../auth/audit.js').AuditEvent, fields: import('../auth/audit.js').AuditFields): Promise<void> {
+async function cliAudit(ctx: CommandContext, event: import('../auth/index.js').AuditEvent, fields: import('../auth/index.js').AuditFields): Promise<void> {
   if (!['info', 'debug', 'trace'].includes(ctx.config().logLevel)) return;
-  const { audit } = await import('../auth/audit.js');
+  const { audit } = await import('../auth/index.js');
   audit({ info: (obj, msg) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), ...obj, msg })}\n`) }, event, { ...fields, via: 'cli' });
 }
 
@@ -402,7 +357,7 @@ const userAdd: Command = {
     const [name = ''] = want(ctx, 1, 'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]');
     if (ctx.options['password-stdin'] !== true) throw invalidInput('--password-stdin is required: the password is read from standard input, never from the command line');
     const password = await readPassword();
-    const { addUser } = await import('../auth/accounts.js');
+    const { addUser } = await import('../auth/index.js');
     const account = await withRuntime(ctx, (rt) =>
       addUser(rt.auth, {
         name,
@@ -429,8 +384,7 @@ const appAdd: Command = {
     want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server]');
     const ownerName = str(ctx, 'owner');
     if (ownerName === undefined) throw invalidInput('--owner NAME is required');
-    const { findAccountByName } = await import('../auth/accounts.js');
-    const { registerApp } = await import('../auth/applications.js');
+    const { findAccountByName, registerApp } = await import('../auth/index.js');
     const result = await withRuntime(ctx, async (rt) => {
       const owner = await findAccountByName(rt.auth, ownerName);
       if (owner === undefined) throw notFound(`no user ${ownerName}; add one with: sleeve user add NAME --email E --password-stdin`);
@@ -462,7 +416,7 @@ const appEdit: Command = {
     const name = str(ctx, 'name');
     const redirectUri = str(ctx, 'redirect-uri');
     if (name === undefined && redirectUri === undefined && !on && !off) throw invalidInput('nothing to change: give --name, --redirect-uri, --resource-server or --no-resource-server');
-    const { operatorEditApp } = await import('../auth/applications.js');
+    const { operatorEditApp } = await import('../auth/index.js');
     const app = await withRuntime(ctx, (rt) => operatorEditApp(rt.auth, clientId, { name, redirectUri, resourceServer: on ? true : off ? false : undefined }));
     await cliAudit(ctx, 'app.changed', { clientId: app.client_id, reason: on ? 'resource_server' : off ? 'not_resource_server' : undefined });
     const resourceServer = app.resource_server === 1;

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 
 export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
        sleeve COMMAND --help        that command's options

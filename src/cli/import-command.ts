@@ -9,7 +9,7 @@ import { migrateToLatest } from '../db/migrator.js';
 import { ImportInterrupted, importMusicBrainz, openPgBackend, openSqliteBackend, plainReporter, ttyReporter, type ImportSummary } from '../import/index.js';
 import { invalidInput } from '../shared/errors.js';
 import { systemClock } from '../shared/clock.js';
-import { afterChange, type CommandContext } from './commands.js';
+import { afterChange, type CommandContext } from './command.js';
 
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 

@@ -8,7 +8,7 @@ import { listImages } from '../cover-art/repo.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
-import type { Command, CommandContext } from './commands.js';
+import type { Command, CommandContext } from './command.js';
 
 async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   const rt = await openRuntime(ctx.config(), { migrate: 'apply' });

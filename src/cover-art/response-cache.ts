@@ -3,7 +3,7 @@ import type { ApiResponse } from './responses.js';
 /**
  * What an entry costs besides its key, body and header text: the Map slot, the response
  * and header objects, the Buffer, and the wire form the front door prepares once per
- * response (http/wire.ts). With it, the estimate below follows the heap: 20,000 cached
+ * response (wire.ts). With it, the estimate below follows the heap: 20,000 cached
  * thumbnail redirects (wire forms made) took 1,461 bytes of heap each; estimated 1,428.
  */
 export const ENTRY_OVERHEAD_BYTES = 512;

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { ConnectionLimits, ListenAddress } from '../config/load.js';
 import { limitConnections, serverTimeouts } from '../http/connections.js';
 import { METRICS_CONTENT_TYPE } from './exposition.js';
-import type { Metrics } from './index.js';
+import type { Metrics } from './metrics.js';
 
 /**
  * The metrics listener (SLEEVE_METRICS_LISTEN): `GET /metrics` (and HEAD) in the Prometheus

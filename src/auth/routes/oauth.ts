@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { findAccount, type AuthDeps } from '../accounts.js';
+import { findAccount } from '../accounts.js';
+import type { AuthDeps } from '../deps.js';
 import { audit } from '../audit.js';
 import { authenticateClient, findAppByClientId, OOB_URI, redirectUriRefusal, type Application } from '../applications.js';
 import { tokenHash } from '../crypto.js';

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isAppError } from '../../shared/errors.js';
-import { authenticate, createSession, endSession, findAccountByName, sessionAccount, type AuthDeps } from '../accounts.js';
+import { authenticate, createSession, endSession, findAccountByName, sessionAccount } from '../accounts.js';
+import type { AuthDeps } from '../deps.js';
 import { authenticateClient, editApp, listOwnApps, ownApp, registerApp, removeApp, resetSecret, type Application } from '../applications.js';
 import { audit } from '../audit.js';
 import { findUserGrant, listUserGrants, revokeUserGrant } from '../grants.js';

@@ -1,0 +1,19 @@
+import type { Db } from '../db/schema.js';
+import type { WriteBatcher } from '../db/write-batch.js';
+import type { Clock } from '../shared/clock.js';
+import type { PasswordHasher } from './crypto.js';
+
+/** What the authorization module needs from the outside world (runtime.ts makes it; serve() adds the write batcher and the hashing threads). */
+export interface AuthDeps {
+  db: Db;
+  clock: Clock;
+  /** {auth_url}: public URL of the authorization service. */
+  authUrl: string;
+  accessTokenTtl: number;
+  authCodeTtl: number;
+  /** Group commit for the hot small writes (token refresh), when the process serves many clients. */
+  writes?: WriteBatcher;
+  /** Where passwords are hashed (worker threads with a bounded queue); a shared default when absent. */
+  passwords?: PasswordHasher | undefined;
+}
+

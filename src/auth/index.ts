@@ -1,0 +1,11 @@
+/**
+ * The authorization module's public surface: what the commands, the runtime and the bench
+ * use. Its listener (buildAuthApp, and the TLS material it serves with) is app.ts: kept out
+ * of here so that a command loads neither Fastify nor the certificate maker.
+ */
+export { addUser, findAccountByName, type Account, type AddUserInput } from './accounts.js';
+export { registerApp, operatorEditApp, type Application, type Registered } from './applications.js';
+export { audit, type AuditEvent, type AuditFields, type AuditLogger } from './audit.js';
+export { PasswordHasher, DEFAULT_HASH_QUEUE, defaultHashThreads, type PasswordHashingLimits } from './crypto.js';
+export type { AuthDeps } from './deps.js';
+export { exchangeCode, issueCode, type CodeRequest, type TokenResponse } from './grants.js';
