@@ -107,14 +107,28 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       return answerError(req, reply, 500, e);
     },
   });
-  const isSecure = (req: FastifyRequest): boolean => {
-    const encrypted = (req.raw.socket as TLSSocket).encrypted === true;
-    const peer = req.raw.socket.remoteAddress ?? '';
-    if (!opts.trustsProxy(peer)) return encrypted;
-    const proto = forwardedProto(req.headers['x-forwarded-proto']);
-    return proto === undefined ? encrypted : proto === 'https';
-  };
+  readForms(app);
+  guardRequests(app, opts, routeOf);
 
+  const ctx: PageContext = {
+    deps: opts.deps,
+    clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
+    loginInterstitial: renderLoginInterstitial,
+  };
+  void app.register(pageRoutes, ctx);
+  void app.register(oauthRoutes, ctx);
+
+  app.setNotFoundHandler(function notFound(req: FastifyRequest, reply: FastifyReply) {
+    if (JSON_ENDPOINTS.test(req.url) || req.url.startsWith('/oauth2/')) {
+      return reply.code(404).headers({ 'cache-control': 'no-store' }).type('application/json; charset=utf-8').send('{"error":"not_found","error_description":"No such endpoint"}');
+    }
+    return sendPage(reply, 404, errorPage({ error: 'not_found', description: 'There is no such page.' }));
+  });
+  return app;
+}
+
+/** Form bodies are parsed into `req.form`; other bodies are read and ignored. */
+function readForms(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, function parseForm(req, body, done) {
     req.form = new URLSearchParams(body as string);
@@ -124,6 +138,20 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, function ignoreBody(_req, _body, done) {
     done(null, undefined);
   });
+}
+
+/**
+ * What runs before any route: the route label (for metrics and the access log), the security
+ * headers and the HTTPS-only refusal, and the NUL check.
+ */
+function guardRequests(app: FastifyInstance, opts: AuthAppOptions, routeOf: WeakMap<http.IncomingMessage, string>): void {
+  const isSecure = (req: FastifyRequest): boolean => {
+    const encrypted = (req.raw.socket as TLSSocket).encrypted === true;
+    const peer = req.raw.socket.remoteAddress ?? '';
+    if (!opts.trustsProxy(peer)) return encrypted;
+    const proto = forwardedProto(req.headers['x-forwarded-proto']);
+    return proto === undefined ? encrypted : proto === 'https';
+  };
 
   app.addHook('onRequest', async function routeLabel(req) {
     routeOf.set(req.raw, req.routeOptions.url ?? 'other');
@@ -143,22 +171,6 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     const err = new OAuthError('invalid_request', 'The request holds a NUL character');
     return answerError(req, reply, 400, err);
   });
-
-  const ctx: PageContext = {
-    deps: opts.deps,
-    clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
-    loginInterstitial: renderLoginInterstitial,
-  };
-  void app.register(pageRoutes, ctx);
-  void app.register(oauthRoutes, ctx);
-
-  app.setNotFoundHandler(function notFound(req: FastifyRequest, reply: FastifyReply) {
-    if (JSON_ENDPOINTS.test(req.url) || req.url.startsWith('/oauth2/')) {
-      return reply.code(404).headers({ 'cache-control': 'no-store' }).type('application/json; charset=utf-8').send('{"error":"not_found","error_description":"No such endpoint"}');
-    }
-    return sendPage(reply, 404, errorPage({ error: 'not_found', description: 'There is no such page.' }));
-  });
-  return app;
 }
 
 /** An error as the endpoint's clients read it: OAuth JSON from the JSON endpoints, else a page. */
