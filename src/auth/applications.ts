@@ -158,9 +158,14 @@ export async function listOwnApps(deps: AuthDeps, ownerId: number): Promise<Appl
 
 /** One of the owner's applications; anyone else's is "not found". */
 export async function ownApp(deps: AuthDeps, ownerId: number, id: number): Promise<Application> {
-  const app = await deps.db.selectFrom('oauth_application').select(APP_COLUMNS).where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
+  const app = await findOwnApp(deps, ownerId, id);
   if (app === undefined) throw notFound('no such application');
   return app;
+}
+
+/** The owner's application with this id, or undefined. */
+export async function findOwnApp(deps: AuthDeps, ownerId: number, id: number): Promise<Application | undefined> {
+  return deps.db.selectFrom('oauth_application').select(APP_COLUMNS).where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
 }
 
 /** Changes name and redirect URI; the type stays what it was registered as. */

@@ -57,6 +57,24 @@ export async function hasActiveGrant(deps: AuthDeps, accountId: number, appId: n
   return (await q.limit(1).executeTakeFirst()) !== undefined;
 }
 
+/**
+ * The out-of-band page's code: shown only to the user who granted access, and only while
+ * it can still be used. Says which application it is for, or why it is not shown.
+ */
+export async function codeToShow(deps: AuthDeps, accountId: number, code: string): Promise<{ appName: string } | { refused: string }> {
+  const row = /^[A-Za-z0-9_-]{1,200}$/.test(code)
+    ? await deps.db
+        .selectFrom('oauth_code as c')
+        .innerJoin('oauth_application as a', 'a.id', 'c.application_id')
+        .select(['a.name', 'c.account_id', 'c.used_at', 'c.expires_at'])
+        .where('c.code_hash', '=', tokenHash(code))
+        .executeTakeFirst()
+    : undefined;
+  if (row === undefined || row.used_at !== null || row.account_id !== accountId) return { refused: 'Invalid authorization code' };
+  if (row.expires_at <= deps.clock.now()) return { refused: 'Expired authorization code' };
+  return { appName: row.name };
+}
+
 export interface TokenResponse {
   access_token: string;
   token_type: 'Bearer';

@@ -43,6 +43,9 @@ export function setCookie(reply: FastifyReply, name: string, value: string, opts
   reply.header('set-cookie', [...list, parts.join('; ')]);
 }
 
+/** The CSRF token set on a request's answer, when the request carried none. */
+const csrfGiven = new WeakMap<FastifyRequest, string>();
+
 /**
  * The CSRF token for forms: a random value in a `__Host-` cookie (which no other site
  * or subdomain can set), repeated in a hidden field and compared on submission.
@@ -50,10 +53,12 @@ export function setCookie(reply: FastifyReply, name: string, value: string, opts
 export function csrfToken(req: FastifyRequest, reply: FastifyReply): string {
   const existing = cookies(req).get(CSRF_COOKIE);
   if (existing !== undefined && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
+  // Later calls in the same request reuse the token it was given (its cookie is not in this request).
+  const given = csrfGiven.get(req);
+  if (given !== undefined) return given;
   const token = randomToken();
   setCookie(reply, CSRF_COOKIE, token, { sameSite: 'Strict' });
-  // Later calls in the same request reuse it.
-  (req.headers as Record<string, string>).cookie = `${req.headers.cookie ?? ''}; ${CSRF_COOKIE}=${token}`;
+  csrfGiven.set(req, token);
   return token;
 }
 

@@ -10,6 +10,7 @@ import { ImportInterrupted, importMusicBrainz, openPgBackend, openSqliteBackend,
 import { invalidInput } from '../shared/errors.js';
 import { systemClock } from '../shared/clock.js';
 import { afterChange, type CommandContext } from './command.js';
+import { CommandInterrupted } from './errors.js';
 
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
@@ -108,9 +109,7 @@ export async function runImportCommand(ctx: CommandContext, dir: string): Promis
     reporter.end();
     if (err instanceof ImportInterrupted) {
       const message = `${err.message}. Nothing was changed in sleeve's catalogue; what was staged is kept. Run the same command again to resume.`;
-      if (ctx.json) process.stdout.write(`${JSON.stringify({ error: { code: 'INTERRUPTED', message } })}\n`);
-      process.stderr.write(`sleeve: ${message}\n`);
-      return SIGNAL_EXIT[caught ?? ''] ?? 130;
+      throw new CommandInterrupted(message, SIGNAL_EXIT[caught ?? ''] ?? 130);
     }
     throw err;
   } finally {

@@ -1,21 +1,12 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, loadConfig, readConfigFile, VARIABLES, type Config } from '../config/load.js';
-import { isAppError } from '../shared/errors.js';
+import { loadConfig, readConfigFile, type Config } from '../config/load.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
+import { reportError, UsageError } from './errors.js';
 import { commandHelp, groupHelp, USAGE, version } from './help.js';
 import { LIST_COMMANDS } from './list-commands.js';
 
 /** Every command: the catalogue and account commands, and the read-only listings. */
 const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS };
-
-export class UsageError extends Error {
-  /** The message says all there is; the global usage is not appended. */
-  readonly complete: boolean;
-  constructor(message: string, complete = false) {
-    super(message);
-    this.complete = complete;
-  }
-}
 
 /**
  * A bad option as one line naming it and where its command's help is, instead of
@@ -130,30 +121,3 @@ function stripGlobals(argv: string[]): string[] {
   }
   return out;
 }
-
-function reportError(err: unknown, json: boolean): number {
-  let code: string;
-  let message: string;
-  let exit: number;
-  if (err instanceof ConfigError) {
-    code = 'CONFIG';
-    message = `${err.message}\nSee the README for the variables: ${Object.keys(VARIABLES).join(', ')}`;
-    exit = 2;
-  } else if (isAppError(err)) {
-    code = err.code;
-    message = err.message;
-    exit = err.expose ? 2 : 1;
-  } else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    code = 'USAGE';
-    message = err instanceof UsageError && err.complete ? err.message : `${(err as Error).message}\n\n${USAGE}`;
-    exit = 2;
-  } else {
-    code = 'INTERNAL';
-    message = (err as Error)?.stack ?? String(err);
-    exit = 1;
-  }
-  if (json) process.stdout.write(`${JSON.stringify({ error: { code, message: code === 'USAGE' ? message.split('\n')[0] : message } })}\n`);
-  process.stderr.write(`sleeve: ${message}\n`);
-  return exit;
-}
-

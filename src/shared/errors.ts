@@ -1,44 +1,33 @@
 /**
- * sleeve's one error taxonomy. Domain code throws these; each wire format (the
- * cover art API, the CLI, later OAuth) decides how to show them.
+ * sleeve's domain errors. Domain code throws an AppError with one of four codes; each wire
+ * format shows it its own way, in one place (docs/decisions.md, "One error model"):
+ *
+ * - INVALID_INPUT: bad input to a command or a form (a name taken by nobody's rules, a bad
+ *   redirect URL, an image sleeve cannot read). CLI: the message, exit status 2. Account
+ *   pages: the form again with the message, 400 (routes/pages/shared.ts, formAction).
+ * - NOT_FOUND: no such user, release, image or application. CLI: exit status 2. Account
+ *   pages: a 404 error page (routes/pages/shared.ts, pageErrors).
+ * - CONFLICT: the change cannot be made as things stand (the user or release already exists,
+ *   another import runs, the release changed meanwhile). CLI: exit status 2.
+ * - STORE_UNAVAILABLE: the object store cannot be used just now. CLI: exit status 1. The
+ *   file server (/download/): 503 with Retry-After; `serve` and the catalogue watch retry.
+ *
+ * In the CLI the code is also the `--json` error object's `code` (cli/errors.ts, which adds
+ * CONFIG, USAGE, INTERRUPTED and INTERNAL). OAuth protocol errors are not AppErrors: they are
+ * OAuthError (auth/errors.ts), answered as RFC 6749 JSON or as an error page.
  */
-export type ErrorCode =
-  | 'BAD_REQUEST'
-  | 'NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'NOT_ACCEPTABLE'
-  | 'NOT_IMPLEMENTED'
-  | 'RATE_LIMITED'
-  | 'INVALID_INPUT'
-  | 'CONFLICT'
-  | 'CONFIG'
-  | 'STORE_UNAVAILABLE';
-
-const STATUS: Record<ErrorCode, number> = {
-  BAD_REQUEST: 400,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  NOT_ACCEPTABLE: 406,
-  NOT_IMPLEMENTED: 501,
-  RATE_LIMITED: 503,
-  INVALID_INPUT: 400,
-  CONFLICT: 409,
-  CONFIG: 500,
-  STORE_UNAVAILABLE: 503,
-};
+export type ErrorCode = 'INVALID_INPUT' | 'NOT_FOUND' | 'CONFLICT' | 'STORE_UNAVAILABLE';
 
 export class AppError extends Error {
   readonly code: ErrorCode;
-  readonly status: number;
-  /** Whether `message` may be shown to a client (status < 500 unless said otherwise). */
+  /** Whether the caller can fix it (all but STORE_UNAVAILABLE): the CLI exits 2, not 1, and a page shows the message. */
   readonly expose: boolean;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'AppError';
     this.code = code;
-    this.status = STATUS[code];
-    this.expose = this.status < 500;
+    this.expose = code !== 'STORE_UNAVAILABLE';
   }
 }
 
@@ -53,7 +42,7 @@ export function notFound(message: string): AppError {
 
 /** Also true for an AppError of another copy of this module (the bundled CLI calls the unbundled server). */
 export function isAppError(err: unknown): err is AppError {
-  return err instanceof AppError || (err instanceof Error && err.name === 'AppError' && typeof (err as AppError).code === 'string' && typeof (err as AppError).status === 'number');
+  return err instanceof AppError || (err instanceof Error && err.name === 'AppError' && typeof (err as AppError).code === 'string' && typeof (err as AppError).expose === 'boolean');
 }
 
 /** The object store cannot be used just now (unreachable, timing out, refusing access, or no such bucket). */

@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { findAccount, type Account } from '../../accounts.js';
+import { OOB_URI } from '../../applications.js';
+import { audit } from '../../audit.js';
+import { authorizeRequest, authorizeTarget, type AuthorizeRequest, type AuthorizeTarget } from '../../authorize.js';
+import { hasActiveGrant, issueCode } from '../../grants.js';
+import { csrfValid, formParams, queryParams, withParams } from '../../http-util.js';
+import { scopeNames } from '../../scopes.js';
+import { consentPage, errorPage, FORM_POST_SCRIPT, formPostPage } from '../../views/pages.js';
+import { currentViewer, EXPIRED, sendPage, type PageContext, type SignedIn } from '../pages/shared.js';
+
+const FORM_POST_CSP = `default-src 'none'; script-src 'sha256-${createHash('sha256').update(FORM_POST_SCRIPT).digest('base64')}'; frame-ancestors 'none'; base-uri 'none'`;
+
+type Fields = Record<string, string | undefined>;
+
+/**
+ * The authorization endpoint (RFC 6749 §3.1), a website page: GET shows the consent page
+ * (or grants at once what the user already granted), POST is that page's form. Errors of
+ * the request itself are error pages (by the pages' error mapping); once the client and its
+ * redirect URI are known to be good, errors and codes go back to it.
+ */
+export function authorizeEndpoint(app: FastifyInstance, ctx: PageContext): void {
+  const authorize = async (req: FastifyRequest, reply: FastifyReply) => {
+    reply.header('referrer-policy', 'strict-origin-when-cross-origin');
+    const viewer = await currentViewer(ctx, req, reply);
+    if (viewer === undefined) return ctx.loginInterstitial(req, reply);
+    // Only the query carries the authorization request; a POST body is the consent form.
+    const target = await authorizeTarget(ctx.deps, queryParams(req));
+    const back = (fields: Fields, mode: 'query' | 'form_post') => sendBack(ctx, reply, viewer, target, fields, mode);
+    const request = authorizeRequest(target);
+    if ('refused' in request) return back({ error: request.refused.error, error_description: request.refused.message, state: target.state }, 'query');
+    const account = await findAccount(ctx.deps, viewer.accountId);
+    if (account === undefined) return ctx.loginInterstitial(req, reply);
+    return consent(ctx, req, reply, viewer, account, request, back);
+  };
+  app.get('/oauth2/authorize', authorize);
+  app.post('/oauth2/authorize', authorize);
+}
+
+/** Asks for consent, or takes the answer; web applications that already hold this exact grant are not asked (such a code is online). */
+async function consent(
+  ctx: PageContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  viewer: SignedIn,
+  account: Account,
+  request: AuthorizeRequest,
+  back: (fields: Fields, mode: 'query' | 'form_post') => FastifyReply,
+): Promise<FastifyReply> {
+  const { client, scope, state } = request;
+  const grantCode = async (offline: boolean) => {
+    const code = await issueCode(ctx.deps, {
+      account,
+      app: client,
+      scope,
+      offline,
+      redirectUri: request.redirectUri,
+      codeChallenge: request.codeChallenge,
+      codeChallengeMethod: request.codeChallengeMethod,
+    });
+    return back({ code, state }, request.responseMode);
+  };
+  if (!request.installed && !request.forcePrompt && (await hasActiveGrant(ctx.deps, account.id, client.id, scope, request.offline))) return grantCode(false);
+  const ask = (status: number, error?: string) =>
+    sendPage(reply, status, consentPage({ viewer, app: client, scope, offlineBullet: !request.installed && request.offline, redirectHost: describeRedirect(request.redirectUri), error }));
+  if (req.method !== 'POST') return ask(200);
+  if (!csrfValid(req)) return ask(400, EXPIRED);
+  const decision = formParams(req).get('decision');
+  if (decision !== 'allow' && decision !== 'deny') return ask(400, 'Choose "Allow access" or "No thanks".');
+  const facts = { user: account.name, address: ctx.clientAddress(req), clientId: client.client_id, scope: scopeNames(scope).join(' ') };
+  if (decision === 'deny') {
+    audit(req.log, 'consent.denied', facts);
+    return back({ error: 'access_denied', error_description: 'User denied the authorization request', state }, 'query');
+  }
+  audit(req.log, 'consent.given', { ...facts, reason: request.offline ? 'offline' : 'online' });
+  return grantCode(request.offline);
+}
+
+/** Sends a code or an error back to the client: by redirect, by a self-submitting form, or on sleeve's out-of-band page. */
+function sendBack(ctx: PageContext, reply: FastifyReply, viewer: SignedIn, target: AuthorizeTarget, fields: Fields, mode: 'query' | 'form_post'): FastifyReply {
+  const { client, redirectUri } = target;
+  if (redirectUri === OOB_URI) {
+    if (fields.error === 'access_denied') {
+      // The user said no: Post/Redirect/Get to a page that says so, without blaming the application.
+      return reply.redirect(`/oauth2/oob?${new URLSearchParams({ declined: client.client_id })}`, 303);
+    }
+    if (fields.error !== undefined) {
+      return sendPage(reply, fields.error === 'temporarily_unavailable' ? 503 : 400, errorPage({ error: fields.error, description: fields.error_description ?? '', viewer, blame: true }));
+    }
+    return reply.redirect(withParams(`${ctx.deps.authUrl}/oauth2/oob`, fields), 302);
+  }
+  if (mode === 'form_post' && fields.error === undefined) {
+    // A page like the others (no framing, not cached: it carries the code), with its own script allowed.
+    reply.headers({ 'content-security-policy': FORM_POST_CSP, 'x-frame-options': 'DENY', 'cache-control': 'no-store' });
+    return reply.code(200).type('text/html; charset=utf-8').send(formPostPage({ appName: client.name, action: redirectUri, fields }));
+  }
+  return reply.redirect(withParams(redirectUri, fields), 302);
+}
+
+function describeRedirect(uri: string): string {
+  if (uri === OOB_URI) return 'a page showing a code to copy';
+  try {
+    const u = new URL(uri);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.host : `${u.protocol}//${u.host}`;
+  } catch {
+    return uri;
+  }
+}

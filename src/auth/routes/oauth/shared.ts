@@ -1,0 +1,118 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthDeps } from '../../deps.js';
+import { authenticateClient, type Application } from '../../applications.js';
+import { OAuthError } from '../../errors.js';
+import { formParams, queryParams } from '../../http-util.js';
+
+/*
+ * What the JSON endpoints (token, revoke, introspect, userinfo) share: their headers, their
+ * parameters, client authentication, bearer tokens, and their one error mapping.
+ */
+
+export const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+export const CORS = { 'access-control-allow-origin': '*' };
+/** The endpoints answer every method themselves (a wrong one is an OAuth error, not a 404). */
+export const ANY_METHOD = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+
+/** Sends an RFC 6749 JSON error (401 invalid_client with its Basic challenge). */
+export function sendOAuthError(reply: FastifyReply, err: OAuthError, extra: Record<string, string> = {}): FastifyReply {
+  reply.code(err.status).headers({ ...NO_STORE, ...CORS, ...extra });
+  if (err.error === 'invalid_client') reply.header('www-authenticate', 'Basic realm="OAuth2-Client"');
+  return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: err.error, error_description: err.message }));
+}
+
+/**
+ * The JSON endpoints' error mapping (a Fastify error handler): an OAuthError is its RFC 6749
+ * JSON answer; anything else goes on to the listener's handler.
+ */
+export async function oauthErrors(err: Error, _req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  if (err instanceof OAuthError) return sendOAuthError(reply, err);
+  throw err;
+}
+
+export function sendJson(reply: FastifyReply, body: unknown, headers: Record<string, string> = {}): FastifyReply {
+  return reply
+    .code(200)
+    .headers({ ...NO_STORE, ...headers })
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(body));
+}
+
+export function optionsReply(reply: FastifyReply, allow: string, allowHeaders = false): FastifyReply {
+  reply.headers({ ...NO_STORE, ...CORS, allow });
+  if (allowHeaders) reply.header('access-control-allow-headers', 'authorization');
+  return reply.code(200).type('application/json; charset=utf-8').send('{"message":"OK"}');
+}
+
+export function onlyPost(req: FastifyRequest): void {
+  if (req.method !== 'POST') throw new OAuthError('invalid_request', 'Only POST requests are allowed');
+}
+
+/** All values of `name` from query and form body together (a parameter in both counts twice). */
+export function values(req: FastifyRequest, name: string, source: 'both' | 'body' = 'both'): string[] {
+  const body = formParams(req).getAll(name);
+  return source === 'body' ? body : [...queryParams(req).getAll(name), ...body];
+}
+
+/** Checks each name in order for repetition, and the required ones for presence (empty counts as missing). */
+export function checkParams(req: FastifyRequest, names: string[], required: Set<string>, source: 'both' | 'body' = 'both'): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const name of names) {
+    const v = values(req, name, source);
+    if (v.length > 1) throw new OAuthError('invalid_request', `Parameter is included more than once in the request: ${name}`);
+    if (required.has(name) && (v[0] === undefined || v[0] === '')) throw new OAuthError('invalid_request', `Required parameter is missing: ${name}`);
+    if (v[0] !== undefined) out.set(name, v[0]);
+  }
+  return out;
+}
+
+/** Whether the request carries HTTP Basic credentials. */
+export function hasBasicAuth(req: FastifyRequest): boolean {
+  return req.headers.authorization !== undefined && /^basic\s/i.test(req.headers.authorization);
+}
+
+/** Client credentials: HTTP Basic (RFC 6749 §2.3.1, form-encoded) wins over the body's client_id/client_secret. */
+function clientCredentials(req: FastifyRequest, params: Map<string, string>): { id: string | undefined; secret: string | undefined } {
+  const header = req.headers.authorization;
+  const m = header === undefined ? null : /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (m !== null) {
+    const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon > 0) {
+      try {
+        return { id: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')) };
+      } catch {
+        return { id: undefined, secret: undefined };
+      }
+    }
+  }
+  return { id: params.get('client_id'), secret: params.get('client_secret') };
+}
+
+/** The authenticated client of the request, or 401 invalid_client. */
+export async function requireClient(deps: AuthDeps, req: FastifyRequest, params: Map<string, string>): Promise<Application> {
+  const { id, secret } = clientCredentials(req, params);
+  const app = id === undefined || secret === undefined ? undefined : await authenticateClient(deps, id, secret);
+  if (app === undefined) throw new OAuthError('invalid_client', 'Client not authentified');
+  return app;
+}
+
+/** Every bearer token of a request: header, form body and query (RFC 6750 §2; more than one is an error). */
+export function bearerTokens(req: FastifyRequest): string[] {
+  const found: string[] = [];
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const m = /^bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
+    if (m !== null) found.push(m[1] as string);
+  }
+  found.push(...formParams(req).getAll('access_token'), ...queryParams(req).getAll('access_token'));
+  return found;
+}
+
+/** The WWW-Authenticate challenge of a protected resource (RFC 6750 §3). */
+export function bearerChallenge(err?: OAuthError, scope?: string): string {
+  let v = 'Bearer realm="sleeve"';
+  if (err !== undefined) v += `, error="${err.error}", error_description="${err.message.replace(/"/g, "'")}"`;
+  if (scope !== undefined) v += `, scope="${scope}"`;
+  return v;
+}
