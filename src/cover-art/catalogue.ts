@@ -1,4 +1,3 @@
-import type { DialectName } from '../db/connect.js';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError, invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
@@ -27,7 +26,6 @@ import { failpoint } from '../shared/failpoint.js';
 /** What the cover art module needs from the outside world. */
 export interface CoverArtDeps {
   db: Db;
-  dialect: DialectName;
   store: ObjectStore;
   clock: Clock;
   urls: ListingUrls;
@@ -167,7 +165,7 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
   const typeIds = await resolveTypes(deps.db, input.types ?? []);
   const image = await processImage(input.bytes, deps.limits.maxPixels);
 
-  const id = await allocateImageId(deps.db, deps.dialect, idForTime(deps.clock.now()));
+  const id = await allocateImageId(deps.db, idForTime(deps.clock.now()));
   // Staged under a leased folder nothing serves until the commit (cover-art/uploads.ts): a process
   // killed at any point leaves nothing public, and the next sweep cleans up or finishes.
   const upload = await Upload.begin(deps, id, image.suffix);
