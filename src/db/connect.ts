@@ -8,8 +8,6 @@ import type { DatabaseConfig } from '../config/load.js';
 import type { DialectName } from './dialect.js';
 import type { Database, Db } from './schema.js';
 
-export type { DialectName } from './dialect.js';
-
 /** An open database: the Kysely instance plus the little the rest of sleeve must know of the dialect. */
 export interface DatabaseHandle {
   db: Db;

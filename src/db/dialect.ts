@@ -31,10 +31,6 @@ const SQLITE: SqlDialect = {
   greatest: (a, b) => sql`MAX(${a}, ${b})`,
 };
 
-export function dialectNamed(name: DialectName): SqlDialect {
-  return name === 'postgres' ? POSTGRES : SQLITE;
-}
-
 /** The dialect of a database or transaction (sleeve runs on these two only). */
 export function dialectOf(db: Kysely<any>): SqlDialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES : SQLITE;
