@@ -30,7 +30,7 @@ import {
   type StagingState,
 } from './backend.js';
 import { PG_IMPORT_LOCK_KEY } from './lock.js';
-import { DUMP_TABLES, keptIndexes, sqlType, type DumpTable } from './tables.js';
+import { DUMP_TABLES, keptIndexes, stagingColumns, type DumpTable } from './tables.js';
 
 const PREFIX = 'import_mb_';
 const INT8_OID = 20;
@@ -250,11 +250,7 @@ class PgBackend implements ImportBackend {
       );
       for (const table of DUMP_TABLES) {
         // No keys or indexes: rows go in as fast as COPY takes them; the apply step dedupes.
-        const cols = keptIndexes(table).map((i) => {
-          const c = table.columns[i] as (typeof table.columns)[number];
-          return `${c.name} ${c.type === 'timestamptz' ? 'bigint' : sqlType(c.type)}`;
-        });
-        await q(`CREATE UNLOGGED TABLE ${stagingName(table)} (${cols.join(', ')})`);
+        await q(`CREATE UNLOGGED TABLE ${stagingName(table)} (${stagingColumns(table, 'bigint').join(', ')})`);
       }
       await q(`INSERT INTO ${PREFIX}meta (key, value) VALUES ('identity', $1)`, [identity]);
       for (const f of files) {

@@ -28,7 +28,7 @@ import {
   type StagingState,
 } from './backend.js';
 import { isSqliteBusy, sqliteImportLockFile } from './lock.js';
-import { DUMP_TABLES, keptIndexes, sqlType, type DumpTable } from './tables.js';
+import { DUMP_TABLES, keptIndexes, stagingColumns, type DumpTable } from './tables.js';
 
 /**
  * Page caches (KiB): big enough for fast bulk work, small enough to keep the process
@@ -224,12 +224,7 @@ class SqliteBackend implements ImportBackend {
         'CREATE TABLE stage.progress (file text PRIMARY KEY, size integer NOT NULL, mtime_ms integer NOT NULL, bytes_done integer NOT NULL, lines_done integer NOT NULL, rows_staged integer NOT NULL, rows_skipped integer NOT NULL, done integer NOT NULL, skipped text NOT NULL)',
       );
       for (const table of DUMP_TABLES) {
-        const cols = keptIndexes(table).map((i) => {
-          const c = table.columns[i] as (typeof table.columns)[number];
-          // Timestamps are staged as epoch milliseconds.
-          return `${c.name} ${c.type === 'timestamptz' ? 'integer' : sqlType(c.type)}`;
-        });
-        db.exec(`CREATE TABLE stage.${table.name} (${cols.join(', ')})`);
+        db.exec(`CREATE TABLE stage.${table.name} (${stagingColumns(table, 'integer').join(', ')})`);
       }
       db.prepare(`INSERT INTO stage.meta (key, value) VALUES ('identity', ?)`).run(identity);
       const ins = db.prepare('INSERT INTO stage.progress VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
