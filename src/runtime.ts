@@ -64,7 +64,6 @@ export async function openRuntime(
     auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl },
     coverArt: {
       db: database.db,
-      dialect: database.dialect,
       store,
       clock,
       urls,

@@ -149,7 +149,7 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
   const typeIds = await resolveTypes(deps.db, input.types ?? []);
   const image = await processImage(input.bytes, deps.limits.maxPixels);
 
-  const id = await allocateImageId(deps.db, deps.dialect, idForTime(deps.clock.now()));
+  const id = await allocateImageId(deps.db, idForTime(deps.clock.now()));
   // Staged under a leased folder nothing serves until the commit (cover-art/uploads.ts): a process
   // killed at any point leaves nothing public, and the next sweep cleans up or finishes.
   const upload = await Upload.begin(deps, id, image.suffix);

@@ -1,4 +1,3 @@
-import type { DialectName } from '../db/connect.js';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import type { ObjectStore } from '../storage/index.js';
@@ -10,7 +9,6 @@ import type { ResponseCache } from './response-cache.js';
 /** What the cover art module needs from the outside world (runtime.ts makes it). */
 export interface CoverArtDeps {
   db: Db;
-  dialect: DialectName;
   store: ObjectStore;
   clock: Clock;
   urls: ListingUrls;

@@ -1,5 +1,5 @@
-import { PostgresAdapter, sql, type Transaction } from 'kysely';
-import type { DialectName } from '../db/connect.js';
+import { sql, type Transaction } from 'kysely';
+import { dialectOf } from '../db/dialect.js';
 import { preparedQuery } from '../db/prepared.js';
 import type { Database, Db } from '../db/schema.js';
 
@@ -107,9 +107,9 @@ export async function findReleaseAndPrimaryImage(
   gid: string,
   typeId: number,
 ): Promise<{ release: ReleaseRef; image: { id: number; suffix: string } | undefined } | undefined> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
-    // SQLite answers in-process: there the two plain lookups are quicker than the joined one
-    // (measured: ~30 against ~41 µs on 100,000 releases).
+  if (!dialectOf(db).queriesAreRoundTrips) {
+    // A database in this process (SQLite): there the two plain lookups are quicker than the
+    // joined one (measured: ~30 against ~41 µs on 100,000 releases).
     const release = await findRelease(db, gid);
     return release === undefined ? undefined : { release, image: await findPrimaryImage(db, release.id, typeId) };
   }
@@ -304,8 +304,8 @@ export async function recountCatalogue(db: Db): Promise<{ releases: number; imag
  * last id when that is not larger. One atomic statement, so concurrent processes
  * never get the same id, and ids never go back even if the clock does.
  */
-export async function allocateImageId(db: Queryable, dialect: DialectName, candidate: number): Promise<number> {
-  const greatest = dialect === 'postgres' ? sql`GREATEST(value + 1, ${candidate})` : sql`MAX(value + 1, ${candidate})`;
+export async function allocateImageId(db: Queryable, candidate: number): Promise<number> {
+  const greatest = dialectOf(db).greatest(sql`value + 1`, sql`${candidate}`);
   const row = await sql<{ value: number }>`UPDATE counter SET value = ${greatest} WHERE name = 'cover_art_id' RETURNING value`.execute(db);
   const value = row.rows[0]?.value;
   if (value === undefined) throw new Error('counter cover_art_id is missing; run sleeve migrate');

@@ -5,9 +5,8 @@ import path from 'node:path';
 import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, sql, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import type { DatabaseConfig } from '../config/load.js';
+import type { DialectName } from './dialect.js';
 import type { Database, Db } from './schema.js';
-
-export type DialectName = 'sqlite' | 'postgres';
 
 /** An open database: the Kysely instance plus the little the rest of sleeve must know of the dialect. */
 export interface DatabaseHandle {
@@ -139,50 +138,57 @@ class ImmediateSqliteDialect extends SqliteDialect {
  * corrupt the file. PostgreSQL keeps its own settings.
  */
 export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number; durability?: 'full' | 'normal' } = {}): Promise<DatabaseHandle> {
-  if (cfg.kind === 'sqlite') {
-    if (cfg.file !== ':memory:') preparePrivateDatabaseFile(cfg.file);
-    // Each driver is loaded only when its database is used: start-up time matters for the CLI.
-    const { default: Sqlite } = await import('better-sqlite3');
-    const sqlite = new Sqlite(cfg.file);
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma(options.durability === 'normal' ? 'synchronous = NORMAL' : 'synchronous = FULL');
-    if (options.durability === 'normal') {
-      // A serving process writes many small commits (tokens, sessions): checkpoint (and fsync) the
-      // WAL every ~40 MB instead of every ~4 MB.
-      sqlite.pragma('wal_autocheckpoint = 10000');
-      // Lookups read through a memory map of the file rather than SQLite's small page cache, so a
-      // catalogue of millions of releases costs little more per lookup than a small one.
-      sqlite.pragma(`mmap_size = ${2 ** 30}`);
-    }
-    sqlite.pragma('foreign_keys = ON');
-    sqlite.pragma('busy_timeout = 15000');
-    // Statements are prepared once per SQL text and reused (better-sqlite3 statements are reusable).
-    const statements = new Map<string, SqliteDatabase.Statement>();
-    const database = {
-      close: () => sqlite.close(),
-      prepare(sql: string): SqliteDatabase.Statement {
-        let stmt = statements.get(sql);
-        if (stmt === undefined) {
-          if (statements.size >= 1000) statements.clear();
-          stmt = sqlite.prepare(sql);
-          statements.set(sql, stmt);
-        }
-        return stmt;
-      },
-    };
-    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }) });
-    const file = cfg.file;
-    return {
-      db,
-      dialect: 'sqlite',
-      withSchemaLock: (fn) => (file === ':memory:' ? fn() : withLockFile(file, fn)),
-      close: () => db.destroy(),
-    };
+  return cfg.kind === 'sqlite' ? openSqlite(cfg.file, options.durability ?? 'full') : openPostgres(cfg.url, options.poolSize ?? 10);
+}
+
+async function openSqlite(file: string, durability: 'full' | 'normal'): Promise<DatabaseHandle> {
+  if (file !== ':memory:') preparePrivateDatabaseFile(file);
+  // Each driver is loaded only when its database is used: start-up time matters for the CLI.
+  const { default: Sqlite } = await import('better-sqlite3');
+  const sqlite = new Sqlite(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma(durability === 'normal' ? 'synchronous = NORMAL' : 'synchronous = FULL');
+  if (durability === 'normal') {
+    // A serving process writes many small commits (tokens, sessions): checkpoint (and fsync) the
+    // WAL every ~40 MB instead of every ~4 MB.
+    sqlite.pragma('wal_autocheckpoint = 10000');
+    // Lookups read through a memory map of the file rather than SQLite's small page cache, so a
+    // catalogue of millions of releases costs little more per lookup than a small one.
+    sqlite.pragma(`mmap_size = ${2 ** 30}`);
   }
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 15000');
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    withSchemaLock: (fn) => (file === ':memory:' ? fn() : withLockFile(file, fn)),
+    close: () => db.destroy(),
+  };
+}
+
+/** Statements are prepared once per SQL text and reused (better-sqlite3 statements are reusable). */
+function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfig['database'] {
+  const statements = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string): SqliteDatabase.Statement {
+      let stmt = statements.get(sql);
+      if (stmt === undefined) {
+        if (statements.size >= 1000) statements.clear();
+        stmt = sqlite.prepare(sql);
+        statements.set(sql, stmt);
+      }
+      return stmt;
+    },
+  };
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({
-    connectionString: cfg.url,
-    max: options.poolSize ?? 10,
+    connectionString: url,
+    max: poolSize,
     // While the server is unreachable, a request fails after this wait (500) instead of hanging;
     // it also bounds the wait for a free connection under overload.
     connectionTimeoutMillis: 5000,
@@ -207,16 +213,19 @@ export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: nu
   return {
     db,
     dialect: 'postgres',
-    // A session-level advisory lock on one pooled connection; the work itself may use the others.
-    withSchemaLock: (fn) =>
-      db.connection().execute(async (conn) => {
-        await sql`select pg_advisory_lock(${SCHEMA_LOCK_KEY.toString()}::bigint)`.execute(conn);
-        try {
-          return await fn();
-        } finally {
-          await sql`select pg_advisory_unlock(${SCHEMA_LOCK_KEY.toString()}::bigint)`.execute(conn);
-        }
-      }),
+    withSchemaLock: (fn) => withAdvisoryLock(db, fn),
     close: () => db.destroy(),
   };
+}
+
+/** A session-level advisory lock on one pooled connection; the work itself may use the others. */
+function withAdvisoryLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
+  return db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(${SCHEMA_LOCK_KEY.toString()}::bigint)`.execute(conn);
+    try {
+      return await fn();
+    } finally {
+      await sql`select pg_advisory_unlock(${SCHEMA_LOCK_KEY.toString()}::bigint)`.execute(conn);
+    }
+  });
 }

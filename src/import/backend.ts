@@ -130,8 +130,80 @@ export interface ApplyOptions {
   trace?: (sql: string, ms: number) => void;
 }
 
+/** The statements of the apply step, on either database. */
+export interface SqlRunner {
+  /** Runs a statement; resolves to the number of rows it changed. */
+  run(sql: string): Promise<number>;
+  /** A query with a small result. */
+  all<T>(sql: string): Promise<T[]>;
+  /** Runs `DELETE … RETURNING {label} AS x`; resolves to how many rows went, with the first three labels. */
+  deleteReturning(sql: string): Promise<Omission>;
+  /**
+   * Runs a statement that may break a unique constraint; resolves to false when it
+   * did (and nothing of it stays), true when it succeeded. Other errors throw.
+   */
+  attempt(sql: string): Promise<boolean>;
+}
+
+/** A staged dump table to be loaded, cleaned, into a keyed temporary table. */
+export interface KeyedLoad {
+  table: string;
+  /** The staged dump table (its name in tables.ts), read as `s`. */
+  stage: string;
+  /** Output columns: name, SQLite declared type, expression over `s` (and joined tables). */
+  columns: [string, string, string][];
+  /** Joins after `FROM {stage} s`. */
+  joins?: string;
+  key: string[];
+  /** How a repeated key is shown in the summary (an expression over `s`). */
+  label: string;
+}
+
+/** The key columns of a load as expressions over `s`. */
+export function keyExpressions(spec: KeyedLoad): string[] {
+  return spec.key.map((k) => spec.columns.find(([name]) => name === k)?.[2] ?? k);
+}
+
+/** The select list and FROM clause that read a load's rows from its staged table. */
+export function loadQuery(spec: KeyedLoad, stagingTable: string): { select: string; from: string } {
+  return {
+    select: spec.columns.map(([name, , expr]) => `${expr} AS ${name}`).join(', '),
+    from: `FROM ${stagingTable} s ${spec.joins ?? ''}`,
+  };
+}
+
+/**
+ * What differs between the databases in the apply step (apply.ts), implemented by each
+ * backend. Every statement goes through the `db` given, so a trace sees them all.
+ */
+export interface ApplyDialect {
+  /** The name under which a dump table is staged. */
+  stagingTable(name: string): string;
+  /** A staged MBID column as text. */
+  uuidText(column: string): string;
+  /** A temporary table that lasts until the apply step ends. */
+  createTempTable(name: string, columns: string): string;
+  /** Before the first step (session settings, temporary tables left over). */
+  begin(db: SqlRunner): Promise<void>;
+  /** After the last step, in the same transaction. */
+  end(db: SqlRunner): Promise<void>;
+  /**
+   * Creates the keyed temporary table of `spec` from its staged rows, the first row of a
+   * repeated key kept (in file order); resolves to how many rows it holds.
+   */
+  loadKeyed(db: SqlRunner, spec: KeyedLoad, staged: number): Promise<number>;
+  /** Makes gid unique in a loaded table: when the dump repeats a gid, the row with the lowest id keeps it. */
+  uniqueGid(db: SqlRunner, table: string): Promise<Omission>;
+  /**
+   * Drops what makes a bulk load of `table` slow (secondary indexes and the like);
+   * resolves to the statements that put them back.
+   */
+  setAsideIndexes(db: SqlRunner, table: string): Promise<string[]>;
+  /** Moves the id counters of tables filled with explicit ids past their largest id. */
+  resetIdSequences(db: SqlRunner, tables: string[]): Promise<void>;
+}
+
 export interface ImportBackend {
-  readonly dialect: 'sqlite' | 'postgres';
   /** Takes the import lock (one import at a time per database) and marks runs left 'running' by a dead process as interrupted. */
   lock(): Promise<void>;
   startRun(run: RunRecord): Promise<number>;
@@ -152,4 +224,23 @@ export interface ImportBackend {
 
 export function emptyProgress(table: DumpTable, size: number, mtimeMs: number): FileProgress {
   return { file: table.name, size, mtimeMs, bytesDone: 0, linesDone: 0, rowsStaged: 0, rowsSkipped: 0, done: false, skipped: [] };
+}
+
+/** A growing list of 32-bit integers (the staged images' edit ids: millions of them). */
+export class Int32List {
+  #values = new Int32Array(1 << 16);
+  #length = 0;
+
+  push(value: number): void {
+    if (this.#length === this.#values.length) {
+      const bigger = new Int32Array(this.#values.length * 2);
+      bigger.set(this.#values);
+      this.#values = bigger;
+    }
+    this.#values[this.#length++] = value;
+  }
+
+  values(): Int32Array {
+    return this.#values.subarray(0, this.#length);
+  }
 }

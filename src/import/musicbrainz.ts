@@ -122,7 +122,7 @@ function malformedMessage(dump: DumpDir, file: string, line: number, reason: str
 }
 
 export async function importMusicBrainz(deps: ImportDeps, options: ImportOptions): Promise<ImportSummary> {
-  const { backend, clock, reporter, signal } = deps;
+  const { backend, clock } = deps;
   const dump = await openDumpDir(options.dir);
   const started = clock.now();
   await backend.lock();
@@ -133,97 +133,124 @@ export async function importMusicBrainz(deps: ImportDeps, options: ImportOptions
     replicationSequence: /^\d+$/.test(dump.meta.REPLICATION_SEQUENCE ?? '') ? Number(dump.meta.REPLICATION_SEQUENCE) : null,
     startedAt: started,
   });
-
-  const summaries: FileSummary[] = [];
-  let rowsRead = 0;
-  const details = () => ({ files: summaries });
+  const tally: Tally = { files: [], rowsRead: 0 };
   try {
     const progress = await prepareStaging(deps, dump, options);
-    let resumed = false;
-    for (const f of dump.files) {
-      const p = progress.get(f.table.name) as FileProgress;
-      if (p.done) {
-        resumed = true;
-        summaries.push({ file: f.table.file, rows: 0, staged: p.rowsStaged, skipped: p.rowsSkipped, seconds: 0, already_staged: true });
-        reporter.note(`mbdump/${f.table.file}: already staged (${p.rowsStaged} rows)`);
-        continue;
-      }
-      if (p.linesDone > 0) resumed = true;
-      const s = await stageFile(
-        deps,
-        dump,
-        f,
-        p,
-        options,
-        (n) => {
-          rowsRead += n;
-        },
-        progress,
-      );
-      summaries.push(s);
-      if (signal.aborted) throw interrupted(`after mbdump/${f.table.file}`);
-    }
-
-    // A truncated or half-extracted dump must not empty the mirror.
-    if ((progress.get('release')?.rowsStaged ?? 0) === 0) {
-      throw invalidInput(`mbdump/release holds no rows; refusing to apply a dump without releases (it would remove every imported release)`);
-    }
-    reporter.applyStart();
-    const t0 = clock.now();
-    const rowsSkipped = summaries.reduce((n, s) => n + s.skipped, 0);
-    const applied = await backend.apply({
-      withEdits: dump.files.some((f) => f.table.onlyCoverArtEdits === true),
-      now: clock.now(),
-      signal,
-      runId,
-      onStep: (step) => reporter.applyStep(step),
-      ...(deps.trace === undefined ? {} : { trace: deps.trace }),
-      outcome: (result) => ({
-        status: 'succeeded',
-        finishedAt: clock.now(),
-        rowsRead,
-        rowsSkipped,
-        details: { ...details(), applied: result },
-        message: null,
-      }),
-    });
-    const applyMs = clock.now() - t0;
-    reporter.applyDone(applyMs);
-    await backend.dropStaging();
-
-    const seconds = (clock.now() - started) / 1000;
-    const skippedRows = [...progress.values()].flatMap((p) => p.skipped).slice(0, 10);
-    return {
-      run: runId,
-      dir: dump.dir,
-      dump: { timestamp: dump.meta.TIMESTAMP ?? null, replication_sequence: dump.meta.REPLICATION_SEQUENCE ?? null, schema_sequence: dump.meta.SCHEMA_SEQUENCE ?? null },
-      resumed,
-      files: summaries,
-      rows_read: rowsRead,
-      rows_skipped: rowsSkipped,
-      skipped_rows: skippedRows,
-      applied,
-      staging_seconds: (t0 - started) / 1000,
-      apply_seconds: applyMs / 1000,
-      seconds,
-      rows_per_second: seconds > 0 ? Math.round(rowsRead / seconds) : rowsRead,
-    };
+    const resumed = await stageFiles(deps, dump, options, progress, tally);
+    return await applyStaged(deps, dump, { runId, started, resumed, progress, tally });
   } catch (err) {
-    let e = err;
-    if ((err as Error)?.name === 'AbortError') e = interrupted('before the changes were applied (all files are staged)');
-    const status = e instanceof ImportInterrupted ? 'interrupted' : 'failed';
-    await backend
-      .finishRun(runId, {
-        status,
-        finishedAt: clock.now(),
-        rowsRead,
-        rowsSkipped: summaries.reduce((n, s) => n + s.skipped, 0),
-        details: details(),
-        message: (e as Error)?.message ?? String(e),
-      })
-      .catch(() => {});
-    throw e;
+    throw await recordFailure(deps, runId, tally, err);
   }
+}
+
+/** What the files of this run gave so far: written into import_run however the run ends. */
+interface Tally {
+  files: FileSummary[];
+  rowsRead: number;
+}
+
+function rowsSkipped(tally: Tally): number {
+  return tally.files.reduce((n, s) => n + s.skipped, 0);
+}
+
+/** Stages every file not staged yet; resolves to whether an earlier run had staged some. */
+async function stageFiles(deps: ImportDeps, dump: DumpDir, options: ImportOptions, progress: Map<string, FileProgress>, tally: Tally): Promise<boolean> {
+  let resumed = false;
+  for (const f of dump.files) {
+    const p = progress.get(f.table.name) as FileProgress;
+    if (p.done) {
+      resumed = true;
+      tally.files.push({ file: f.table.file, rows: 0, staged: p.rowsStaged, skipped: p.rowsSkipped, seconds: 0, already_staged: true });
+      deps.reporter.note(`mbdump/${f.table.file}: already staged (${p.rowsStaged} rows)`);
+      continue;
+    }
+    if (p.linesDone > 0) resumed = true;
+    const s = await stageFile(
+      deps,
+      dump,
+      f,
+      p,
+      options,
+      (n) => {
+        tally.rowsRead += n;
+      },
+      progress,
+    );
+    tally.files.push(s);
+    if (deps.signal.aborted) throw interrupted(`after mbdump/${f.table.file}`);
+  }
+  return resumed;
+}
+
+/** Applies the staged dump in one transaction (the run recorded in it), drops staging and sums up. */
+async function applyStaged(
+  deps: ImportDeps,
+  dump: DumpDir,
+  run: { runId: number; started: number; resumed: boolean; progress: Map<string, FileProgress>; tally: Tally },
+): Promise<ImportSummary> {
+  const { backend, clock, reporter } = deps;
+  const { runId, started, progress, tally } = run;
+  // A truncated or half-extracted dump must not empty the mirror.
+  if ((progress.get('release')?.rowsStaged ?? 0) === 0) {
+    throw invalidInput(`mbdump/release holds no rows; refusing to apply a dump without releases (it would remove every imported release)`);
+  }
+  reporter.applyStart();
+  const t0 = clock.now();
+  const skipped = rowsSkipped(tally);
+  const applied = await backend.apply({
+    withEdits: dump.files.some((f) => f.table.onlyCoverArtEdits === true),
+    now: clock.now(),
+    signal: deps.signal,
+    runId,
+    onStep: (step) => reporter.applyStep(step),
+    ...(deps.trace === undefined ? {} : { trace: deps.trace }),
+    outcome: (result) => ({
+      status: 'succeeded',
+      finishedAt: clock.now(),
+      rowsRead: tally.rowsRead,
+      rowsSkipped: skipped,
+      details: { files: tally.files, applied: result },
+      message: null,
+    }),
+  });
+  const applyMs = clock.now() - t0;
+  reporter.applyDone(applyMs);
+  await backend.dropStaging();
+
+  const seconds = (clock.now() - started) / 1000;
+  return {
+    run: runId,
+    dir: dump.dir,
+    dump: { timestamp: dump.meta.TIMESTAMP ?? null, replication_sequence: dump.meta.REPLICATION_SEQUENCE ?? null, schema_sequence: dump.meta.SCHEMA_SEQUENCE ?? null },
+    resumed: run.resumed,
+    files: tally.files,
+    rows_read: tally.rowsRead,
+    rows_skipped: skipped,
+    skipped_rows: [...progress.values()].flatMap((p) => p.skipped).slice(0, 10),
+    applied,
+    staging_seconds: (t0 - started) / 1000,
+    apply_seconds: applyMs / 1000,
+    seconds,
+    rows_per_second: seconds > 0 ? Math.round(tally.rowsRead / seconds) : tally.rowsRead,
+  };
+}
+
+/** Records a run that failed or was interrupted; resolves to the error to throw. */
+async function recordFailure(deps: ImportDeps, runId: number, tally: Tally, err: unknown): Promise<unknown> {
+  let e = err;
+  if ((err as Error)?.name === 'AbortError') e = interrupted('before the changes were applied (all files are staged)');
+  const status = e instanceof ImportInterrupted ? 'interrupted' : 'failed';
+  await deps.backend
+    .finishRun(runId, {
+      status,
+      finishedAt: deps.clock.now(),
+      rowsRead: tally.rowsRead,
+      rowsSkipped: rowsSkipped(tally),
+      details: { files: tally.files },
+      message: (e as Error)?.message ?? String(e),
+    })
+    .catch(() => {});
+  return e;
 }
 
 /**
@@ -357,13 +384,7 @@ async function stageFile(
   } catch (err) {
     await stager.abort();
     countRows(rowsThisRun - inChunk);
-    if (err instanceof LineTooLongError) {
-      throw invalidInput(malformedMessage(dump, table.file, p.linesDone + 1, `a line longer than ${err.limit} bytes (is this a MusicBrainz dump file?)`, undefined));
-    }
-    if (err instanceof StageRowError) {
-      throw invalidInput(malformedMessage(dump, table.file, err.line ?? p.linesDone, err.message, undefined));
-    }
-    throw err;
+    throw stagingError(dump, f, p, err);
   }
   countRows(rowsThisRun);
   summary.rows = rowsThisRun;
@@ -374,4 +395,15 @@ async function stageFile(
   reporter.fileDone(table.file, rowsThisRun, p.rowsSkipped, clock.now() - t0);
   progressOut.set(table.name, p);
   return summary;
+}
+
+/** A line too long or a row the database refused, as the operator's error; other errors as they are. */
+function stagingError(dump: DumpDir, f: DumpFile, p: FileProgress, err: unknown): unknown {
+  if (err instanceof LineTooLongError) {
+    return invalidInput(malformedMessage(dump, f.table.file, p.linesDone + 1, `a line longer than ${err.limit} bytes (is this a MusicBrainz dump file?)`, undefined));
+  }
+  if (err instanceof StageRowError) {
+    return invalidInput(malformedMessage(dump, f.table.file, err.line ?? p.linesDone, err.message, undefined));
+  }
+  return err;
 }

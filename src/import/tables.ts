@@ -207,3 +207,11 @@ export function keptIndexes(table: DumpTable): number[] {
     return i;
   });
 }
+
+/** The column definitions of a staging table: the kept columns, timestamps as epoch milliseconds in `stampType`. */
+export function stagingColumns(table: DumpTable, stampType: string): string[] {
+  return keptIndexes(table).map((i) => {
+    const c = table.columns[i] as (typeof table.columns)[number];
+    return `${c.name} ${c.type === 'timestamptz' ? stampType : sqlType(c.type)}`;
+  });
+}
