@@ -65,7 +65,9 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
   const importLock: ImportLockPlace =
     config.database.kind === 'postgres' ? { dialect: 'postgres', db: runtime.database.db } : { dialect: 'sqlite', file: config.database.file };
   let metrics =
-    config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db, { importLockHeld: () => importLockHeld(importLock) });
+    config.metricsListen === undefined
+      ? undefined
+      : new Metrics(runtime.database.db, { importLockHeld: () => importLockHeld(importLock), now: () => runtime.coverArt.clock.now() });
   const accessLog = config.logLevel === 'debug' || config.logLevel === 'trace';
   const health = new Health();
   const database: HealthCheck = {
