@@ -72,7 +72,7 @@ export async function ingestBench(opts: Options): Promise<{ markdown: string; da
     log(`ingest: ${SIDE}×${SIDE} q90 JPEG of ${(bytes.length / 2 ** 20).toFixed(2)} MiB in ${file}`);
 
     const config = loadConfig({ SLEEVE_DATA_DIR: dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' });
-    const rt = await openRuntime(config, { migrate: 'apply' });
+    const rt = await openRuntime(config);
     const warm = 2;
     const inRounds = opts.ingestRounds;
     const cliWarm = 1;

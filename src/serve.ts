@@ -53,7 +53,7 @@ function addressOf(server: HttpServer, scheme: string): string {
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<Server> {
   // Done first thing by the CLI; here too for servers started in-process (the earlier, the surer).
   keepTickShape();
-  const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal', clock: options.clock });
+  const runtime = await openRuntime(config, { durability: 'normal', clock: options.clock });
   // Passwords are hashed on threads of their own, never on libuv's pool (docs/decisions.md).
   const passwords = new PasswordHasher(config.passwordHashing);
   const logger = { level: config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) };
