@@ -18,7 +18,7 @@ import { processImage } from '../src/cover-art/thumbnails.js';
 import { openRuntime } from '../src/runtime.js';
 import { makeNoisyJpeg } from './lib/images.js';
 import type { Options } from './lib/options.js';
-import { plainThumbnails } from './lib/plain-sharp.js';
+import { plainThumbnails } from './sharp-plain.js';
 import { benchScript, SLEEVE_CLI } from './lib/paths.js';
 import { run } from './lib/proc.js';
 import { nodeFlags, sleeveEnv } from './lib/servers.js';
