@@ -29,12 +29,23 @@ export default tseslint.config(
     },
   },
   {
-    // The two modules never import each other (STYLE.md).
+    // The two modules never import each other (docs/decisions.md, "Platform").
     files: ['src/cover-art/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/auth/**', '**/auth/*'], message: 'cover-art must not import the auth module' }] }] },
   },
   {
     files: ['src/auth/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/cover-art/**', '**/cover-art/*'], message: 'auth must not import the cover-art module' }] }] },
+  },
+  {
+    // Nor do the benchmarks and the tests: what both use lives in datagen/.
+    files: ['bench/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/test/**', '**/test/*'], message: 'bench must not import the tests; move what both need to datagen/' }] }] },
+  },
+  {
+    files: ['datagen/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/test/**', '**/test/*', '**/bench/**', '**/bench/*'], message: 'datagen is imported by the tests and the benchmarks, and imports neither' }] }],
+    },
   },
 );

@@ -20,7 +20,7 @@ import { ShiftedClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { spawnCli } from '../cover-art/cli-support.js';
-import { generateDump } from '../helpers/mbdump.js';
+import { generateDump } from '../../datagen/mbdump.js';
 import { redisUnavailable, startRedis, type PrivateRedis } from '../helpers/redis.js';
 import { countOf, scrape, startLoggedServer, valueOf, type LoggedServer, type Scrape } from './support.js';
 
