@@ -463,7 +463,9 @@ describe(`SLEEVE_METRICS_LISTEN=off (${DIALECT})`, () => {
 describe(`database-held metrics with a stuck database (${DIALECT})`, { skip: DIALECT === 'sqlite' ? 'SQLite reads are synchronous and in WAL mode never wait for a writer' : false }, () => {
   it('a scrape waits about a second at most, then answers with the last values read and their age', async () => {
     const t = await makeTestEnv();
-    const s = await startLoggedServer(t);
+    // Real time (the scrape's wait is a real timeout), moved on past the values' one-second age.
+    const clock = new ShiftedClock();
+    const s = await startLoggedServer(t, {}, clock);
     const admin = new pg.Client({ connectionString: t.env.SLEEVE_DATABASE_URL });
     await admin.connect();
     try {
@@ -473,7 +475,7 @@ describe(`database-held metrics with a stuck database (${DIALECT})`, { skip: DIA
       // Nobody can read the counters now.
       await admin.query('BEGIN');
       await admin.query('LOCK TABLE counter IN ACCESS EXCLUSIVE MODE');
-      await new Promise((r) => setTimeout(r, 1200));
+      clock.advance(1200);
       const started = Date.now();
       const stuck = await scrape(s.server.metricsAddress);
       const ms = Date.now() - started;
