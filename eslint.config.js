@@ -29,7 +29,7 @@ export default tseslint.config(
     },
   },
   {
-    // The two modules never import each other (README, "Layout").
+    // The two modules never import each other (docs/decisions.md, "Platform").
     files: ['src/cover-art/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/auth/**', '**/auth/*'], message: 'cover-art must not import the auth module' }] }] },
   },
@@ -45,6 +45,17 @@ export default tseslint.config(
         'error',
         { patterns: [{ group: ['**/cover-art/**', '**/cover-art/*', '**/auth/**', '**/auth/*'], message: 'src/http is generic listener plumbing: it must not import the cover-art or auth module' }] },
       ],
+    },
+  },
+  {
+    // The benchmarks do not import the tests: what both use lives in datagen/.
+    files: ['bench/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/test/**', '**/test/*'], message: 'bench must not import the tests; move what both need to datagen/' }] }] },
+  },
+  {
+    files: ['datagen/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/test/**', '**/test/*', '**/bench/**', '**/bench/*'], message: 'datagen is imported by the tests and the benchmarks, and imports neither' }] }],
     },
   },
 );

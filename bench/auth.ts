@@ -41,7 +41,7 @@ export const BENCH_PASSWORD = 'benchmark password';
 /** A user (alice), a confidential application and an offline grant, made through sleeve's own functions; `others` are more users. */
 export async function prepareSleeve(dataDir: string, others: string[] = []): Promise<Tokens> {
   const config = loadConfig({ SLEEVE_DATA_DIR: dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' });
-  const rt = await openRuntime(config, { migrate: 'apply' });
+  const rt = await openRuntime(config);
   try {
     const account = await addUser(rt.auth, { name: 'alice', email: 'alice@example.com', emailVerified: true, password: BENCH_PASSWORD, website: 'https://alice.example' });
     for (const name of others) await addUser(rt.auth, { name, email: `${name}@example.com`, emailVerified: true, password: BENCH_PASSWORD, website: undefined });

@@ -58,7 +58,7 @@ interface Store {
 /** The catalogue: one release with one image (through sleeve), one with 20,000 thumbnails (rows and files written directly). */
 async function makeStore(dataDir: string): Promise<Store> {
   const config = loadConfig({ SLEEVE_DATA_DIR: dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' });
-  const rt = await openRuntime(config, { migrate: 'apply' });
+  const rt = await openRuntime(config);
   const files = path.join(dataDir, 'files');
   try {
     await addRelease(rt.coverArt, { mbid: HOT, releaseGroup: GROUP, title: 'Hot' });

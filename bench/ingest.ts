@@ -18,7 +18,7 @@ import { processImage } from '../src/cover-art/thumbnails.js';
 import { openRuntime } from '../src/runtime.js';
 import { makeNoisyJpeg } from './lib/images.js';
 import type { Options } from './lib/options.js';
-import { plainThumbnails } from './lib/plain-sharp.js';
+import { plainThumbnails } from './sharp-plain.js';
 import { benchScript, SLEEVE_CLI } from './lib/paths.js';
 import { run } from './lib/proc.js';
 import { nodeFlags, sleeveEnv } from './lib/servers.js';
@@ -72,7 +72,7 @@ export async function ingestBench(opts: Options): Promise<{ markdown: string; da
     log(`ingest: ${SIDE}×${SIDE} q90 JPEG of ${(bytes.length / 2 ** 20).toFixed(2)} MiB in ${file}`);
 
     const config = loadConfig({ SLEEVE_DATA_DIR: dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' });
-    const rt = await openRuntime(config, { migrate: 'apply' });
+    const rt = await openRuntime(config);
     const warm = 2;
     const inRounds = opts.ingestRounds;
     const cliWarm = 1;

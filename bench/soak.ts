@@ -14,7 +14,7 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { mulberry32 } from '../test/helpers/prng.js';
+import { mulberry32 } from '../datagen/prng.js';
 import { BENCH_PASSWORD, prepareSleeve } from './auth.js';
 import { ensureCatalogue } from './lib/catalogue.js';
 import { makeNoisyJpeg } from './lib/images.js';

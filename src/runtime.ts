@@ -18,13 +18,12 @@ export interface Runtime {
 }
 
 /**
- * Opens the database and store the configuration names and applies pending migrations
- * (`migrate: 'apply'`) or refuses to go on with them pending (`'require'`).
+ * Opens the database and store the configuration names and applies pending migrations.
+ * Both modules read the time from `clock`: the system clock unless a test gives one.
  */
 export async function openRuntime(
   config: Readonly<Config>,
   options: {
-    migrate: 'apply' | 'require';
     clock?: Clock;
     durability?: 'full' | 'normal';
     /**
@@ -32,29 +31,18 @@ export async function openRuntime(
      * publishes them), or those the servers published (commands), when there are any.
      */
     urls?: 'config' | 'published';
-  },
+  } = {},
 ): Promise<Runtime> {
   const database = await openDatabase(config.database, { durability: options.durability });
   const store = createObjectStore(config.storage);
+  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl };
   try {
     // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
-    const pending = await pendingMigrations(database.db);
-    if (pending.length > 0) {
-      if (options.migrate === 'apply') await migrateToLatest(database);
-      else throw new Error(`the database needs migrating (${pending.join(', ')}); run: sleeve migrate`);
-    }
+    if ((await pendingMigrations(database.db)).length > 0) await migrateToLatest(database);
+    if (options.urls === 'published') urls = (await readPublishedUrls(database.db))?.urls ?? urls;
   } catch (err) {
     await database.close().catch(() => {});
     throw err;
-  }
-  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl };
-  if (options.urls === 'published') {
-    try {
-      urls = (await readPublishedUrls(database.db))?.urls ?? urls;
-    } catch (err) {
-      await database.close().catch(() => {});
-      throw err;
-    }
   }
   const clock = options.clock ?? systemClock;
   return {

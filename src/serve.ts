@@ -85,7 +85,7 @@ interface Prepared {
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<Server> {
   // Done first thing by the CLI; here too for servers started in-process (the earlier, the surer).
   keepTickShape();
-  const runtime = await openRuntime(config, { migrate: 'apply', durability: 'normal', clock: options.clock });
+  const runtime = await openRuntime(config, { durability: 'normal', clock: options.clock });
   const s = openServing(config, runtime, options);
   try {
     await openMetrics(s);
@@ -124,7 +124,7 @@ function openServing(config: Readonly<Config>, runtime: Runtime, options: ServeO
         await sql`select 1`.execute(runtime.database.db);
       },
     },
-    metrics: config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db, { importLockHeld: () => importLockHeld(importLock) }),
+    metrics: config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db, { importLockHeld: () => importLockHeld(importLock), now: () => runtime.coverArt.clock.now() }),
     metricsServer: undefined,
     apps: [],
     cluster: { redis: [] },

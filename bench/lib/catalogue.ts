@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { DIST, SLEEVE_CLI, workDir } from './paths.js';
 import { runOk } from './proc.js';
 import { sleeveEnv } from './servers.js';
-import { mulberry32 } from '../../test/helpers/prng.js';
+import { mulberry32 } from '../../datagen/prng.js';
 
 /** Bumped whenever the generated data changes, so cached catalogues are rebuilt. */
 const GENERATOR_VERSION = 1;

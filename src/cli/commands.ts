@@ -55,7 +55,7 @@ async function withRuntime<T>(
   options: { rewritesFiles?: boolean } = {},
 ): Promise<T> {
   const config = ctx.config();
-  const rt = await openRuntime(config, { migrate: 'apply', urls: 'published' });
+  const rt = await openRuntime(config, { urls: 'published' });
   const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
   const { baseUrl, musicBrainzUrl } = rt.coverArt.urls;
   if (config.listingUrlsGiven && (baseUrl !== config.baseUrl || musicBrainzUrl !== config.musicBrainzUrl)) {

@@ -11,7 +11,7 @@ import { parseMbid } from '../shared/uuid.js';
 import type { Command, CommandContext } from './command.js';
 
 async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
-  const rt = await openRuntime(ctx.config(), { migrate: 'apply' });
+  const rt = await openRuntime(ctx.config());
   try {
     return await fn(rt);
   } finally {

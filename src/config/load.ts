@@ -185,169 +185,248 @@ export function readConfigFile(file: string): Record<string, string> {
 
 /**
  * Builds the configuration from `env` (the environment merged over a config file),
- * resolving relative paths against `cwd`. Throws ConfigError naming every bad variable.
+ * resolving relative paths against `cwd`. Throws ConfigError naming every bad variable, in
+ * the order the steps below read them.
  */
 export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Readonly<Config> {
-  const problems: string[] = [];
-  const get = (name: VariableName): string | undefined => {
-    const v = env[name];
+  const r = new SettingsReader(env);
+  const stores = readStores(r, cwd);
+  const listeners = readListeners(r);
+  const urls = readPublicUrls(r, stores.storage);
+  const tls = readTls(r, cwd);
+  const clients = readClients(r);
+  const lifetimes = readTokenLifetimes(r);
+  const connections = readConnections(r);
+  const serving = readServing(r);
+  const logLevel = readLogLevel(r);
+  const demo = readDemo(r);
+  r.checkUnknown();
+  r.throwIfAny();
+  return Object.freeze({
+    dataDir: stores.dataDir,
+    database: stores.database as DatabaseConfig,
+    storage: stores.storage as StorageConfig,
+    redisUrl: stores.redisUrl,
+    ...listeners,
+    baseUrl: urls.baseUrl,
+    listingUrlsGiven: urls.listingUrlsGiven,
+    authUrl: urls.authUrl,
+    imageBaseUrl: urls.imageBaseUrl,
+    musicBrainzUrl: urls.musicBrainzUrl,
+    ...tls,
+    ...clients,
+    connections: Object.freeze(connections),
+    ...lifetimes,
+    logLevel,
+    uploadMaxBytes: serving.uploadMaxBytes,
+    uploadMaxPixels: serving.uploadMaxPixels,
+    demo,
+    changePollMs: serving.changePollMs,
+    changePollRedisMs: serving.changePollRedisMs,
+    shutdownDelayMs: serving.shutdownDelayMs,
+    responseCacheBytes: serving.responseCacheBytes,
+    responseCacheEntries: serving.responseCacheEntries,
+    passwordHashing: serving.passwordHashing,
+    uploadSweepMs: serving.uploadSweepMs,
+    changeWaitMs: serving.changeWaitMs,
+    fileCacheBytes: serving.fileCacheBytes,
+  });
+}
+
+/** Reads variables out of one source, collecting a problem for each bad one rather than stopping at the first. */
+class SettingsReader {
+  private readonly problems: string[] = [];
+
+  constructor(private readonly env: ConfigSource) {}
+
+  /** The value, or undefined when unset or empty. */
+  get(name: VariableName): string | undefined {
+    const v = this.env[name];
     return v === undefined || v === '' ? undefined : v;
-  };
-  // Values are named without their credentials: a message may end up in a log or a ticket.
-  const bad = (name: VariableName, why: string) => problems.push(`${name}=${JSON.stringify(redactSecrets(env[name] ?? ''))}: ${why}`);
-
-  const dataDir = path.resolve(cwd, get('SLEEVE_DATA_DIR') ?? './data');
-
-  const database = parseDatabase(get('SLEEVE_DATABASE_URL') ?? `sqlite:${path.join(dataDir, 'sleeve.db')}`, cwd);
-  if (typeof database === 'string') bad('SLEEVE_DATABASE_URL', database);
-
-  const storage = parseStorage(get('SLEEVE_STORAGE_URL') ?? `file:${path.join(dataDir, 'files')}`, cwd);
-  if (typeof storage === 'string') bad('SLEEVE_STORAGE_URL', storage);
-
-  const redisUrl = get('SLEEVE_REDIS_URL');
-  if (redisUrl !== undefined) {
-    const why = checkRedisUrl(redisUrl);
-    if (why !== undefined) bad('SLEEVE_REDIS_URL', why);
   }
 
-  const listen = (name: VariableName, fallback: string): ListenAddress => {
-    const parsed = parseListen(get(name) ?? fallback);
-    if (typeof parsed === 'string') {
-      bad(name, parsed);
-      return { host: '127.0.0.1', port: 0 };
-    }
-    return parsed;
-  };
-  const coverArtListen = listen('SLEEVE_COVERART_LISTEN', '127.0.0.1:8080');
-  const authListen = listen('SLEEVE_AUTH_LISTEN', '127.0.0.1:8443');
-  // Loopback by default: metrics name routes and volumes, which are not for the public.
-  const metricsListen = get('SLEEVE_METRICS_LISTEN')?.toLowerCase() === 'off' ? undefined : listen('SLEEVE_METRICS_LISTEN', '127.0.0.1:9464');
-  if (metricsListen !== undefined && metricsListen.port !== 0) {
-    for (const [name, other] of [['SLEEVE_COVERART_LISTEN', coverArtListen], ['SLEEVE_AUTH_LISTEN', authListen]] as const) {
-      if (other.host === metricsListen.host && other.port === metricsListen.port) bad('SLEEVE_METRICS_LISTEN', `is the same address as ${name}`);
-    }
+  /** Records that `name` is bad; the value is quoted without its credentials (a message may end up in a log or a ticket). */
+  bad(name: VariableName, why: string): void {
+    this.problems.push(`${name}=${JSON.stringify(redactSecrets(this.env[name] ?? ''))}: ${why}`);
   }
 
-  const url = (name: VariableName, fallback: string, schemes: string[]): string => {
-    const raw = get(name) ?? fallback;
-    const parsed = parseBaseUrl(raw, schemes);
+  /** Records a problem in words of its own (one not about a single value). */
+  problem(text: string): void {
+    this.problems.push(text);
+  }
+
+  /** A whole number from min to max, or the fallback (when unset, or bad: then recorded). */
+  int(name: VariableName, fallback: number, min: number, max: number): number {
+    const raw = this.get(name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      this.bad(name, `must be a whole number from ${min} to ${max}`);
+      return fallback;
+    }
+    return Number(raw);
+  }
+
+  /** An absolute URL of one of the schemes, without query or fragment (and without a trailing slash). */
+  url(name: VariableName, fallback: string, schemes: string[]): string {
+    const parsed = parseBaseUrl(this.get(name) ?? fallback, schemes);
     if (parsed === undefined) {
-      bad(name, `must be an absolute ${schemes.join(' or ')} URL without query or fragment`);
+      this.bad(name, `must be an absolute ${schemes.join(' or ')} URL without query or fragment`);
       return fallback;
     }
     return parsed;
-  };
-  const baseUrl = url('SLEEVE_BASE_URL', 'http://localhost:8080', ['http', 'https']);
-  const authUrl = url('SLEEVE_AUTH_URL', 'https://localhost:8443', ['https']);
-  // With a bucket, redirects go straight to it unless an image base (a CDN, or /download for a private bucket) is given.
-  const imageBaseUrl = url('SLEEVE_IMAGE_BASE_URL', typeof storage !== 'string' && storage.kind === 's3' ? storage.publicUrl : `${baseUrl}/download`, ['http', 'https']);
-  const musicBrainzUrl = url('SLEEVE_MUSICBRAINZ_URL', 'https://musicbrainz.org', ['http', 'https']);
-
-  const tlsCert = get('SLEEVE_TLS_CERT');
-  const tlsKey = get('SLEEVE_TLS_KEY');
-  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
-    problems.push(`${tlsCert === undefined ? 'SLEEVE_TLS_CERT' : 'SLEEVE_TLS_KEY'}: missing; SLEEVE_TLS_CERT and SLEEVE_TLS_KEY go together`);
   }
 
-  const trustProxy = (get('SLEEVE_TRUST_PROXY') ?? '')
+  listen(name: VariableName, fallback: string): ListenAddress {
+    const parsed = parseListen(this.get(name) ?? fallback);
+    if (typeof parsed === 'string') {
+      this.bad(name, parsed);
+      return { host: '127.0.0.1', port: 0 };
+    }
+    return parsed;
+  }
+
+  /** A SLEEVE_* variable sleeve does not know is a typo to report, not to ignore. */
+  checkUnknown(): void {
+    for (const key of Object.keys(this.env)) {
+      if (key.startsWith('SLEEVE_') && !(key in VARIABLES) && !key.startsWith('SLEEVE_TEST_') && !key.startsWith('SLEEVE_BENCH_')) {
+        this.problems.push(`${key}: unknown variable (known: ${Object.keys(VARIABLES).join(', ')})`);
+      }
+    }
+  }
+
+  throwIfAny(): void {
+    // A safety net under the redaction of each value: no message carries URL credentials.
+    if (this.problems.length > 0) throw new ConfigError(this.problems.map(redactSecrets));
+  }
+}
+
+/** Where data lives: the data folder, the database, the image store and Redis. Bad values come back as their problem's text. */
+function readStores(r: SettingsReader, cwd: string) {
+  const dataDir = path.resolve(cwd, r.get('SLEEVE_DATA_DIR') ?? './data');
+  const database = parseDatabase(r.get('SLEEVE_DATABASE_URL') ?? `sqlite:${path.join(dataDir, 'sleeve.db')}`, cwd);
+  if (typeof database === 'string') r.bad('SLEEVE_DATABASE_URL', database);
+  const storage = parseStorage(r.get('SLEEVE_STORAGE_URL') ?? `file:${path.join(dataDir, 'files')}`, cwd);
+  if (typeof storage === 'string') r.bad('SLEEVE_STORAGE_URL', storage);
+  const redisUrl = r.get('SLEEVE_REDIS_URL');
+  if (redisUrl !== undefined) {
+    const why = checkRedisUrl(redisUrl);
+    if (why !== undefined) r.bad('SLEEVE_REDIS_URL', why);
+  }
+  return { dataDir, database, storage, redisUrl };
+}
+
+/** The three listen addresses; the metrics listener may be off, and may not share another's address. */
+function readListeners(r: SettingsReader): Pick<Config, 'coverArtListen' | 'authListen' | 'metricsListen'> {
+  const coverArtListen = r.listen('SLEEVE_COVERART_LISTEN', '127.0.0.1:8080');
+  const authListen = r.listen('SLEEVE_AUTH_LISTEN', '127.0.0.1:8443');
+  // Loopback by default: metrics name routes and volumes, which are not for the public.
+  const metricsListen = r.get('SLEEVE_METRICS_LISTEN')?.toLowerCase() === 'off' ? undefined : r.listen('SLEEVE_METRICS_LISTEN', '127.0.0.1:9464');
+  if (metricsListen !== undefined && metricsListen.port !== 0) {
+    for (const [name, other] of [['SLEEVE_COVERART_LISTEN', coverArtListen], ['SLEEVE_AUTH_LISTEN', authListen]] as const) {
+      if (other.host === metricsListen.host && other.port === metricsListen.port) r.bad('SLEEVE_METRICS_LISTEN', `is the same address as ${name}`);
+    }
+  }
+  return { coverArtListen, authListen, metricsListen };
+}
+
+/** The public URLs: of each service, of the images (redirect targets) and of MusicBrainz (listings' release links). */
+function readPublicUrls(
+  r: SettingsReader,
+  storage: StorageConfig | string,
+): Pick<Config, 'baseUrl' | 'listingUrlsGiven' | 'authUrl' | 'imageBaseUrl' | 'musicBrainzUrl'> {
+  const baseUrl = r.url('SLEEVE_BASE_URL', 'http://localhost:8080', ['http', 'https']);
+  const authUrl = r.url('SLEEVE_AUTH_URL', 'https://localhost:8443', ['https']);
+  // With a bucket, redirects go straight to it unless an image base (a CDN, or /download for a private bucket) is given.
+  const imageBaseUrl = r.url('SLEEVE_IMAGE_BASE_URL', typeof storage !== 'string' && storage.kind === 's3' ? storage.publicUrl : `${baseUrl}/download`, ['http', 'https']);
+  const musicBrainzUrl = r.url('SLEEVE_MUSICBRAINZ_URL', 'https://musicbrainz.org', ['http', 'https']);
+  const listingUrlsGiven = r.get('SLEEVE_BASE_URL') !== undefined || r.get('SLEEVE_MUSICBRAINZ_URL') !== undefined;
+  return { baseUrl, listingUrlsGiven, authUrl, imageBaseUrl, musicBrainzUrl };
+}
+
+/** The auth listener's certificate and key: both or neither (then generated). */
+function readTls(r: SettingsReader, cwd: string): Pick<Config, 'tlsCert' | 'tlsKey'> {
+  const tlsCert = r.get('SLEEVE_TLS_CERT');
+  const tlsKey = r.get('SLEEVE_TLS_KEY');
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    r.problem(`${tlsCert === undefined ? 'SLEEVE_TLS_CERT' : 'SLEEVE_TLS_KEY'}: missing; SLEEVE_TLS_CERT and SLEEVE_TLS_KEY go together`);
+  }
+  return {
+    tlsCert: tlsCert === undefined ? undefined : path.resolve(cwd, tlsCert),
+    tlsKey: tlsKey === undefined ? undefined : path.resolve(cwd, tlsKey),
+  };
+}
+
+/** Who the clients are (proxies whose forwarding headers are believed) and how often each may ask. */
+function readClients(r: SettingsReader): Pick<Config, 'trustProxy' | 'rateLimit'> {
+  const trustProxy = (r.get('SLEEVE_TRUST_PROXY') ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
   for (const entry of trustProxy) {
-    if (!isAddressOrCidr(entry)) bad('SLEEVE_TRUST_PROXY', `${JSON.stringify(entry)} is not an IP address or CIDR`);
+    if (!isAddressOrCidr(entry)) r.bad('SLEEVE_TRUST_PROXY', `${JSON.stringify(entry)} is not an IP address or CIDR`);
   }
-
   let rateLimit: RateLimitConfig | undefined;
-  const rl = get('SLEEVE_RATE_LIMIT');
+  const rl = r.get('SLEEVE_RATE_LIMIT');
   if (rl !== undefined) {
     const parsed = parseRateLimit(rl);
-    if (parsed === undefined) bad('SLEEVE_RATE_LIMIT', 'must look like 300/10s (requests/window, window in ms, s, m or h)');
+    if (parsed === undefined) r.bad('SLEEVE_RATE_LIMIT', 'must look like 300/10s (requests/window, window in ms, s, m or h)');
     else rateLimit = parsed;
   }
+  return { trustProxy, rateLimit };
+}
 
-  const int = (name: VariableName, fallback: number, min: number, max: number): number => {
-    const raw = get(name);
-    if (raw === undefined) return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      bad(name, `must be a whole number from ${min} to ${max}`);
-      return fallback;
-    }
-    return Number(raw);
+/** The authorization service's token and code lifetimes, in seconds. */
+function readTokenLifetimes(r: SettingsReader): Pick<Config, 'accessTokenTtl' | 'authCodeTtl'> {
+  return {
+    accessTokenTtl: r.int('SLEEVE_ACCESS_TOKEN_TTL', 3600, 1, 31_536_000),
+    authCodeTtl: r.int('SLEEVE_AUTH_CODE_TTL', 600, 1, 600),
   };
-  const accessTokenTtl = int('SLEEVE_ACCESS_TOKEN_TTL', 3600, 1, 31_536_000);
-  const authCodeTtl = int('SLEEVE_AUTH_CODE_TTL', 600, 1, 600);
+}
+
+/** Every listener's timeouts and connection cap. */
+function readConnections(r: SettingsReader): ConnectionLimits {
   const connections: ConnectionLimits = {
-    headersTimeoutMs: int('SLEEVE_HEADERS_TIMEOUT_MS', 30_000, 10, 3_600_000),
-    requestTimeoutMs: int('SLEEVE_REQUEST_TIMEOUT_MS', 60_000, 10, 3_600_000),
-    keepAliveTimeoutMs: int('SLEEVE_KEEPALIVE_TIMEOUT_MS', 65_000, 10, 3_600_000),
-    maxConnections: int('SLEEVE_MAX_CONNECTIONS', 1024, 1, 1_000_000),
+    headersTimeoutMs: r.int('SLEEVE_HEADERS_TIMEOUT_MS', 30_000, 10, 3_600_000),
+    requestTimeoutMs: r.int('SLEEVE_REQUEST_TIMEOUT_MS', 60_000, 10, 3_600_000),
+    keepAliveTimeoutMs: r.int('SLEEVE_KEEPALIVE_TIMEOUT_MS', 65_000, 10, 3_600_000),
+    maxConnections: r.int('SLEEVE_MAX_CONNECTIONS', 1024, 1, 1_000_000),
   };
   // Node refuses a server whose headers may take longer than the whole request.
   if (connections.headersTimeoutMs > connections.requestTimeoutMs) {
-    bad('SLEEVE_HEADERS_TIMEOUT_MS', `must not be more than SLEEVE_REQUEST_TIMEOUT_MS (${connections.requestTimeoutMs})`);
+    r.bad('SLEEVE_HEADERS_TIMEOUT_MS', `must not be more than SLEEVE_REQUEST_TIMEOUT_MS (${connections.requestTimeoutMs})`);
   }
-  const uploadMaxBytes = int('SLEEVE_UPLOAD_MAX_BYTES', 50 * 1024 * 1024, 1, 2 ** 31 - 1);
-  const uploadMaxPixels = int('SLEEVE_UPLOAD_MAX_PIXELS', 100_000_000, 1, 1_000_000_000);
-  const changePollMs = int('SLEEVE_CHANGE_POLL_MS', 250, 10, 60_000);
-  const changePollRedisMs = int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000);
-  const shutdownDelayMs = int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000);
-  const passwordHashing = { threads: int('SLEEVE_PASSWORD_HASH_THREADS', defaultHashThreads(), 1, 64), queue: int('SLEEVE_PASSWORD_HASH_QUEUE', DEFAULT_HASH_QUEUE, 0, 100_000) };
-  // At most 30 s: with the 30 s a lease of another machine stays live, a killed upload's leftovers go within a minute.
-  const uploadSweepMs = int('SLEEVE_UPLOAD_SWEEP_MS', 10_000, 10, 30_000);
-  const responseCacheBytes = int('SLEEVE_RESPONSE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40);
-  const responseCacheEntries = get('SLEEVE_RESPONSE_CACHE') === undefined ? undefined : int('SLEEVE_RESPONSE_CACHE', 0, 0, 10_000_000);
-  const changeWaitMs = int('SLEEVE_CHANGE_WAIT_MS', 2000, 0, 60_000);
-  const fileCacheBytes = int('SLEEVE_FILE_CACHE_BYTES', 128 * 1024 * 1024, 0, 2 ** 40);
+  return connections;
+}
 
-  const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
-  if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+/** What a serving process (and a catalogue command) may spend and how often it works: uploads, polling, hashing, sweeps, caches. */
+function readServing(r: SettingsReader) {
+  return {
+    uploadMaxBytes: r.int('SLEEVE_UPLOAD_MAX_BYTES', 50 * 1024 * 1024, 1, 2 ** 31 - 1),
+    uploadMaxPixels: r.int('SLEEVE_UPLOAD_MAX_PIXELS', 100_000_000, 1, 1_000_000_000),
+    changePollMs: r.int('SLEEVE_CHANGE_POLL_MS', 250, 10, 60_000),
+    changePollRedisMs: r.int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000),
+    shutdownDelayMs: r.int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000),
+    passwordHashing: { threads: r.int('SLEEVE_PASSWORD_HASH_THREADS', defaultHashThreads(), 1, 64), queue: r.int('SLEEVE_PASSWORD_HASH_QUEUE', DEFAULT_HASH_QUEUE, 0, 100_000) },
+    // At most 30 s: with the 30 s a lease of another machine stays live, a killed upload's leftovers go within a minute.
+    uploadSweepMs: r.int('SLEEVE_UPLOAD_SWEEP_MS', 10_000, 10, 30_000),
+    responseCacheBytes: r.int('SLEEVE_RESPONSE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),
+    responseCacheEntries: r.get('SLEEVE_RESPONSE_CACHE') === undefined ? undefined : r.int('SLEEVE_RESPONSE_CACHE', 0, 0, 10_000_000),
+    changeWaitMs: r.int('SLEEVE_CHANGE_WAIT_MS', 2000, 0, 60_000),
+    fileCacheBytes: r.int('SLEEVE_FILE_CACHE_BYTES', 128 * 1024 * 1024, 0, 2 ** 40),
+  };
+}
 
-  const demoRaw = (get('SLEEVE_DEMO') ?? 'on').toLowerCase();
+function readLogLevel(r: SettingsReader): Config['logLevel'] {
+  const logLevel = (r.get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) r.bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  return logLevel;
+}
+
+function readDemo(r: SettingsReader): boolean {
+  const demoRaw = (r.get('SLEEVE_DEMO') ?? 'on').toLowerCase();
   const demo = ['on', 'true', '1', 'yes'].includes(demoRaw);
-  if (!demo && !['off', 'false', '0', 'no'].includes(demoRaw)) bad('SLEEVE_DEMO', 'must be on or off');
-
-  for (const key of Object.keys(env)) {
-    if (key.startsWith('SLEEVE_') && !(key in VARIABLES) && !key.startsWith('SLEEVE_TEST_') && !key.startsWith('SLEEVE_BENCH_')) {
-      problems.push(`${key}: unknown variable (known: ${Object.keys(VARIABLES).join(', ')})`);
-    }
-  }
-
-  // A safety net under the redaction of each value: no message carries URL credentials.
-  if (problems.length > 0) throw new ConfigError(problems.map(redactSecrets));
-  return Object.freeze({
-    dataDir,
-    database: database as DatabaseConfig,
-    storage: storage as StorageConfig,
-    redisUrl,
-    coverArtListen,
-    authListen,
-    metricsListen,
-    baseUrl,
-    listingUrlsGiven: get('SLEEVE_BASE_URL') !== undefined || get('SLEEVE_MUSICBRAINZ_URL') !== undefined,
-    authUrl,
-    imageBaseUrl,
-    musicBrainzUrl,
-    tlsCert: tlsCert === undefined ? undefined : path.resolve(cwd, tlsCert),
-    tlsKey: tlsKey === undefined ? undefined : path.resolve(cwd, tlsKey),
-    trustProxy,
-    rateLimit,
-    connections: Object.freeze(connections),
-    accessTokenTtl,
-    authCodeTtl,
-    logLevel,
-    uploadMaxBytes,
-    uploadMaxPixels,
-    demo,
-    changePollMs,
-    changePollRedisMs,
-    shutdownDelayMs,
-    responseCacheBytes,
-    responseCacheEntries,
-    passwordHashing,
-    uploadSweepMs,
-    changeWaitMs,
-    fileCacheBytes,
-  });
+  if (!demo && !['off', 'false', '0', 'no'].includes(demoRaw)) r.bad('SLEEVE_DEMO', 'must be on or off');
+  return demo;
 }
 
 /** Query parameters whose values are secrets (a password, key, token or signature). */

@@ -25,6 +25,8 @@ export interface ApiRequest {
   accept: string | undefined;
 }
 
+// The error texts of this file are coverartarchive.org's, kept byte-for-byte on purpose, odd
+// wordings included (docs/interface.md, "What sleeve serves").
 const ENTITIES = ['release', 'release-group'];
 const ENTITY_MESSAGE = `Only the following entities are supported: ${ENTITIES.join(', ')}`;
 const DOCS_URL = 'https://musicbrainz.org/doc/Cover_Art_Archive/API';
@@ -174,6 +176,7 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     return { ...redirect(307, imageUrl(deps, indexKey(release.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
   }
   const parsed = parseFilename(filename);
+  // "does not not" is kept on purpose: byte-for-byte as upstream (docs/interface.md, "What sleeve serves").
   if (parsed === undefined) return errorPage(400, `${filename} does not not contain a valid cover image id`, {}, true);
   if (parsed.kind === 'id') {
     const release = await findRelease(deps.db, mbid);

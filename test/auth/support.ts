@@ -9,6 +9,7 @@ import http from 'node:http';
 import { PassThrough } from 'node:stream';
 import { loadConfig } from '../../src/config/load.js';
 import { serve } from '../../src/serve.js';
+import type { Clock } from '../../src/shared/clock.js';
 import { authorize, Browser, PASSWORD, request, startAuthServer, token, type AuthServer, type HttpsResponse } from '../helpers/auth.js';
 import { freePort, type TestEnv } from '../helpers/env.js';
 
@@ -19,9 +20,12 @@ export interface Client {
   client_secret: string;
 }
 
-/** A second auth server on the same database (same users, apps and sessions), e.g. with short lifetimes; `t.env` is left as it was. */
-export function startSibling(t: TestEnv, extra: Record<string, string>): Promise<AuthServer> {
-  return startAuthServer({ ...t, env: { ...t.env } }, extra);
+/**
+ * A second auth server on the same database (same users, apps and sessions), e.g. with short
+ * lifetimes and a clock the test moves; `t.env` is left as it was.
+ */
+export function startSibling(t: TestEnv, extra: Record<string, string>, clock?: Clock): Promise<AuthServer> {
+  return startAuthServer({ ...t, env: { ...t.env } }, extra, clock);
 }
 
 /** An auth server whose log lines (JSON, one per line) are kept in memory. */
@@ -154,5 +158,3 @@ export function plainHttp(base: string, path: string, opts: { method?: string; h
 export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -8,8 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, authorize, request, startAuthServer, token, type AuthServer, type Browser, type HttpsResponse } from '../helpers/auth.js';
+import { ManualClock } from '../helpers/clock.js';
 import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
-import { assertErrorPage, assertOAuthError, codeOf, exchange, grant, isConsent, OOB, refresh, s256, signIn, sleep, startSibling, userinfoStatus, type Client } from './support.js';
+import { assertErrorPage, assertOAuthError, codeOf, exchange, grant, isConsent, OOB, refresh, s256, signIn, startSibling, userinfoStatus, type Client } from './support.js';
 
 const WEB_URI = 'https://client.example/callback';
 /** Access and refresh tokens: `{grant id, base 36}.{256 random bits, base64url}` (an RFC 6750 b64token). */
@@ -33,8 +34,9 @@ const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIC
 describe(`/oauth2/token (${DIALECT})`, () => {
   let t: TestEnv;
   let s: AuthServer;
-  /** The same database served with SLEEVE_ACCESS_TOKEN_TTL=1 and SLEEVE_AUTH_CODE_TTL=1. */
+  /** The same database served with SLEEVE_ACCESS_TOKEN_TTL=1 and SLEEVE_AUTH_CODE_TTL=1, on a clock the tests move. */
   let short: AuthServer;
+  const shortClock = new ManualClock();
   let alice: Browser;
   let web: Client;
   let other: Client;
@@ -44,7 +46,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
   before(async () => {
     t = await makeTestEnv();
     s = await startAuthServer(t);
-    short = await startSibling(t, { SLEEVE_ACCESS_TOKEN_TTL: '1', SLEEVE_AUTH_CODE_TTL: '1' });
+    short = await startSibling(t, { SLEEVE_ACCESS_TOKEN_TTL: '1', SLEEVE_AUTH_CODE_TTL: '1' }, shortClock);
     await addUser(t, 'alice');
     [web, other, pkce, desktop] = await Promise.all([
       addApp(t, 'alice', 'confidential', WEB_URI, 'Test Web'),
@@ -264,7 +266,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       const code = await newCode(desktop, OOB, {}, short);
       const oobUrl = `${short.base}/oauth2/oob?code=${code}`;
       assert.equal((await alice.fetch(oobUrl)).status, 200);
-      await sleep(1200);
+      shortClock.advance(1200);
       assertOAuthError(await exchange(short.base, desktop, code, OOB), 400, 'invalid_grant', 'Expired authorization code');
       assertErrorPage(await alice.fetch(oobUrl), 400, 'invalid_request', 'Expired authorization code');
     });
@@ -368,7 +370,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       const body = res.json();
       assert.equal(body.expires_in, 1);
       assert.equal(await userinfoStatus(short.base, body.access_token), 200);
-      await sleep(1200);
+      shortClock.advance(1200);
       const expired = await request(`${short.base}/oauth2/userinfo`, { headers: { authorization: `Bearer ${body.access_token}` } });
       assert.equal(expired.status, 401);
       assert.match(String(expired.headers['www-authenticate']), /error="invalid_token"/);
@@ -381,7 +383,7 @@ describe(`/oauth2/token (${DIALECT})`, () => {
     it('an online grant cannot be renewed: consent is skipped but a new code is needed', async () => {
       const first = await grant(alice, short.base, web, webParams({ scope: 'profile tag' }));
       assert.equal(first.refresh_token, undefined);
-      await sleep(1200);
+      shortClock.advance(1200);
       assert.equal(await userinfoStatus(short.base, first.access_token), 401);
       const res = await alice.fetch(`${short.base}/oauth2/authorize?${new URLSearchParams(webParams({ scope: 'profile tag' }))}`);
       assert.equal(res.status, 302, 'still pre-authorized');

@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, request, startAuthServer, type AuthServer, type Browser, type HttpsResponse } from '../helpers/auth.js';
+import { ManualClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
-import { assertOAuthError, grant, OOB, revoke, signIn, sleep, startSibling, type Client, type Tokens } from './support.js';
+import { assertOAuthError, grant, OOB, revoke, signIn, startSibling, type Client, type Tokens } from './support.js';
 
 const ALL = 'profile email tag rating collection submit_isrc submit_barcode';
 const BIRTH = '1990-06-15';
@@ -44,15 +45,15 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
   let unicode: Tokens;
   let editor1Id: number;
   let b2: Browser;
-  /** A token of the short-lived server, and when it was issued. */
+  /** A token of the short-lived server, whose clock stands still until the tests move it past the token's life. */
   let shortTokens: Tokens;
-  let shortIssued: number;
-  const whenExpired = () => sleep(Math.max(0, shortIssued + 1200 - Date.now()));
+  const shortClock = new ManualClock();
+  const whenExpired = () => shortClock.advance(1200);
 
   before(async () => {
     t = await makeTestEnv();
     s = await startAuthServer(t);
-    short = await startSibling(t, { SLEEVE_ACCESS_TOKEN_TTL: '1' });
+    short = await startSibling(t, { SLEEVE_ACCESS_TOKEN_TTL: '1' }, shortClock);
     await Promise.all([
       addUser(t, 'editor1', ['--email-verified', '--website', 'http://www.mysite.com/', '--gender', 'Male', '--zoneinfo', 'Europe/Bratislava', '--birth-date', BIRTH, '--country', 'GB']),
       addUser(t, 'editor2'),
@@ -68,7 +69,6 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
     [b1, b2, b3] = await Promise.all([signIn(s.base, 'editor1'), signIn(s.base, 'editor2'), signIn(s.base, 'æditorⅣ')]);
     // The session works on both servers (one database).
     shortTokens = await grant(b2, short.base, desktop, { redirect_uri: OOB });
-    shortIssued = Date.now();
     for (const scope of [ALL, 'profile', 'email', '', 'profile tag']) editor1[scope] = await grant(b1, s.base, desktop, { redirect_uri: OOB, scope });
     editor2 = await grant(b2, s.base, desktop, { redirect_uri: OOB, scope: 'profile' });
     editor2Email = await grant(b2, s.base, desktop, { redirect_uri: OOB, scope: 'profile email' });
@@ -111,7 +111,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
 
     it('answers an expired token 401 invalid_token', async () => {
       assert.equal(shortTokens.expires_in, 1);
-      await whenExpired();
+      whenExpired();
       assertInvalidToken(await request(`${short.base}/oauth2/userinfo?access_token=${shortTokens.access_token}`));
       assertInvalidToken(await request(`${short.base}/oauth2/userinfo`, { headers: { authorization: `Bearer ${shortTokens.access_token}` } }));
     });
@@ -309,7 +309,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
         assert.equal(res.status, 200);
         assert.deepEqual(res.json(), { active: false });
       }
-      await whenExpired();
+      whenExpired();
       assert.deepEqual((await request(`${short.base}/oauth2/introspect`, { form: { token: shortTokens.access_token, ...as(resource) } })).json(), { active: false });
     });
 

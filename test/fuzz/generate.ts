@@ -3,7 +3,7 @@
  * from the run's seed and the request's index, so any one of them can be made again
  * alone (SLEEVE_FUZZ_SEED, SLEEVE_FUZZ_ONLY) whatever the concurrency of the run.
  */
-import { mulberry32 } from '../helpers/prng.js';
+import { mulberry32 } from '../../datagen/prng.js';
 
 export class Rng {
   private readonly next: () => number;

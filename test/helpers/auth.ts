@@ -1,6 +1,7 @@
 import https from 'node:https';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
+import type { Clock } from '../../src/shared/clock.js';
 import { cliOk, freePort, type TestEnv } from './env.js';
 
 export interface AuthServer {
@@ -9,12 +10,12 @@ export interface AuthServer {
   base: string;
 }
 
-/** Starts the auth listener (self-signed) in this process on a free port. */
-export async function startAuthServer(t: TestEnv, extra: Record<string, string> = {}): Promise<AuthServer> {
+/** Starts the auth listener (self-signed) in this process on a free port; on the system clock unless given one. */
+export async function startAuthServer(t: TestEnv, extra: Record<string, string> = {}, clock?: Clock): Promise<AuthServer> {
   const port = await freePort();
   const base = `https://127.0.0.1:${port}`;
   Object.assign(t.env, { SLEEVE_AUTH_LISTEN: `127.0.0.1:${port}`, SLEEVE_AUTH_URL: base, ...extra });
-  const server = await serve(loadConfig(t.env), { only: 'auth' });
+  const server = await serve(loadConfig(t.env), { only: 'auth', clock });
   return { server, base };
 }
 

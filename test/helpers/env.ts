@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
+import type { Clock } from '../../src/shared/clock.js';
 
 /** The build output these tests were compiled into (dist/ or another --outDir), and the repository root. */
 export const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -123,13 +124,13 @@ export interface RunningServer {
 
 /**
  * Starts sleeve in this process on a free port, with SLEEVE_BASE_URL pointing at it,
- * so redirects can be followed to the built-in file server.
+ * so redirects can be followed to the built-in file server; on the system clock unless given one.
  */
-export async function startServer(t: TestEnv, extra: Record<string, string> = {}): Promise<RunningServer> {
+export async function startServer(t: TestEnv, extra: Record<string, string> = {}, clock?: Clock): Promise<RunningServer> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   Object.assign(t.env, { SLEEVE_COVERART_LISTEN: `127.0.0.1:${port}`, SLEEVE_BASE_URL: base, ...extra });
-  const server = await serve(loadConfig(t.env), { only: 'coverart' });
+  const server = await serve(loadConfig(t.env), { only: 'coverart', clock });
   return { server, base };
 }
 

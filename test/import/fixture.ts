@@ -4,7 +4,7 @@
  * several release events per release, art types, pending edits, an editor-chosen
  * release, a Raw/Unedited front, a PDF front.
  */
-import { writeDump, raw, type DumpMeta, type Value } from '../helpers/mbdump.js';
+import { writeDump, raw, type DumpMeta, type Value } from '../../datagen/mbdump.js';
 
 export const G = {
   one: '1b3bd7b8-6a7c-4c2c-9d5c-000000000001',

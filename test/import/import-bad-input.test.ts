@@ -9,7 +9,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { cliOk, DIALECT, makeTestEnv, runCli, type CliResult, type TestEnv } from '../helpers/env.js';
-import type { Value } from '../helpers/mbdump.js';
+import type { Value } from '../../datagen/mbdump.js';
 import { dbDump, newMbid } from '../cover-art/cli-support.js';
 import { IMAGES, R, writeFixture } from './fixture.js';
 import { query } from './support.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { cliOk, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
-import type { Value } from '../helpers/mbdump.js';
+import type { Value } from '../../datagen/mbdump.js';
 import { dbImageIds, fetchState, newMbid, writeInput } from '../cover-art/cli-support.js';
 import { G, IMAGES, R, writeFixture } from './fixture.js';
 import { query } from './support.js';

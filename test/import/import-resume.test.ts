@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
-import { generateDump, type GeneratedDump } from '../helpers/mbdump.js';
+import { generateDump, type GeneratedDump } from '../../datagen/mbdump.js';
 import { dbDump, spawnCli } from '../cover-art/cli-support.js';
 import { query } from './support.js';
 import { loadConfig } from '../../src/config/load.js';

@@ -16,10 +16,11 @@ import { loadConfig } from '../../src/config/load.js';
 import { COVER_ART_ROUTES } from '../../src/cover-art/route-label.js';
 import { serve } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
+import { ShiftedClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { spawnCli } from '../cover-art/cli-support.js';
-import { generateDump } from '../helpers/mbdump.js';
+import { generateDump } from '../../datagen/mbdump.js';
 import { redisUnavailable, startRedis, type PrivateRedis } from '../helpers/redis.js';
 import { countOf, scrape, startLoggedServer, valueOf, type LoggedServer, type Scrape } from './support.js';
 
@@ -51,12 +52,14 @@ describe(`metrics listener (${DIALECT})`, () => {
   let t: TestEnv;
   let s: LoggedServer;
   let imageBytes: Buffer;
+  /** Real time (the CLI's changes are polled for), moved on past the database-held values' age. */
+  const clock = new ShiftedClock();
 
   before(async () => {
     // The server checks for catalogue changes every 20 ms, so the CLI's changes below have
     // emptied its response cache before the counting starts (and not in the middle).
     t = await makeTestEnv({ SLEEVE_CHANGE_POLL_MS: '20' });
-    s = await startLoggedServer(t);
+    s = await startLoggedServer(t, {}, clock);
     await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
     imageBytes = await makeJpeg(300, 300);
     const file = path.join(t.dir, 'front.jpg');
@@ -243,7 +246,7 @@ describe(`metrics listener (${DIALECT})`, () => {
     // A writer that bypasses the catalogue functions (as a bulk import may) leaves the counts behind...
     const db = s.server.runtime.database.db;
     await db.insertInto('release').values({ gid: '3e7a0000-0000-4000-8000-0000000000b3', release_group: 1, name: '' }).execute();
-    await new Promise((r) => setTimeout(r, 1100));
+    clock.advance(1100);
     assert.equal(await releases(), 2);
     // ...until a full reindex recounts.
     await cliOk(t.env, ['art', 'reindex']);
@@ -460,7 +463,9 @@ describe(`SLEEVE_METRICS_LISTEN=off (${DIALECT})`, () => {
 describe(`database-held metrics with a stuck database (${DIALECT})`, { skip: DIALECT === 'sqlite' ? 'SQLite reads are synchronous and in WAL mode never wait for a writer' : false }, () => {
   it('a scrape waits about a second at most, then answers with the last values read and their age', async () => {
     const t = await makeTestEnv();
-    const s = await startLoggedServer(t);
+    // Real time (the scrape's wait is a real timeout), moved on past the values' one-second age.
+    const clock = new ShiftedClock();
+    const s = await startLoggedServer(t, {}, clock);
     const admin = new pg.Client({ connectionString: t.env.SLEEVE_DATABASE_URL });
     await admin.connect();
     try {
@@ -470,7 +475,7 @@ describe(`database-held metrics with a stuck database (${DIALECT})`, { skip: DIA
       // Nobody can read the counters now.
       await admin.query('BEGIN');
       await admin.query('LOCK TABLE counter IN ACCESS EXCLUSIVE MODE');
-      await new Promise((r) => setTimeout(r, 1200));
+      clock.advance(1200);
       const started = Date.now();
       const stuck = await scrape(s.server.metricsAddress);
       const ms = Date.now() - started;

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
+import type { Clock } from '../../src/shared/clock.js';
 import { freePort, type TestEnv } from '../helpers/env.js';
 
 export interface Sample {
@@ -113,8 +114,8 @@ export interface LoggedServer {
   logText(): string;
 }
 
-/** Both listeners and the metrics listener in this process, on free ports, with their JSON logs kept. */
-export async function startLoggedServer(t: TestEnv, extra: Record<string, string> = {}): Promise<LoggedServer> {
+/** Both listeners and the metrics listener in this process, on free ports, with their JSON logs kept; on the system clock unless given one. */
+export async function startLoggedServer(t: TestEnv, extra: Record<string, string> = {}, clock?: Clock): Promise<LoggedServer> {
   const port = await freePort();
   const authPort = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -129,7 +130,7 @@ export async function startLoggedServer(t: TestEnv, extra: Record<string, string
   const chunks: Buffer[] = [];
   const stream = new PassThrough();
   stream.on('data', (c: Buffer) => chunks.push(c));
-  const server = await serve(loadConfig(t.env), { logStream: stream });
+  const server = await serve(loadConfig(t.env), { logStream: stream, clock });
   const logText = () => Buffer.concat(chunks).toString('utf8');
   return {
     server,

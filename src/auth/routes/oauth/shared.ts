@@ -93,6 +93,7 @@ function clientCredentials(req: FastifyRequest, params: Map<string, string>): { 
 export async function requireClient(deps: AuthDeps, req: FastifyRequest, params: Map<string, string>): Promise<Application> {
   const { id, secret } = clientCredentials(req, params);
   const app = id === undefined || secret === undefined ? undefined : await authenticateClient(deps, id, secret);
+  // "authentified" is kept on purpose: byte-for-byte as upstream (docs/interface.md, "What sleeve serves").
   if (app === undefined) throw new OAuthError('invalid_client', 'Client not authentified');
   return app;
 }

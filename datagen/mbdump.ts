@@ -1,5 +1,6 @@
 /*
- * MusicBrainz dumps for the import tests and the import benchmark, in the real format:
+ * MusicBrainz dumps for the import tests and the import benchmark (both import this folder,
+ * neither imports the other), in the real format:
  * an mbdump/ folder of PostgreSQL COPY text files (tab separated, `\N` for NULL,
  * backslash escapes) with the real column orders, plus TIMESTAMP and the sequence files.
  * Written independently of src/import (its own escaping and column lists).

@@ -9,9 +9,9 @@ import { PassThrough } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { generate } from 'selfsigned';
-import { loadConfig } from '../src/config/load.js';
-import { serve, type Server } from '../src/serve.js';
-import { DIALECT, freePort, makeTestEnv, type TestEnv } from './helpers/env.js';
+import { loadConfig } from '../../src/config/load.js';
+import { serve, type Server } from '../../src/serve.js';
+import { DIALECT, freePort, makeTestEnv, type TestEnv } from '../helpers/env.js';
 
 const CERT = 'self-signed-cert.pem';
 const KEY = 'self-signed-key.pem';
