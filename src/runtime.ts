@@ -1,4 +1,5 @@
 import type { AuthDeps } from './auth/accounts.js';
+import { SigningKeys } from './auth/signing-keys.js';
 import type { Config } from './config/load.js';
 import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';
@@ -61,7 +62,7 @@ export async function openRuntime(
     config,
     database,
     store,
-    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl },
+    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, signingKeys: new SigningKeys(database.db, clock) },
     coverArt: {
       db: database.db,
       dialect: database.dialect,

@@ -214,6 +214,8 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
         hostnames: [new URL(config.authUrl).hostname, config.authListen.host],
       });
       const trusted = new TrustedProxies(config.trustProxy);
+      // The id_token signing keys exist before the first request (made on a fresh database).
+      await runtime.auth.signingKeys.ensure();
       const app = buildAuthApp({
         tls,
         logger,

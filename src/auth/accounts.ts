@@ -3,6 +3,7 @@ import type { Db } from '../db/schema.js';
 import type { WriteBatcher } from '../db/write-batch.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError, invalidInput } from '../shared/errors.js';
+import type { SigningKeys } from './signing-keys.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, PasswordHashingBusy, randomToken, tokenHash, verifyPassword, type PasswordHasher } from './crypto.js';
 
 /** What the authorization module needs from the outside world. */
@@ -17,6 +18,8 @@ export interface AuthDeps {
   writes?: WriteBatcher;
   /** Where passwords are hashed (worker threads with a bounded queue); a shared default when absent. */
   passwords?: PasswordHasher | undefined;
+  /** The id_token signing keys (auth/signing-keys.ts). */
+  signingKeys: SigningKeys;
 }
 
 export interface Account {

@@ -201,6 +201,24 @@ export interface SettingTable {
   value: string;
 }
 
+/** A key that signs OpenID Connect id_tokens (migration 20261124T0400; auth/signing-keys.ts). */
+export interface SigningKeyTable {
+  /** The RFC 7638 thumbprint of its public JWK. */
+  kid: string;
+  alg: 'ES256' | 'RS256';
+  /** `alg` while the key signs, null once retired (unique: one signing key per algorithm). */
+  active_alg: 'ES256' | 'RS256' | null;
+  /** JSON: the private JWK. Never logged or printed. */
+  private_jwk: string;
+  /** JSON: the public JWK, as the JWKS serves it. */
+  public_jwk: string;
+  created_at: number;
+  /** When it stopped signing. */
+  retired_at: number | null;
+  /** When every token it signed has expired: it leaves the JWKS then (null while it signs). */
+  expires_at: number | null;
+}
+
 export interface Database {
   serving_process: ServingProcessTable;
   setting: SettingTable;
@@ -222,6 +240,7 @@ export interface Database {
   oauth_application: OAuthApplicationTable;
   oauth_grant: OAuthGrantTable;
   oauth_code: OAuthCodeTable;
+  signing_key: SigningKeyTable;
 }
 
 export type Db = Kysely<Database>;
