@@ -16,6 +16,7 @@
 import type { CryptoKey, JWK } from 'jose';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
+import { failpoint } from '../shared/failpoint.js';
 
 export type SigningAlg = 'ES256' | 'RS256';
 
@@ -77,12 +78,12 @@ export class SigningKeys {
   async ensure(now = this.#clock.now()): Promise<void> {
     await this.prune(now);
     const active = await this.#db.selectFrom('signing_key').select('alg').where('active_alg', 'is not', null).execute();
-    for (const alg of SIGNING_ALGS) {
-      if (active.some((r) => r.alg === alg)) continue;
-      const row = await newKeyRow(alg, now);
-      // Another process may have made one meanwhile: then the unique index keeps it, and this one is dropped.
-      await this.#db.insertInto('signing_key').values(row).onConflict((oc) => oc.doNothing()).execute();
-    }
+    const missing = SIGNING_ALGS.filter((alg) => !active.some((r) => r.alg === alg));
+    if (missing.length === 0) return;
+    const rows = await Promise.all(missing.map((alg) => newKeyRow(alg, now)));
+    await failpoint('signing-keys-made', missing.join(','));
+    // Another process may have made one meanwhile: then the unique index keeps it, and this one is dropped.
+    for (const row of rows) await this.#db.insertInto('signing_key').values(row).onConflict((oc) => oc.doNothing()).execute();
   }
 
   /** The key that signs with `alg` now (made first if there is none). */

@@ -164,6 +164,8 @@ export interface OAuthGrantTable {
   access_expires_at: number | null;
   created_at: number;
   revoked_at: number | null;
+  /** The scope list as the client wrote it with MetaBrainz names, echoed in token responses (null: classic names; migration 20261124T0410). */
+  scope_text: Generated<string | null>;
 }
 
 export interface OAuthCodeTable {
@@ -178,6 +180,8 @@ export interface OAuthCodeTable {
   expires_at: number;
   used_at: number | null;
   grant_id: number | null;
+  /** As oauth_grant.scope_text. */
+  scope_text: Generated<string | null>;
 }
 
 /** A running `sleeve serve` with a cover art listener (migration 20261124T0300; cluster/registry.ts). */

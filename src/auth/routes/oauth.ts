@@ -182,6 +182,7 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
           redirectUri,
           codeChallenge: challenge,
           codeChallengeMethod: method as 'plain' | 'S256' | undefined,
+          scopeText: scope.spelled,
         });
         return sendBack({ code, state }, mode);
       };
