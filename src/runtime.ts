@@ -1,4 +1,4 @@
-import type { AuthDeps } from './auth/index.js';
+import { SigningKeys, type AuthDeps } from './auth/index.js';
 import type { Config } from './config/load.js';
 import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';
@@ -49,7 +49,7 @@ export async function openRuntime(
     config,
     database,
     store,
-    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl },
+    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, signingKeys: new SigningKeys(database.db, clock) },
     coverArt: {
       db: database.db,
       store,

@@ -292,6 +292,8 @@ async function startAuth(s: Serving): Promise<string> {
     hostnames: [new URL(config.authUrl).hostname, config.authListen.host],
   });
   const trusted = new TrustedProxies(config.trustProxy);
+  // The id_token signing keys exist before the first request (made on a fresh database).
+  await runtime.auth.signingKeys.ensure();
   const app = buildAuthApp({
     tls,
     logger: s.logger,

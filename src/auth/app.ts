@@ -11,6 +11,7 @@ import { buildListener, type RequestHandler } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
 import type { AuthDeps } from './deps.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
+import { jwksRoutes } from './routes/jwks.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
 import { pageRoutes, renderLoginInterstitial, sendPage, type PageContext } from './routes/pages.js';
 import type { TlsMaterial } from './tls.js';
@@ -117,6 +118,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   };
   void app.register(pageRoutes, ctx);
   void app.register(oauthRoutes, ctx);
+  void app.register(jwksRoutes, { keys: opts.deps.signingKeys });
 
   app.setNotFoundHandler(function notFound(req: FastifyRequest, reply: FastifyReply) {
     if (JSON_ENDPOINTS.test(req.url) || req.url.startsWith('/oauth2/')) {

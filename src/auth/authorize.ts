@@ -45,6 +45,8 @@ export async function authorizeTarget(deps: AuthDeps, query: URLSearchParams): P
 /** A well-formed authorization request, ready for consent. */
 export interface AuthorizeRequest extends AuthorizeTarget {
   scope: number;
+  /** The scope list as written, when it used MetaBrainz names (scopes.ts parseScope's `spelled`). */
+  scopeText: string | null;
   responseMode: 'query' | 'form_post';
   codeChallenge: string | undefined;
   codeChallengeMethod: 'plain' | 'S256' | undefined;
@@ -76,6 +78,7 @@ export function authorizeRequest(target: AuthorizeTarget): AuthorizeRequest | { 
   return {
     ...target,
     scope: scope.mask,
+    scopeText: scope.spelled,
     responseMode: responseMode === 'form_post' ? 'form_post' : 'query',
     codeChallenge: challenge,
     codeChallengeMethod: method,

@@ -2,6 +2,7 @@ import type { Db } from '../db/schema.js';
 import type { WriteBatcher } from '../db/write-batch.js';
 import type { Clock } from '../shared/clock.js';
 import type { PasswordHasher } from './crypto.js';
+import type { SigningKeys } from './signing-keys.js';
 
 /** What the authorization module needs from the outside world (runtime.ts makes it; serve() adds the write batcher and the hashing threads). */
 export interface AuthDeps {
@@ -15,5 +16,7 @@ export interface AuthDeps {
   writes?: WriteBatcher;
   /** Where passwords are hashed (worker threads with a bounded queue); a shared default when absent. */
   passwords?: PasswordHasher | undefined;
+  /** The id_token signing keys (auth/signing-keys.ts). */
+  signingKeys: SigningKeys;
 }
 

@@ -14,6 +14,8 @@ export interface CodeRequest {
   redirectUri: string;
   codeChallenge: string | undefined;
   codeChallengeMethod: 'plain' | 'S256' | undefined;
+  /** The scope list as written, when it used MetaBrainz names (scopes.ts parseScope's `spelled`). */
+  scopeText?: string | null;
 }
 
 /** Issues a single-use authorization code bound to client, user, scope and redirect URI. */
@@ -34,6 +36,7 @@ export async function issueCode(deps: AuthDeps, req: CodeRequest): Promise<strin
       expires_at: now + deps.authCodeTtl * 1000,
       used_at: null,
       grant_id: null,
+      scope_text: req.scopeText ?? null,
     })
     .execute();
   // Codes are short-lived; old ones only matter for reuse detection within their life.
@@ -80,6 +83,8 @@ export interface TokenResponse {
   token_type: 'Bearer';
   expires_in: number;
   refresh_token?: string;
+  /** Only when the client asked with MetaBrainz scope names: those names, as it wrote them. */
+  scope?: string;
 }
 
 /*
@@ -169,6 +174,7 @@ export async function exchangeCode(
         access_expires_at: null,
         created_at: now,
         revoked_at: null,
+        scope_text: row.scope_text,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
@@ -182,12 +188,13 @@ export async function exchangeCode(
     await trx.updateTable('oauth_code').set({ grant_id: grant.id }).where('code_hash', '=', row.code_hash).execute();
     const body: TokenResponse = { access_token: access.token, token_type: 'Bearer', expires_in: deps.accessTokenTtl };
     if (refresh !== undefined) body.refresh_token = refresh.token;
+    if (row.scope_text !== null) body.scope = row.scope_text;
     return body;
   });
 }
 
 const grantById = preparedQuery(['id'] as const, (db, p) =>
-  db.selectFrom('oauth_grant').select(['id', 'account_id', 'application_id', 'offline', 'refresh_hash', 'access_hash', 'revoked_at']).where('id', '=', p.id),
+  db.selectFrom('oauth_grant').select(['id', 'account_id', 'application_id', 'offline', 'refresh_hash', 'access_hash', 'revoked_at', 'scope_text']).where('id', '=', p.id),
 );
 
 /** Replaces a grant's access token, unless the grant ended or its refresh token changed meanwhile. */
@@ -211,7 +218,9 @@ export async function refreshGrant(deps: AuthDeps, app: Application, refreshToke
   const values = { id: grant.id, hash: access.hash, createdAt: now, expiresAt: now + deps.accessTokenTtl * 1000, refresh: grant.refresh_hash };
   const result = deps.writes === undefined ? await replaceAccessToken(deps.db, values) : await deps.writes.run((trx) => replaceAccessToken(trx, values));
   if (result.numAffectedRows !== 1n) throw invalid();
-  return { access_token: access.token, token_type: 'Bearer', expires_in: deps.accessTokenTtl, refresh_token: refreshToken };
+  const body: TokenResponse = { access_token: access.token, token_type: 'Bearer', expires_in: deps.accessTokenTtl, refresh_token: refreshToken };
+  if (grant.scope_text !== null) body.scope = grant.scope_text;
+  return body;
 }
 
 /**

@@ -9,3 +9,4 @@ export { audit, type AuditEvent, type AuditFields, type AuditLogger } from './au
 export { PasswordHasher, DEFAULT_HASH_QUEUE, defaultHashThreads, type PasswordHashingLimits } from './crypto.js';
 export type { AuthDeps } from './deps.js';
 export { exchangeCode, issueCode, type CodeRequest, type TokenResponse } from './grants.js';
+export { SigningKeys, type KeyInfo } from './signing-keys.js';

@@ -12,17 +12,38 @@ export const SCOPES = [
 export const PROFILE = 1;
 export const EMAIL = 2;
 
-/** Parses a space-delimited scope list into a bitmask, or names the first unknown scope. */
-export function parseScope(text: string): { mask: number } | { unknown: string } {
+/**
+ * The names today's MetaBrainz provider gives the classic scopes, accepted as the same scopes
+ * (`profile` and `email` keep their names there). See docs/decisions.md, "Scope names".
+ */
+export const SCOPE_ALIASES: Readonly<Record<string, (typeof SCOPES)[number]['name']>> = {
+  'musicbrainz:tag': 'tag',
+  'musicbrainz:rating': 'rating',
+  'musicbrainz:collection': 'collection',
+  'musicbrainz:submit_isrc': 'submit_isrc',
+  'musicbrainz:submit_barcode': 'submit_barcode',
+};
+
+/**
+ * Parses a space-delimited scope list into a bitmask, or names the first unknown scope.
+ * `spelled`: when the list uses a MetaBrainz name, the names as the client wrote them (each
+ * once, in its order), which the token response then echoes; null for classic names only.
+ */
+export function parseScope(text: string): { mask: number; spelled: string | null } | { unknown: string } {
   let mask = 0;
+  let aliased = false;
+  const asked: string[] = [];
   const names = text.split(/\s+/);
   for (const [i, name] of names.entries()) {
     if (name === '' && (i === 0 || i === names.length - 1)) continue;
-    const scope = SCOPES.find((s) => s.name === name);
+    const alias = Object.hasOwn(SCOPE_ALIASES, name) ? SCOPE_ALIASES[name] : undefined;
+    const scope = SCOPES.find((s) => s.name === (alias ?? name));
     if (scope === undefined) return { unknown: name };
     mask |= scope.bit;
+    aliased ||= alias !== undefined;
+    if (!asked.includes(name)) asked.push(name);
   }
-  return { mask };
+  return { mask, spelled: aliased ? asked.join(' ') : null };
 }
 
 export function scopeNames(mask: number): string[] {

@@ -32,6 +32,8 @@ export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server]
   app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server]
   app list [--owner NAME]
+  keys list                             the id_token signing keys (never a private key)
+  keys rotate                           new signing keys; the old stay published until their tokens expire
   import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
                                         load a MusicBrainz dump (resumable; see README)
 
@@ -147,6 +149,18 @@ const HELP: Record<string, CommandHelp> = {
     usage: 'app list [--owner NAME]',
     about: 'Lists the registered applications: client_id, type, owner, name and redirect URI (never a secret or its hash).',
     options: { owner: ['NAME', "only this user's applications"] },
+  },
+  'keys list': {
+    usage: 'keys list',
+    about:
+      'Lists the keys id_tokens are signed with: kid, algorithm, state (active: signs; retired: published until the\n' +
+      'tokens it signed have expired; expired: about to be removed) and the times it was made, retired and expires.',
+  },
+  'keys rotate': {
+    usage: 'keys rotate',
+    about:
+      'Makes new ES256 and RS256 signing keys and prints their kids. The keys they replace stop signing (within a\n' +
+      'minute in running servers) and stay in the JWKS until every token they signed has expired.',
   },
   'import musicbrainz': {
     usage: 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]',

@@ -24,12 +24,12 @@ function noArgs(ctx: CommandContext, usage: string): void {
 }
 
 /** Columns padded to the widest value, the last one left as it is. */
-function table(rows: string[][]): string {
+export function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ').trimEnd()).join('\n');
 }
 
-function isoTime(ms: number): string {
+export function isoTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 

@@ -3,10 +3,11 @@ import { loadConfig, readConfigFile, type Config } from '../config/load.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
 import { reportError, UsageError } from './errors.js';
 import { commandHelp, groupHelp, USAGE, version } from './help.js';
+import { KEYS_COMMANDS } from './keys-command.js';
 import { LIST_COMMANDS } from './list-commands.js';
 
-/** Every command: the catalogue and account commands, and the read-only listings. */
-const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS };
+/** Every command: the catalogue and account commands, the read-only listings, and the signing keys'. */
+const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...KEYS_COMMANDS };
 
 /**
  * A bad option as one line naming it and where its command's help is, instead of

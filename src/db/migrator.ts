@@ -8,6 +8,8 @@ import * as m20261122T0200 from './migrations/20261122T0200_metric_counters.js';
 import * as m20261124T0100 from './migrations/20261124T0100_signin_devices.js';
 import * as m20261124T0200 from './migrations/20261124T0200_resource_server.js';
 import * as m20261124T0300 from './migrations/20261124T0300_freshness.js';
+import * as m20261124T0400 from './migrations/20261124T0400_signing_keys.js';
+import * as m20261124T0410 from './migrations/20261124T0410_scope_spelling.js';
 
 /** Every migration, in order. A static list, so a bundled build finds them too. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -18,6 +20,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261124T0100_signin_devices': m20261124T0100,
   '20261124T0200_resource_server': m20261124T0200,
   '20261124T0300_freshness': m20261124T0300,
+  '20261124T0400_signing_keys': m20261124T0400,
+  '20261124T0410_scope_spelling': m20261124T0410,
 };
 
 function migrator(db: Db): Migrator {

@@ -164,6 +164,8 @@ export interface OAuthGrantTable {
   access_expires_at: number | null;
   created_at: number;
   revoked_at: number | null;
+  /** The scope list as the client wrote it with MetaBrainz names, echoed in token responses (null: classic names; migration 20261124T0410). */
+  scope_text: Generated<string | null>;
 }
 
 export interface OAuthCodeTable {
@@ -178,6 +180,8 @@ export interface OAuthCodeTable {
   expires_at: number;
   used_at: number | null;
   grant_id: number | null;
+  /** As oauth_grant.scope_text. */
+  scope_text: Generated<string | null>;
 }
 
 /** A running `sleeve serve` with a cover art listener (migration 20261124T0300; cluster/registry.ts). */
@@ -201,6 +205,24 @@ export interface SettingTable {
   value: string;
 }
 
+/** A key that signs OpenID Connect id_tokens (migration 20261124T0400; auth/signing-keys.ts). */
+export interface SigningKeyTable {
+  /** The RFC 7638 thumbprint of its public JWK. */
+  kid: string;
+  alg: 'ES256' | 'RS256';
+  /** `alg` while the key signs, null once retired (unique: one signing key per algorithm). */
+  active_alg: 'ES256' | 'RS256' | null;
+  /** JSON: the private JWK. Never logged or printed. */
+  private_jwk: string;
+  /** JSON: the public JWK, as the JWKS serves it. */
+  public_jwk: string;
+  created_at: number;
+  /** When it stopped signing. */
+  retired_at: number | null;
+  /** When every token it signed has expired: it leaves the JWKS then (null while it signs). */
+  expires_at: number | null;
+}
+
 export interface Database {
   serving_process: ServingProcessTable;
   setting: SettingTable;
@@ -222,6 +244,7 @@ export interface Database {
   oauth_application: OAuthApplicationTable;
   oauth_grant: OAuthGrantTable;
   oauth_code: OAuthCodeTable;
+  signing_key: SigningKeyTable;
 }
 
 export type Db = Kysely<Database>;

@@ -58,6 +58,7 @@ async function consent(
       redirectUri: request.redirectUri,
       codeChallenge: request.codeChallenge,
       codeChallengeMethod: request.codeChallengeMethod,
+      scopeText: request.scopeText,
     });
     return back({ code, state }, request.responseMode);
   };
