@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../auth/crypto.js';
+import { UPSTREAM_VARIABLES, upstreamConfig, type UpstreamConfig } from './upstream.js';
 
 /** One listener address. */
 export interface ListenAddress {
@@ -96,6 +97,8 @@ export interface Config {
   changeWaitMs: number;
   /** Bytes of files the built-in file server keeps in memory (0 turns the file cache off). */
   fileCacheBytes: number;
+  /** Pull-through of /download/ misses (config/upstream.ts); undefined when SLEEVE_UPSTREAM_URL is unset. */
+  upstream: UpstreamConfig | undefined;
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -135,6 +138,7 @@ export const VARIABLES = {
   SLEEVE_RESPONSE_CACHE: 'deprecated: also cap the response cache at this many answers (default: no count cap; 0 = off)',
   SLEEVE_CHANGE_WAIT_MS: 'how long a catalogue command waits for every serving process to show its change, ms (default 2000, 0 = do not wait)',
   SLEEVE_FILE_CACHE_BYTES: 'bytes of /download/ files kept in memory (default 134217728 = 128 MiB, 0 = off)',
+  ...UPSTREAM_VARIABLES,
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -298,6 +302,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const responseCacheEntries = get('SLEEVE_RESPONSE_CACHE') === undefined ? undefined : int('SLEEVE_RESPONSE_CACHE', 0, 0, 10_000_000);
   const changeWaitMs = int('SLEEVE_CHANGE_WAIT_MS', 2000, 0, 60_000);
   const fileCacheBytes = int('SLEEVE_FILE_CACHE_BYTES', 128 * 1024 * 1024, 0, 2 ** 40);
+  const upstream = upstreamConfig(get, url, int);
 
   const logLevel = (get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -347,6 +352,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     uploadSweepMs,
     changeWaitMs,
     fileCacheBytes,
+    upstream: upstream === undefined ? undefined : Object.freeze(upstream),
   });
 }
 

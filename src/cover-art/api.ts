@@ -22,6 +22,8 @@ export interface ApiDeps {
   urls: ListingUrls;
   /** Prefix of redirect targets (`SLEEVE_IMAGE_BASE_URL`, README "The built-in file server"). */
   imageBaseUrl: string;
+  /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
+  ensureListing?: (releaseId: number) => Promise<void>;
 }
 
 export interface ApiRequest {
@@ -178,6 +180,7 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     if (release === undefined || !(await hasImages(deps.db, release.id))) {
       return { ...errorPage(404, `No cover art found for release ${mbid}`, {}, true), needsJsonAccept: true };
     }
+    await deps.ensureListing?.(release.id);
     return { ...redirect(307, imageUrl(deps, indexKey(release.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
   }
   const parsed = parseFilename(filename);

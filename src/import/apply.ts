@@ -530,6 +530,8 @@ export async function applyStaging(raw: SqlRunner, input: ApplyInput): Promise<A
         `UPDATE release SET index_dirty = ${Math.max(1, Math.floor(input.now))} WHERE imported = 1 AND EXISTS (SELECT 1 FROM cover_art c WHERE c.release = release.id AND c.imported = 0)`,
       );
     }
+    // Listings written on demand since an earlier import (cover-art/listing-on-demand.ts) name its images: rewritten too.
+    await db.run(`UPDATE release SET index_dirty = ${Math.max(1, Math.floor(input.now))} WHERE imported = 1 AND index_urls IS NOT NULL AND index_dirty = 0`);
   });
 
   await step('merged MBIDs and release group covers', async () => {
