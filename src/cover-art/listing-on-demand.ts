@@ -1,5 +1,6 @@
 import type { Db } from '../db/schema.js';
 import { isStoreUnavailable } from '../shared/errors.js';
+import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
 import { writeIndex } from './indexer.js';
 import type { ListingUrls } from './listing.js';
@@ -55,11 +56,6 @@ export class ListingsOnDemand {
   }
 
   private write(releaseId: number): Promise<void> {
-    let run = this.writing.get(releaseId);
-    if (run === undefined) {
-      run = writeIndex(this.deps, releaseId).finally(() => this.writing.delete(releaseId));
-      this.writing.set(releaseId, run);
-    }
-    return run;
+    return singleFlight(this.writing, releaseId, () => writeIndex(this.deps, releaseId));
   }
 }

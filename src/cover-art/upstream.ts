@@ -2,6 +2,7 @@ import type { UpstreamConfig } from '../config/upstream.js';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
+import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
 import type { FileResponse } from './file-server.js';
 import { originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
@@ -123,12 +124,7 @@ export class Upstream {
       if (until > this.deps.clock.now()) return Promise.resolve({ kind: 'absent' });
       this.notFound.delete(file.key);
     }
-    let run = this.inflight.get(file.key);
-    if (run === undefined) {
-      run = this.fetchAndStore(file).finally(() => this.inflight.delete(file.key));
-      this.inflight.set(file.key, run);
-    }
-    return run;
+    return singleFlight(this.inflight, file.key, () => this.fetchAndStore(file));
   }
 
   private async fetchAndStore(file: KnownFile): Promise<Fetched> {
@@ -169,12 +165,7 @@ export class Upstream {
 
   /** A thumbnail made here from the original (fetched through when the store lacks it). */
   private makeThumbnail(file: KnownFile): Promise<Fetched> {
-    let run = this.making.get(file.key);
-    if (run === undefined) {
-      run = this.thumbnailFromOriginal(file).finally(() => this.making.delete(file.key));
-      this.making.set(file.key, run);
-    }
-    return run;
+    return singleFlight(this.making, file.key, () => this.thumbnailFromOriginal(file));
   }
 
   private async thumbnailFromOriginal(file: KnownFile): Promise<Fetched> {
@@ -234,7 +225,7 @@ export class Upstream {
       abort.abort();
     }, 3 * timeoutMs);
     try {
-      const res = await fetch(url, { signal: abort.signal, redirect: 'follow', headers: { accept: mime } });
+      const res = await fetch(url, { signal: abort.signal, redirect: 'follow', headers: { accept: mime, 'user-agent': 'sleeve (pull-through)' } });
       clearTimeout(headersTimer);
       if (res.status === 404 || res.status === 410) {
         await res.body?.cancel();

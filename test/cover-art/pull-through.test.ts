@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, freePort, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeJpeg, makePng } from '../helpers/images.js';
 import { writeDump, type Value } from '../helpers/mbdump.js';
 import { startS3, type S3TestServer } from '../helpers/s3.js';
@@ -44,6 +44,7 @@ const FAULT = {
   held: 310,
   /** Half a JPEG, sent whole (its Content-Length matches). */
   cutImage: 311,
+  slowBody: 312,
 } as const;
 
 function release(id: number, gid: string, group: number): Value[] {
@@ -130,6 +131,7 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
     up.put(orig(R3, FAULT.cutImage), images.plain.subarray(0, Math.floor(images.plain.length / 2)));
     up.put(orig(R3, FAULT.notImage), Buffer.from('<html>this is not an image</html>'.repeat(20)));
     up.fault(orig(R3, FAULT.slow), { kind: 'slow-first-byte', ms: 10_000 });
+    up.fault(orig(R3, FAULT.slowBody), { kind: 'slow-body', ms: 10_000 });
     up.fault(orig(R3, FAULT.flaky), { kind: 'fail-then-serve', status: 500, times: 1 });
     up.fault(orig(R3, FAULT.truncated), { kind: 'truncated' });
     up.fault(orig(R3, FAULT.wrongType), { kind: 'content-type', type: 'text/html' });
@@ -270,6 +272,17 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
     assert.equal(existsSync(stored(orig(R3, FAULT.slow))), false);
   });
 
+  it('answers 504 when the body does not arrive within three times the timeout, storing nothing', async () => {
+    const started = Date.now();
+    const res = await fetch(`${s.base}/download/${orig(R3, FAULT.slowBody)}`);
+    assert.equal(res.status, 504);
+    assert.equal(res.headers.get('retry-after'), '30');
+    assert.match(await res.text(), /did not send the whole file within 1200 ms/);
+    assert.ok(Date.now() - started < 5000);
+    assert.equal(up.count(orig(R3, FAULT.slowBody)), 1);
+    assert.equal(existsSync(stored(orig(R3, FAULT.slowBody))), false);
+  });
+
   it('retries a 500 and serves the file the second try brings', async () => {
     const res = await fetch(`${s.base}/download/${orig(R3, FAULT.flaky)}`);
     assert.equal(res.status, 200);
@@ -319,6 +332,7 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
     assert.equal(up.count(orig(R3, FAULT.wrongType)), 1);
     assert.equal(up.count(orig(R3, FAULT.notImage)), 1);
     assert.equal(up.count(orig(R3, FAULT.slow)), 1);
+    assert.equal(up.count(orig(R3, FAULT.otherFormat, 'png')), 1);
   });
 });
 
@@ -415,5 +429,35 @@ describe(`pull-through into an S3 bucket, redirects to the bucket (${DIALECT})`,
     const again = await fetch(`${s.base}/download/${orig(R2, 201)}`);
     assert.equal(again.status, 200);
     assert.equal(up.count(orig(R2, 201)), 1);
+  });
+});
+
+describe('pull-through settings', () => {
+  it('are off by default, and read with their defaults when SLEEVE_UPSTREAM_URL is set', () => {
+    assert.equal(loadConfig({ SLEEVE_DATA_DIR: '/tmp/x' }).upstream, undefined);
+    assert.deepEqual(loadConfig({ SLEEVE_DATA_DIR: '/tmp/x', SLEEVE_UPSTREAM_URL: 'https://archive.org/download/' }).upstream, {
+      url: 'https://archive.org/download',
+      timeoutMs: 10_000,
+      maxBytes: 52_428_800,
+      concurrency: 8,
+      notFoundTtlMs: 600_000,
+    });
+  });
+
+  it('name every bad value through the binary, before anything runs', async () => {
+    const t = await makeTestEnv();
+    try {
+      const r = await runCli(
+        { ...t.env, SLEEVE_UPSTREAM_URL: 'ftp://archive.org/download', SLEEVE_UPSTREAM_CONCURRENCY: '0', SLEEVE_UPSTREAM_TIMEOUT_MS: 'soon', SLEEVE_UPSTREAM_MAX_BYTES: '-1' },
+        ['release', 'list'],
+      );
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /SLEEVE_UPSTREAM_URL="ftp:\/\/archive.org\/download": must be an absolute http or https URL/);
+      assert.match(r.stderr, /SLEEVE_UPSTREAM_CONCURRENCY="0": must be a whole number from 1 to 1024/);
+      assert.match(r.stderr, /SLEEVE_UPSTREAM_TIMEOUT_MS="soon": must be a whole number/);
+      assert.match(r.stderr, /SLEEVE_UPSTREAM_MAX_BYTES="-1": must be a whole number/);
+    } finally {
+      await t.cleanup();
+    }
   });
 });

@@ -9,6 +9,8 @@ import type { Socket } from 'node:net';
 export type Fault =
   /** Headers only after `ms` (the default: never within a test's timeout). */
   | { kind: 'slow-first-byte'; ms: number }
+  /** Headers and half the body at once, the rest after `ms`. */
+  | { kind: 'slow-body'; ms: number }
   /** The first `times` requests answer 500, later ones the file. */
   | { kind: 'fail-then-serve'; status: number; times: number }
   /** Content-Length of the whole file, half of it sent, then the connection cut. */
@@ -70,6 +72,14 @@ export async function startUpstream(): Promise<FakeUpstream> {
         return send(res, file);
       case 'slow-first-byte': {
         const timer = setTimeout(() => send(res, file), fault.ms);
+        res.once('close', () => clearTimeout(timer));
+        return;
+      }
+      case 'slow-body': {
+        res.writeHead(200, { 'content-type': file.type, 'content-length': String(file.bytes.length) });
+        const half = Math.floor(file.bytes.length / 2);
+        res.write(file.bytes.subarray(0, half));
+        const timer = setTimeout(() => res.end(file.bytes.subarray(half)), fault.ms);
         res.once('close', () => clearTimeout(timer));
         return;
       }
