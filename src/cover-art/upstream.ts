@@ -64,8 +64,6 @@ export class Upstream {
   private readonly notFound = new Map<string, number>();
   private active = 0;
   private readonly waiting: (() => void)[] = [];
-  /** Upstream requests sent (attempts included), for tests and logs. */
-  requests = 0;
 
   constructor(deps: UpstreamDeps) {
     this.deps = deps;
@@ -200,7 +198,6 @@ export class Upstream {
       if (!(await this.acquire())) return { kind: 'failed', status: 503, reason: 'too many requests wait for the upstream' };
       let got: Attempt;
       try {
-        this.requests++;
         got = await this.attempt(url, mime);
       } finally {
         this.release();
