@@ -6,7 +6,7 @@ import { buildAuthApp, loadTlsMaterial } from './auth/app.js';
 import { PasswordHasher } from './auth/index.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
-import { catalogueKeeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache } from './cover-art/index.js';
+import { catalogueKeeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
 import { buildCoverArtApp } from './cover-art/app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
@@ -176,12 +176,14 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   const cache = new ResponseCache({ maxBytes: config.responseCacheBytes, maxEntries: config.responseCacheEntries });
   const fileCache = new FileCache(config.fileCacheBytes);
   const { commands, notifications } = openRedis(s);
+  // Files the store lacks: listings written from the database, images fetched through (SLEEVE_UPSTREAM_URL).
+  const misses = storeMisses(runtime.coverArt, config.upstream);
   const app = buildCoverArtApp({
     routes: {
-      api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl },
+      api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, ensureListing: (id) => misses.listings.ensure(id) },
       cache,
       // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
-      files: new FileServer({ store: runtime.store, cache: fileCache, keeps: catalogueKeeps(runtime.database.db) }),
+      files: new FileServer({ store: runtime.store, cache: fileCache, keeps: catalogueKeeps(runtime.database.db), fill: misses.fill }),
     },
     logger: s.logger,
     rateLimiter:

@@ -42,7 +42,7 @@ function describe(s: ImportSummary): string {
     lines.push('  rows of the dump left out:');
     for (const [what, o] of omitted) lines.push(`    ${what}: ${n(o.count)}${o.examples.length > 0 ? ` (e.g. ${o.examples.join('; ')})` : ''}`);
   }
-  lines.push("index.json files are not written by an import (with SLEEVE_IMAGE_BASE_URL=https://archive.org/download the archive serves them); `sleeve art reindex` writes them into sleeve's store.");
+  lines.push('index.json files are not written by an import: sleeve serve writes each from the database when it is first asked for; images come from SLEEVE_UPSTREAM_URL (pull-through) or SLEEVE_IMAGE_BASE_URL.');
   return lines.join('\n');
 }
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../auth/crypto.js';
+import { UPSTREAM_VARIABLES, upstreamConfig, type UpstreamConfig } from './upstream.js';
 
 /** One listener address. */
 export interface ListenAddress {
@@ -96,6 +97,8 @@ export interface Config {
   changeWaitMs: number;
   /** Bytes of files the built-in file server keeps in memory (0 turns the file cache off). */
   fileCacheBytes: number;
+  /** Pull-through of /download/ misses (config/upstream.ts); undefined when SLEEVE_UPSTREAM_URL is unset. */
+  upstream: UpstreamConfig | undefined;
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -135,6 +138,7 @@ export const VARIABLES = {
   SLEEVE_RESPONSE_CACHE: 'deprecated: also cap the response cache at this many answers (default: no count cap; 0 = off)',
   SLEEVE_CHANGE_WAIT_MS: 'how long a catalogue command waits for every serving process to show its change, ms (default 2000, 0 = do not wait)',
   SLEEVE_FILE_CACHE_BYTES: 'bytes of /download/ files kept in memory (default 134217728 = 128 MiB, 0 = off)',
+  ...UPSTREAM_VARIABLES,
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -198,6 +202,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const lifetimes = readTokenLifetimes(r);
   const connections = readConnections(r);
   const serving = readServing(r);
+  const upstream = upstreamConfig((n) => r.get(n), (n, fallback, schemes) => r.url(n, fallback, schemes), (n, fallback, min, max) => r.int(n, fallback, min, max));
   const logLevel = readLogLevel(r);
   const demo = readDemo(r);
   r.checkUnknown();
@@ -230,6 +235,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     uploadSweepMs: serving.uploadSweepMs,
     changeWaitMs: serving.changeWaitMs,
     fileCacheBytes: serving.fileCacheBytes,
+    upstream: upstream === undefined ? undefined : Object.freeze(upstream),
   });
 }
 

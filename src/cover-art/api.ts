@@ -173,6 +173,7 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     if (release === undefined || !(await hasImages(deps.db, release.id))) {
       return { ...errorPage(404, `No cover art found for release ${mbid}`, {}, true), needsJsonAccept: true };
     }
+    await deps.ensureListing?.(release.id);
     return { ...redirect(307, imageUrl(deps, indexKey(release.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
   }
   const parsed = parseFilename(filename);

@@ -29,6 +29,8 @@ export interface ApiDeps {
   urls: ListingUrls;
   /** Prefix of redirect targets (`SLEEVE_IMAGE_BASE_URL`, README "The built-in file server"). */
   imageBaseUrl: string;
+  /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
+  ensureListing?: (releaseId: number) => Promise<void>;
 }
 
 /** What the cover art listener's routes need. */

@@ -128,7 +128,15 @@ export interface FileServerOptions {
   cache: FileCache;
   /** Whether the catalogue lets a file be kept (file-cache.ts, catalogueKeeps); absent: whatever was read. */
   keeps?: (key: string) => Promise<boolean>;
+  /**
+   * Asked when the store lacks a file (listings written on demand, pull-through: see
+   * cover-art/fill.ts): 'stored' when the file is there now (it is read again), an answer to
+   * give instead, or undefined for a 404. Absent: a 404.
+   */
+  fill?: FileFill;
 }
+
+export type FileFill = (key: string, log: FileServerLog) => Promise<'stored' | FileResponse | undefined>;
 
 /** Files up to this size are read whole and answered in one write, even when the cache does not keep them. */
 const SMALL_FILE = 256 * 1024;
@@ -148,6 +156,7 @@ export class FileServer {
   readonly store: ObjectStore;
   readonly cache: FileCache;
   private readonly keeps: ((key: string) => Promise<boolean>) | undefined;
+  private readonly fill: FileFill | undefined;
   private readonly readMax: number;
   private readonly scratch = new Scratch();
 
@@ -155,6 +164,7 @@ export class FileServer {
     this.store = opts.store;
     this.cache = opts.cache;
     this.keeps = opts.keeps;
+    this.fill = opts.fill;
     this.readMax = Math.max(SMALL_FILE, opts.cache.maxEntryBytes);
   }
 
@@ -168,7 +178,7 @@ export class FileServer {
     if (key === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
     const other = key === rest ? undefined : this.cache.get(key);
     if (other !== undefined) return sendFile(req, res, other, requestId);
-    this.miss(req, res, key, requestId).catch((err: unknown) => {
+    this.miss(req, res, key, requestId, log).catch((err: unknown) => {
       if (isStoreUnavailable(err)) {
         log.warn({ err, reqId: requestId }, 'file store unavailable');
         sendResponse(req, res, storeUnavailableResponse(), requestId);
@@ -180,7 +190,7 @@ export class FileServer {
     });
   }
 
-  private async miss(req: IncomingMessage, res: ServerResponse, key: string, requestId: string): Promise<void> {
+  private async miss(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, log: FileServerLog): Promise<void> {
     const generation = this.cache.generation;
     // Before the read (see catalogueKeeps); a catalogue that cannot answer keeps nothing.
     const keep = this.cache.mayKeep(key) && (this.keeps === undefined || (await this.keeps(key).catch(() => false)));
@@ -197,6 +207,12 @@ export class FileServer {
     let read;
     try {
       read = await this.store.read(key, this.readMax, alloc);
+      if (read === undefined && this.fill !== undefined) {
+        // Not in the store: made or fetched now, then read like any other file.
+        const filled = await this.fill(key, log);
+        if (filled !== undefined && filled !== 'stored') return sendResponse(req, res, filled, requestId);
+        if (filled === 'stored') read = await this.store.read(key, this.readMax, alloc);
+      }
     } finally {
       const buf = lent;
       if (buf !== undefined) res.once('close', () => this.scratch.give(buf));

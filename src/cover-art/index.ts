@@ -25,3 +25,5 @@ export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } fr
 export { coverArtRoutes, sendApiResponse } from './routes.js';
 export { FileCache, catalogueKeeps } from './file-cache.js';
 export { FileServer } from './file-server.js';
+export { storeMisses, type StoreMisses } from './fill.js';
+export { Upstream, type Fetched, type KnownFile } from './upstream.js';

@@ -39,6 +39,31 @@ const JPEG_QUALITY = 85;
  * Throws an INVALID_INPUT AppError with a message fit for the user otherwise.
  */
 export async function processImage(bytes: Buffer, maxPixels: number): Promise<ProcessedImage> {
+  const { sharp, facts } = await inspectImage(bytes, maxPixels);
+  try {
+    return { ...facts, thumbnails: await makeThumbnails(sharp, bytes, maxPixels) };
+  } catch (err) {
+    throw invalidInput(`the image could not be decoded (truncated or corrupt): ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Checks that `bytes` is a whole JPEG, PNG or GIF within the pixel limit by decoding all of
+ * it (a file fetched from an upstream archive, cover-art/upstream.ts); the same errors as processImage.
+ */
+export async function verifyImage(bytes: Buffer, maxPixels: number): Promise<ImageFacts> {
+  const { sharp, facts } = await inspectImage(bytes, maxPixels);
+  try {
+    // Every pixel decoded (a truncated or corrupt file fails), none kept.
+    await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'truncated' }).stats();
+  } catch (err) {
+    throw invalidInput(`the image could not be decoded (truncated or corrupt): ${(err as Error).message}`);
+  }
+  return facts;
+}
+
+/** The format and size of an image sleeve accepts, from its header; INVALID_INPUT for anything else. */
+async function inspectImage(bytes: Buffer, maxPixels: number): Promise<{ sharp: SharpFactory; facts: ImageFacts }> {
   if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') {
     throw invalidInput('PDF files are not supported yet: sleeve accepts JPEG, PNG and GIF images');
   }
@@ -60,11 +85,7 @@ export async function processImage(bytes: Buffer, maxPixels: number): Promise<Pr
   if (width * height > maxPixels) {
     throw invalidInput(`image of ${width}×${height} pixels exceeds the limit of ${maxPixels} pixels (SLEEVE_UPLOAD_MAX_PIXELS)`);
   }
-  try {
-    return { ...accepted, width, height, thumbnails: await makeThumbnails(sharp, bytes, maxPixels) };
-  } catch (err) {
-    throw invalidInput(`the image could not be decoded (truncated or corrupt): ${(err as Error).message}`);
-  }
+  return { sharp, facts: { mime: accepted.mime, suffix: accepted.suffix, width, height } };
 }
 
 /**

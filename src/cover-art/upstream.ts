@@ -1,0 +1,307 @@
+import type { UpstreamConfig } from '../config/upstream.js';
+import type { Db } from '../db/schema.js';
+import type { Clock } from '../shared/clock.js';
+import { isAppError } from '../shared/errors.js';
+import { singleFlight } from '../shared/single-flight.js';
+import type { ObjectStore } from '../storage/index.js';
+import type { FileResponse } from './file-server.js';
+import { originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
+import { processImage, verifyImage } from './thumbnails.js';
+
+/*
+ * Pull-through from an upstream archive in archive.org's layout (README, "Mirroring
+ * MusicBrainz"; docs/decisions.md, "Pull-through"): one file fetched, checked and stored
+ * at a time, for the file server's misses and for anything else that fills the store.
+ */
+
+/** A file upstream may have: an imported image the catalogue names, an original or a thumbnail. */
+export interface KnownFile {
+  key: string;
+  mbid: string;
+  id: number;
+  size: ThumbnailSize | undefined;
+  /** The catalogue's media type of the original (`image/jpeg`, `application/pdf`…) and its suffix. */
+  mime: string;
+  suffix: string;
+}
+
+/** How one fetch ended: in the store, not upstream (404), or failed with the status to answer. */
+export type Fetched = { kind: 'stored' } | { kind: 'absent' } | { kind: 'failed'; status: 502 | 503 | 504; reason: string };
+
+export interface UpstreamLog {
+  warn(obj: object, msg: string): void;
+}
+
+export interface UpstreamDeps {
+  db: Db;
+  store: ObjectStore;
+  clock: Clock;
+  config: UpstreamConfig;
+  /** Pixel limit of the decode check and of thumbnails made here (SLEEVE_UPLOAD_MAX_PIXELS). */
+  maxPixels: number;
+  /** First wait before a retry, ms (doubled, then doubled again); 250 by default. */
+  backoffMs?: number;
+}
+
+/** Tries per file for a 5xx answer or a broken connection. */
+const ATTEMPTS = 3;
+/** Most upstream 404s remembered at once (the oldest goes first). */
+const NOT_FOUND_MAX = 10_000;
+/** Requests that may wait for an upstream slot, per slot; more are answered 503 at once. */
+const QUEUE_PER_SLOT = 64;
+/** Seconds a client is told to wait after an upstream failure. */
+const RETRY_AFTER_S = 30;
+
+/** One upstream attempt: the bytes, a 404, or a failure (retryable or not). */
+type Attempt = { kind: 'bytes'; bytes: Buffer } | { kind: 'absent' } | { kind: 'failed'; status: 502 | 504; reason: string; retry: boolean };
+
+export class Upstream {
+  private readonly deps: UpstreamDeps;
+  private readonly base: string;
+  private readonly inflight = new Map<string, Promise<Fetched>>();
+  private readonly making = new Map<string, Promise<Fetched>>();
+  /** Upstream 404s: key → when it may be asked again (clock ms). */
+  private readonly notFound = new Map<string, number>();
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(deps: UpstreamDeps) {
+    this.deps = deps;
+    this.base = deps.config.url.replace(/\/+$/, '');
+  }
+
+  /**
+   * What the catalogue says of a storage key: an imported image of a known release (an
+   * original with the catalogue's suffix, or a thumbnail), else undefined. Only such keys
+   * are ever fetched, so nothing a client makes up reaches the upstream. Images made here
+   * are never fetched: their files come from their upload.
+   */
+  async known(key: string): Promise<KnownFile | undefined> {
+    const parsed = parseImageKey(key);
+    if (parsed === undefined) return undefined;
+    const row = await this.deps.db
+      .selectFrom('cover_art as ca')
+      .innerJoin('release as r', 'r.id', 'ca.release')
+      .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+      .select(['ca.mime_type', 'it.suffix'])
+      .where('ca.id', '=', parsed.id)
+      .where('r.gid', '=', parsed.mbid)
+      .where('ca.imported', '=', 1)
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    if (parsed.size === undefined && key !== originalKey(parsed.mbid, parsed.id, row.suffix)) return undefined;
+    return { key, mbid: parsed.mbid, id: parsed.id, size: parsed.size, mime: row.mime_type, suffix: row.suffix };
+  }
+
+  /**
+   * The file server's miss of an image key: fetched through into the store ('stored', to be
+   * read again), undefined for a 404, or the answer to give (502/504 with Retry-After, 503 when
+   * too many wait). A thumbnail the upstream lacks is made here from the original.
+   */
+  async fill(key: string, log: UpstreamLog): Promise<'stored' | FileResponse | undefined> {
+    const file = await this.known(key);
+    if (file === undefined) return undefined;
+    let result = await this.fetchFile(file);
+    if (result.kind === 'absent' && file.size !== undefined) result = await this.makeThumbnail(file);
+    if (result.kind === 'stored') return 'stored';
+    if (result.kind === 'absent') return undefined;
+    log.warn({ key, upstream: this.base, status: result.status, reason: result.reason }, 'upstream fetch failed');
+    return failedResponse(result);
+  }
+
+  /**
+   * Fetches one file into the store: checked (status 200, an image Content-Type, at most
+   * maxBytes, and it decodes as the type the catalogue says; thumbnails are JPEG), then put
+   * whole (the store's put is atomic), so the store never holds part of a file. One request
+   * per key at a time in this process; a 404 is remembered for SLEEVE_UPSTREAM_NOT_FOUND_TTL_MS.
+   * Store failures are thrown (STORE_UNAVAILABLE).
+   */
+  fetchFile(file: KnownFile): Promise<Fetched> {
+    const until = this.notFound.get(file.key);
+    if (until !== undefined) {
+      if (until > this.deps.clock.now()) return Promise.resolve({ kind: 'absent' });
+      this.notFound.delete(file.key);
+    }
+    return singleFlight(this.inflight, file.key, () => this.fetchAndStore(file));
+  }
+
+  private async fetchAndStore(file: KnownFile): Promise<Fetched> {
+    const mime = file.size === undefined ? file.mime : 'image/jpeg';
+    const got = await this.download(`${this.base}/${file.key}`, mime);
+    if (got.kind === 'absent') {
+      this.rememberNotFound(file.key);
+      return got;
+    }
+    if (got.kind === 'failed') return got;
+    const why = await this.check(got.bytes, mime);
+    if (why !== undefined) return { kind: 'failed', status: 502, reason: why };
+    await this.deps.store.put(file.key, got.bytes, mime);
+    return { kind: 'stored' };
+  }
+
+  /** Why the bytes are not the file the catalogue names, or undefined when they are. */
+  private async check(bytes: Buffer, mime: string): Promise<string | undefined> {
+    if (mime === 'application/pdf') return bytes.subarray(0, 5).toString('latin1') === '%PDF-' ? undefined : 'the upstream file is not a PDF document';
+    try {
+      const facts = await verifyImage(bytes, this.deps.maxPixels);
+      return facts.mime === mime ? undefined : `the upstream file is ${facts.mime}, the catalogue says ${mime}`;
+    } catch (err) {
+      if (isAppError(err)) return `the upstream file is not a usable image: ${err.message}`;
+      throw err;
+    }
+  }
+
+  private rememberNotFound(key: string): void {
+    const ttl = this.deps.config.notFoundTtlMs;
+    if (ttl === 0) return;
+    if (this.notFound.size >= NOT_FOUND_MAX) {
+      const oldest = this.notFound.keys().next().value;
+      if (oldest !== undefined) this.notFound.delete(oldest);
+    }
+    this.notFound.set(key, this.deps.clock.now() + ttl);
+  }
+
+  /** A thumbnail made here from the original (fetched through when the store lacks it). */
+  private makeThumbnail(file: KnownFile): Promise<Fetched> {
+    return singleFlight(this.making, file.key, () => this.thumbnailFromOriginal(file));
+  }
+
+  private async thumbnailFromOriginal(file: KnownFile): Promise<Fetched> {
+    // No thumbnail is made of a PDF here (as for uploads): a 404, as the upstream said.
+    if (file.size === undefined || file.mime === 'application/pdf') return { kind: 'absent' };
+    const original: KnownFile = { ...file, key: originalKey(file.mbid, file.id, file.suffix), size: undefined };
+    const { store, config } = this.deps;
+    let read = await store.read(original.key, config.maxBytes);
+    if (read === undefined) {
+      const got = await this.fetchFile(original);
+      if (got.kind !== 'stored') return got;
+      read = await store.read(original.key, config.maxBytes);
+    }
+    if (read === undefined) return { kind: 'absent' };
+    if (read.bytes === undefined) return { kind: 'failed', status: 502, reason: `the original is larger than ${config.maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)` };
+    let thumbnail: Buffer | undefined;
+    try {
+      thumbnail = (await processImage(read.bytes, this.deps.maxPixels)).thumbnails.get(file.size);
+    } catch (err) {
+      if (!isAppError(err)) throw err;
+      return { kind: 'failed', status: 502, reason: `no thumbnail could be made of the original: ${err.message}` };
+    }
+    if (thumbnail === undefined) return { kind: 'absent' };
+    await store.put(file.key, thumbnail, 'image/jpeg');
+    return { kind: 'stored' };
+  }
+
+  /** GETs `url`, retrying 5xx answers and broken connections with backoff, within the concurrency cap. */
+  private async download(url: string, mime: string): Promise<Attempt | { kind: 'failed'; status: 503; reason: string }> {
+    let wait = this.deps.backoffMs ?? 250;
+    for (let attempt = 1; ; attempt++) {
+      if (!(await this.acquire())) return { kind: 'failed', status: 503, reason: 'too many requests wait for the upstream' };
+      let got: Attempt;
+      try {
+        got = await this.attempt(url, mime);
+      } finally {
+        this.release();
+      }
+      if (got.kind !== 'failed' || !got.retry || attempt === ATTEMPTS) return got;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      wait *= 2;
+    }
+  }
+
+  /** One GET: the headers within timeoutMs, the whole body within three times that, at most maxBytes. */
+  private async attempt(url: string, mime: string): Promise<Attempt> {
+    const { timeoutMs, maxBytes } = this.deps.config;
+    const abort = new AbortController();
+    let timedOut: string | undefined;
+    const headersTimer = setTimeout(() => {
+      timedOut = `no answer from the upstream within ${timeoutMs} ms`;
+      abort.abort();
+    }, timeoutMs);
+    const bodyTimer = setTimeout(() => {
+      timedOut = `the upstream did not send the whole file within ${3 * timeoutMs} ms`;
+      abort.abort();
+    }, 3 * timeoutMs);
+    try {
+      const res = await fetch(url, { signal: abort.signal, redirect: 'follow', headers: { accept: mime, 'user-agent': 'sleeve (pull-through)' } });
+      clearTimeout(headersTimer);
+      if (res.status === 404 || res.status === 410) {
+        await res.body?.cancel();
+        return { kind: 'absent' };
+      }
+      if (res.status !== 200) {
+        await res.body?.cancel();
+        return { kind: 'failed', status: 502, reason: `the upstream answered ${res.status}`, retry: res.status >= 500 };
+      }
+      const type = (res.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+      if (!(type.startsWith('image/') || (type === 'application/pdf' && mime === type))) {
+        await res.body?.cancel();
+        return { kind: 'failed', status: 502, reason: `the upstream sent ${JSON.stringify(type)}, not an image`, retry: false };
+      }
+      const declared = res.headers.get('content-length');
+      if (declared !== null && Number(declared) > maxBytes) {
+        await res.body?.cancel();
+        return { kind: 'failed', status: 502, reason: `the upstream file has ${declared} bytes, more than ${maxBytes} (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
+      }
+      const chunks: Uint8Array[] = [];
+      let length = 0;
+      if (res.body !== null) {
+        const reader = res.body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          length += value.length;
+          if (length > maxBytes) {
+            await reader.cancel();
+            return { kind: 'failed', status: 502, reason: `the upstream file has more than ${maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
+          }
+          chunks.push(value);
+        }
+      }
+      if (declared !== null && Number(declared) !== length) {
+        return { kind: 'failed', status: 502, reason: `the upstream sent ${length} of ${declared} bytes`, retry: true };
+      }
+      return { kind: 'bytes', bytes: Buffer.concat(chunks, length) };
+    } catch (err) {
+      if (timedOut !== undefined) return { kind: 'failed', status: 504, reason: timedOut, retry: false };
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      return { kind: 'failed', status: 502, reason: `the upstream could not be read: ${cause?.code ?? cause?.message ?? (err as Error).message}`, retry: true };
+    } finally {
+      clearTimeout(headersTimer);
+      clearTimeout(bodyTimer);
+    }
+  }
+
+  /** Waits for an upstream slot; false when too many wait already. */
+  private async acquire(): Promise<boolean> {
+    const { concurrency } = this.deps.config;
+    if (this.active < concurrency) {
+      this.active++;
+      return true;
+    }
+    if (this.waiting.length >= concurrency * QUEUE_PER_SLOT) return false;
+    // The slot is handed over by release(), still counted as active.
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return true;
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next !== undefined) next();
+    else this.active--;
+  }
+}
+
+/** The answer to an upstream failure: 502, 504 (or 503 when too many wait), with Retry-After. */
+function failedResponse(result: { status: number; reason: string }): FileResponse {
+  return {
+    status: result.status,
+    headers: {
+      'access-control-allow-origin': '*',
+      'x-content-type-options': 'nosniff',
+      'retry-after': String(RETRY_AFTER_S),
+      'content-type': 'text/plain; charset=utf-8',
+      'cache-control': 'no-store',
+    },
+    body: `${result.reason}; try again later.\n`,
+  };
+}
