@@ -36,6 +36,8 @@ export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   keys rotate                           new signing keys; the old stay published until their tokens expire
   import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
                                         load a MusicBrainz dump (resumable; see README)
+  mirror images [RELEASE_MBID...] [--all] [--sizes 250,500,1200,original] [--concurrency N] [--rate R]
+                                        fetch the imported images the store lacks from SLEEVE_UPSTREAM_URL
 
 Configuration comes from SLEEVE_* environment variables (see README) and --config FILE.
 `;
@@ -170,6 +172,19 @@ const HELP: Record<string, CommandHelp> = {
       restart: 'discard staged rows of an earlier run and start over',
       'batch-rows': ['N', 'rows staged per committed chunk'],
       'trace-sql': 'print the SQL of the apply step with timings (for diagnosis)',
+    },
+  },
+  'mirror images': {
+    usage: 'mirror images [RELEASE_MBID...] [--all] [--sizes 250,500,1200,original] [--concurrency N] [--rate R]',
+    about:
+      'Fetches the files of imported releases that the store lacks from SLEEVE_UPSTREAM_URL, checks each as pull-through\n' +
+      "does and against the md5 of the upstream's _files.xml, and stores it whole. Files in the store are skipped, so a\n" +
+      'rerun carries on after an interruption. Exit 0 when all is in the store, 1 when a file failed (see the summary).',
+    options: {
+      all: 'every release with imported images (instead of naming them)',
+      sizes: ['LIST', 'which files, comma-separated: 250, 500, 1200, original (default: all four)'],
+      concurrency: ['N', 'files fetched at once (default 8)'],
+      rate: ['R', 'at most R files started per second (default: no cap)'],
     },
   },
 };

@@ -5,9 +5,10 @@ import { reportError, UsageError } from './errors.js';
 import { commandHelp, groupHelp, USAGE, version } from './help.js';
 import { KEYS_COMMANDS } from './keys-command.js';
 import { LIST_COMMANDS } from './list-commands.js';
+import { MIRROR_COMMANDS } from './mirror-command.js';
 
-/** Every command: the catalogue and account commands, the read-only listings, and the signing keys'. */
-const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...KEYS_COMMANDS };
+/** Every command: the catalogue and account commands, the read-only listings, the signing keys' and the mirror's. */
+const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS };
 
 /**
  * A bad option as one line naming it and where its command's help is, instead of

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { UpstreamConfig } from '../config/upstream.js';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
@@ -25,8 +26,21 @@ export interface KnownFile {
   suffix: string;
 }
 
-/** How one fetch ended: in the store, not upstream (404), or failed with the status to answer. */
-export type Fetched = { kind: 'stored' } | { kind: 'absent' } | { kind: 'failed'; status: 502 | 503 | 504; reason: string };
+/**
+ * Why a fetch failed, for the bulk mirror's summary: the upstream's 5xx or a broken connection,
+ * no answer in time, larger than SLEEVE_UPSTREAM_MAX_BYTES, not the file the catalogue names,
+ * an md5 other than the upstream's `_files.xml` publishes, too many waiting, or stopped.
+ */
+export type FailCode = 'upstream_error' | 'timeout' | 'too_large' | 'invalid' | 'checksum' | 'busy' | 'interrupted';
+
+/** How one fetch ended: in the store (`bytes` long), not upstream (404), or failed with the status to answer. */
+export type Fetched = { kind: 'stored'; bytes: number } | { kind: 'absent' } | { kind: 'failed'; status: 502 | 503 | 504; code: FailCode; reason: string };
+
+/** What a caller of fetchFile may add: the md5 the upstream publishes for the file, a signal that abandons the download. */
+export interface FetchOptions {
+  md5?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
 
 export interface UpstreamLog {
   warn(obj: object, msg: string): void;
@@ -51,9 +65,11 @@ const NOT_FOUND_MAX = 10_000;
 const QUEUE_PER_SLOT = 64;
 /** Seconds a client is told to wait after an upstream failure. */
 const RETRY_AFTER_S = 30;
+/** Largest `_files.xml` read (archive.org's lists a few hundred bytes per file). */
+const FILES_XML_MAX_BYTES = 4 * 1024 * 1024;
 
 /** One upstream attempt: the bytes, a 404, or a failure (retryable or not). */
-type Attempt = { kind: 'bytes'; bytes: Buffer } | { kind: 'absent' } | { kind: 'failed'; status: 502 | 504; reason: string; retry: boolean };
+type Attempt = { kind: 'bytes'; bytes: Buffer } | { kind: 'absent' } | { kind: 'failed'; status: 502 | 504; code: FailCode; reason: string; retry: boolean };
 
 export class Upstream {
   private readonly deps: UpstreamDeps;
@@ -101,8 +117,7 @@ export class Upstream {
   async fill(key: string, log: UpstreamLog): Promise<'stored' | FileResponse | undefined> {
     const file = await this.known(key);
     if (file === undefined) return undefined;
-    let result = await this.fetchFile(file);
-    if (result.kind === 'absent' && file.size !== undefined) result = await this.makeThumbnail(file);
+    const result = await this.fetchOrMake(file);
     if (result.kind === 'stored') return 'stored';
     if (result.kind === 'absent') return undefined;
     log.warn({ key, upstream: this.base, status: result.status, reason: result.reason }, 'upstream fetch failed');
@@ -116,27 +131,49 @@ export class Upstream {
    * per key at a time in this process; a 404 is remembered for SLEEVE_UPSTREAM_NOT_FOUND_TTL_MS.
    * Store failures are thrown (STORE_UNAVAILABLE).
    */
-  fetchFile(file: KnownFile): Promise<Fetched> {
+  fetchFile(file: KnownFile, options: FetchOptions = {}): Promise<Fetched> {
     const until = this.notFound.get(file.key);
     if (until !== undefined) {
       if (until > this.deps.clock.now()) return Promise.resolve({ kind: 'absent' });
       this.notFound.delete(file.key);
     }
-    return singleFlight(this.inflight, file.key, () => this.fetchAndStore(file));
+    return singleFlight(this.inflight, file.key, () => this.fetchAndStore(file, options));
   }
 
-  private async fetchAndStore(file: KnownFile): Promise<Fetched> {
+  /** fetchFile, and for a thumbnail the upstream lacks, one made here from the original. */
+  async fetchOrMake(file: KnownFile, options: FetchOptions = {}): Promise<Fetched> {
+    const result = await this.fetchFile(file, options);
+    return result.kind === 'absent' && file.size !== undefined ? this.makeThumbnail(file) : result;
+  }
+
+  /**
+   * The md5 of each file the upstream publishes for a release (archive.org's
+   * `mbid-{m}/mbid-{m}_files.xml`: `<file name="…"><md5>…</md5></file>`), by file name; undefined
+   * when the upstream has no such list or it cannot be read (the files are then checked as
+   * pull-through checks them, without a checksum).
+   */
+  async checksums(mbid: string, signal?: AbortSignal): Promise<Map<string, string> | undefined> {
+    const got = await this.download(`${this.base}/mbid-${mbid}/mbid-${mbid}_files.xml`, 'application/xml', signal, FILES_XML_MAX_BYTES);
+    if (got.kind !== 'bytes') return undefined;
+    return parseFilesXml(got.bytes.toString('utf8'));
+  }
+
+  private async fetchAndStore(file: KnownFile, options: FetchOptions): Promise<Fetched> {
     const mime = file.size === undefined ? file.mime : 'image/jpeg';
-    const got = await this.download(`${this.base}/${file.key}`, mime);
+    const got = await this.download(`${this.base}/${file.key}`, mime, options.signal);
     if (got.kind === 'absent') {
       this.rememberNotFound(file.key);
       return got;
     }
     if (got.kind === 'failed') return got;
+    if (options.md5 !== undefined) {
+      const md5 = createHash('md5').update(got.bytes).digest('hex');
+      if (md5 !== options.md5.toLowerCase()) return { kind: 'failed', status: 502, code: 'checksum', reason: `the upstream file's md5 is ${md5}, its _files.xml says ${options.md5}` };
+    }
     const why = await this.check(got.bytes, mime);
-    if (why !== undefined) return { kind: 'failed', status: 502, reason: why };
+    if (why !== undefined) return { kind: 'failed', status: 502, code: 'invalid', reason: why };
     await this.deps.store.put(file.key, got.bytes, mime);
-    return { kind: 'stored' };
+    return { kind: 'stored', bytes: got.bytes.length };
   }
 
   /** Why the bytes are not the file the catalogue names, or undefined when they are. */
@@ -178,27 +215,31 @@ export class Upstream {
       read = await store.read(original.key, config.maxBytes);
     }
     if (read === undefined) return { kind: 'absent' };
-    if (read.bytes === undefined) return { kind: 'failed', status: 502, reason: `the original is larger than ${config.maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)` };
+    if (read.bytes === undefined) return { kind: 'failed', status: 502, code: 'too_large', reason: `the original is larger than ${config.maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)` };
     let thumbnail: Buffer | undefined;
     try {
       thumbnail = (await processImage(read.bytes, this.deps.maxPixels)).thumbnails.get(file.size);
     } catch (err) {
       if (!isAppError(err)) throw err;
-      return { kind: 'failed', status: 502, reason: `no thumbnail could be made of the original: ${err.message}` };
+      return { kind: 'failed', status: 502, code: 'invalid', reason: `no thumbnail could be made of the original: ${err.message}` };
     }
     if (thumbnail === undefined) return { kind: 'absent' };
     await store.put(file.key, thumbnail, 'image/jpeg');
-    return { kind: 'stored' };
+    return { kind: 'stored', bytes: thumbnail.length };
   }
 
-  /** GETs `url`, retrying 5xx answers and broken connections with backoff, within the concurrency cap. */
-  private async download(url: string, mime: string): Promise<Attempt | { kind: 'failed'; status: 503; reason: string }> {
+  /**
+   * GETs `url` (an image of type `mime`, or an XML list), retrying 5xx answers and broken
+   * connections with backoff, within the concurrency cap; `signal` abandons it.
+   */
+  private async download(url: string, mime: string, signal?: AbortSignal, maxBytes = this.deps.config.maxBytes): Promise<Attempt | { kind: 'failed'; status: 503; code: FailCode; reason: string }> {
     let wait = this.deps.backoffMs ?? 250;
     for (let attempt = 1; ; attempt++) {
-      if (!(await this.acquire())) return { kind: 'failed', status: 503, reason: 'too many requests wait for the upstream' };
+      if (signal?.aborted === true) return { kind: 'failed', status: 503, code: 'interrupted', reason: 'stopped before the download' };
+      if (!(await this.acquire())) return { kind: 'failed', status: 503, code: 'busy', reason: 'too many requests wait for the upstream' };
       let got: Attempt;
       try {
-        got = await this.attempt(url, mime);
+        got = await this.attempt(url, mime, maxBytes, signal);
       } finally {
         this.release();
       }
@@ -209,9 +250,12 @@ export class Upstream {
   }
 
   /** One GET: the headers within timeoutMs, the whole body within three times that, at most maxBytes. */
-  private async attempt(url: string, mime: string): Promise<Attempt> {
-    const { timeoutMs, maxBytes } = this.deps.config;
+  private async attempt(url: string, mime: string, maxBytes: number, signal: AbortSignal | undefined): Promise<Attempt> {
+    const { timeoutMs } = this.deps.config;
+    const xml = mime === 'application/xml';
     const abort = new AbortController();
+    const stop = () => abort.abort();
+    signal?.addEventListener('abort', stop, { once: true });
     let timedOut: string | undefined;
     const headersTimer = setTimeout(() => {
       timedOut = `no answer from the upstream within ${timeoutMs} ms`;
@@ -230,17 +274,18 @@ export class Upstream {
       }
       if (res.status !== 200) {
         await res.body?.cancel();
-        return { kind: 'failed', status: 502, reason: `the upstream answered ${res.status}`, retry: res.status >= 500 };
+        return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream answered ${res.status}`, retry: res.status >= 500 };
       }
       const type = (res.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-      if (!(type.startsWith('image/') || (type === 'application/pdf' && mime === type))) {
+      const wanted = xml ? type.endsWith('/xml') : type.startsWith('image/') || (type === 'application/pdf' && mime === type);
+      if (!wanted) {
         await res.body?.cancel();
-        return { kind: 'failed', status: 502, reason: `the upstream sent ${JSON.stringify(type)}, not an image`, retry: false };
+        return { kind: 'failed', status: 502, code: 'invalid', reason: `the upstream sent ${JSON.stringify(type)}, not ${xml ? 'XML' : 'an image'}`, retry: false };
       }
       const declared = res.headers.get('content-length');
       if (declared !== null && Number(declared) > maxBytes) {
         await res.body?.cancel();
-        return { kind: 'failed', status: 502, reason: `the upstream file has ${declared} bytes, more than ${maxBytes} (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
+        return { kind: 'failed', status: 502, code: 'too_large', reason: `the upstream file has ${declared} bytes, more than ${maxBytes} (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
       }
       const chunks: Uint8Array[] = [];
       let length = 0;
@@ -252,20 +297,22 @@ export class Upstream {
           length += value.length;
           if (length > maxBytes) {
             await reader.cancel();
-            return { kind: 'failed', status: 502, reason: `the upstream file has more than ${maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
+            return { kind: 'failed', status: 502, code: 'too_large', reason: `the upstream file has more than ${maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
           }
           chunks.push(value);
         }
       }
       if (declared !== null && Number(declared) !== length) {
-        return { kind: 'failed', status: 502, reason: `the upstream sent ${length} of ${declared} bytes`, retry: true };
+        return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream sent ${length} of ${declared} bytes`, retry: true };
       }
       return { kind: 'bytes', bytes: Buffer.concat(chunks, length) };
     } catch (err) {
-      if (timedOut !== undefined) return { kind: 'failed', status: 504, reason: timedOut, retry: false };
+      if (timedOut !== undefined) return { kind: 'failed', status: 504, code: 'timeout', reason: timedOut, retry: false };
+      if (signal?.aborted === true) return { kind: 'failed', status: 502, code: 'interrupted', reason: 'the download was stopped', retry: false };
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      return { kind: 'failed', status: 502, reason: `the upstream could not be read: ${cause?.code ?? cause?.message ?? (err as Error).message}`, retry: true };
+      return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream could not be read: ${cause?.code ?? cause?.message ?? (err as Error).message}`, retry: true };
     } finally {
+      signal?.removeEventListener('abort', stop);
       clearTimeout(headersTimer);
       clearTimeout(bodyTimer);
     }
@@ -289,6 +336,19 @@ export class Upstream {
     if (next !== undefined) next();
     else this.active--;
   }
+}
+
+const XML_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/** `_files.xml`'s md5 by file name (archive.org's layout; files without an md5 are left out). */
+export function parseFilesXml(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of text.matchAll(/<file\s[^>]*?\bname="([^"]*)"[^>]*>([\s\S]*?)<\/file>/g)) {
+    const md5 = /<md5>\s*([0-9a-fA-F]{32})\s*<\/md5>/.exec(m[2] as string)?.[1];
+    const name = (m[1] as string).replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => XML_ENTITIES[e] as string);
+    if (md5 !== undefined) out.set(name, md5.toLowerCase());
+  }
+  return out;
 }
 
 /** The answer to an upstream failure: 502, 504 (or 503 when too many wait), with Retry-After. */

@@ -1,8 +1,10 @@
 /*
- * A fake upstream archive for the pull-through tests: an HTTP server on 127.0.0.1 serving an
- * archive.org-like tree (`{prefix}/mbid-{m}/mbid-{m}-{id}.jpg`, `…_thumb250.jpg`) from memory,
- * with faults set per path, and a count of the requests each path received.
+ * A fake upstream archive for the pull-through and mirror tests: an HTTP server on 127.0.0.1
+ * serving an archive.org-like tree (`{prefix}/mbid-{m}/mbid-{m}-{id}.jpg`, `…_thumb250.jpg`,
+ * and each item's `mbid-{m}_files.xml` listing the md5 of the bytes served) from memory, with
+ * faults set per path, and a count of the requests each path received.
  */
+import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -22,7 +24,9 @@ export type Fault =
   /** Sent without Content-Length (chunked), as a stream whose size is only known at its end. */
   | { kind: 'chunked' }
   /** The answer held back until release() is called (to gather concurrent requests). */
-  | { kind: 'held' };
+  | { kind: 'held' }
+  /** The file served as it is, but its item's `_files.xml` gives another md5 for it. */
+  | { kind: 'wrong-md5' };
 
 export interface FakeUpstream {
   /** `http://127.0.0.1:PORT/download`: SLEEVE_UPSTREAM_URL. */
@@ -38,6 +42,8 @@ export interface FakeUpstream {
   paths: string[];
   /** Answers the requests held by a `held` fault. */
   release(): void;
+  /** Whether items have a `_files.xml` (true at first). */
+  filesXml(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -48,7 +54,19 @@ export async function startUpstream(): Promise<FakeUpstream> {
   const paths: string[] = [];
   const sockets = new Set<Socket>();
   let held: (() => void)[] = [];
+  let withFilesXml = true;
   const prefix = '/download/';
+
+  /** archive.org's `_files.xml` of an item: each file's name, md5 and size. */
+  const filesXml = (folder: string): string => {
+    const entries = [...files.entries()]
+      .filter(([key]) => key.startsWith(`${folder}/`))
+      .map(([key, file]) => {
+        const md5 = faults.get(key)?.kind === 'wrong-md5' ? '0123456789abcdef0123456789abcdef' : createHash('md5').update(file.bytes).digest('hex');
+        return `  <file name="${key.slice(folder.length + 1)}" source="original">\n    <md5>${md5}</md5>\n    <size>${file.bytes.length}</size>\n  </file>\n`;
+      });
+    return `<?xml version="1.0" encoding="UTF-8"?>\n<files>\n${entries.join('')}</files>\n`;
+  };
 
   const send = (res: ServerResponse, file: { bytes: Buffer; type: string }) => {
     res.writeHead(200, { 'content-type': file.type, 'content-length': String(file.bytes.length) });
@@ -60,6 +78,8 @@ export async function startUpstream(): Promise<FakeUpstream> {
     const key = url.startsWith(prefix) ? url.slice(prefix.length) : url;
     const n = (counts.get(key) ?? 0) + 1;
     counts.set(key, n);
+    const item = /^(mbid-[0-9a-f-]{36})\/\1_files\.xml$/.exec(key);
+    if (item !== null && withFilesXml) return send(res, { bytes: Buffer.from(filesXml(item[1] as string)), type: 'text/xml' });
     const file = files.get(key);
     if (file === undefined) {
       res.writeHead(404, { 'content-type': 'text/plain' });
@@ -69,6 +89,7 @@ export async function startUpstream(): Promise<FakeUpstream> {
     const fault = faults.get(key);
     switch (fault?.kind) {
       case undefined:
+      case 'wrong-md5':
         return send(res, file);
       case 'slow-first-byte': {
         const timer = setTimeout(() => send(res, file), fault.ms);
@@ -128,6 +149,9 @@ export async function startUpstream(): Promise<FakeUpstream> {
     count: (key) => counts.get(key) ?? 0,
     total: () => paths.length,
     paths,
+    filesXml(on) {
+      withFilesXml = on;
+    },
     release() {
       const list = held;
       held = [];

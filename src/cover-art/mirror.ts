@@ -1,0 +1,310 @@
+import type { Db } from '../db/schema.js';
+import type { Clock } from '../shared/clock.js';
+import { invalidInput } from '../shared/errors.js';
+import type { ObjectStore } from '../storage/index.js';
+import { imageKey, type ThumbnailSize } from './keys.js';
+import type { FailCode, KnownFile, Upstream } from './upstream.js';
+
+/*
+ * The bulk mirror (`sleeve mirror images`; README, "Mirroring MusicBrainz"): every file of the
+ * chosen imported releases that the store lacks is fetched through Upstream.fetchOrMake (the
+ * pull-through's checks and atomic store), verified against the md5 the upstream's
+ * `_files.xml` publishes. Resumable because it skips what the store has; docs/decisions.md,
+ * "Bulk mirror".
+ */
+
+export type MirrorSize = ThumbnailSize | 'original';
+export const MIRROR_SIZES: readonly MirrorSize[] = ['original', 250, 500, 1200];
+
+/** Why a file was not mirrored: the upstream has no such file, or fetchFile's failure codes. */
+export type MirrorFailure = 'not_found' | Exclude<FailCode, 'interrupted'>;
+const FAILURES: readonly MirrorFailure[] = ['not_found', 'checksum', 'invalid', 'too_large', 'upstream_error', 'timeout', 'busy'];
+
+/** At most this many failures are listed by key in the summary (all are counted). */
+const LISTED_FAILURES = 50;
+/** Releases read from the database per query with --all. */
+const RELEASE_BATCH = 500;
+
+export interface MirrorProgress {
+  /** Files looked at so far: fetched, skipped or failed. */
+  done: number;
+  /** Files to look at in all; undefined with --all (not counted beforehand). */
+  total: number | undefined;
+  fetched: number;
+  failed: number;
+  bytes: number;
+  /** Milliseconds since the start. */
+  elapsedMs: number;
+}
+
+export interface MirrorSummary {
+  releases: number;
+  files: number;
+  fetched: number;
+  /** Already in the store. */
+  skipped: number;
+  failed: Record<MirrorFailure, number>;
+  failed_total: number;
+  /** Fetched files the upstream's `_files.xml` gave no md5 for (checked as pull-through checks, not by checksum). */
+  unverified: number;
+  bytes: number;
+  seconds: number;
+  /** Stopped by a signal before every file was looked at. */
+  interrupted: boolean;
+  /** The first failures, by key. */
+  failures: { key: string; reason: MirrorFailure; message: string }[];
+}
+
+export interface MirrorDeps {
+  db: Db;
+  store: ObjectStore;
+  clock: Clock;
+  upstream: Upstream;
+}
+
+export interface MirrorOptions {
+  /** MBIDs of releases, or every release with imported images. */
+  releases: string[] | 'all';
+  sizes: readonly MirrorSize[];
+  /** Files fetched at once. */
+  concurrency: number;
+  /** Most files fetched per second; undefined: no cap. */
+  rate: number | undefined;
+  /** Stops the run: no new file is started, downloads in flight are abandoned (nothing stored of them). */
+  signal: AbortSignal;
+  progress?: (p: MirrorProgress) => void;
+}
+
+interface ReleaseRow {
+  id: number;
+  gid: string;
+}
+
+interface ImageRow {
+  id: number;
+  release: number;
+  mime_type: string;
+  suffix: string;
+}
+
+/** Runs at most `n` tasks at once; run() resolves when the task has started. */
+class Slots {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly running = new Set<Promise<void>>();
+  private failure: unknown;
+  private failed = false;
+
+  constructor(private readonly n: number) {}
+
+  async run(task: () => Promise<void>): Promise<void> {
+    while (this.active >= this.n) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.active++;
+    const p = task()
+      .catch((err: unknown) => {
+        if (!this.failed) {
+          this.failed = true;
+          this.failure = err;
+        }
+      })
+      .finally(() => {
+        this.active--;
+        this.running.delete(p);
+        this.waiting.shift()?.();
+      });
+    this.running.add(p);
+  }
+
+  /** Waits for every started task; rethrows the first task's error. */
+  async drain(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running]);
+    if (this.failed) throw this.failure;
+  }
+}
+
+/** A token bucket: at most `rate` takes per second, with bursts of up to `burst`, timed by `clock`. */
+export class RateLimit {
+  private tokens: number;
+  private last: number;
+
+  constructor(
+    private readonly rate: number,
+    private readonly burst: number,
+    private readonly clock: Clock,
+  ) {
+    this.tokens = burst;
+    this.last = clock.now();
+  }
+
+  /** Milliseconds to wait before a take succeeds (0: taken now). */
+  tryTake(): number {
+    const now = this.clock.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.rate) / 1000);
+    this.last = now;
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil(((1 - this.tokens) * 1000) / this.rate);
+  }
+
+  /** Waits for a token; false when `signal` stopped the wait. */
+  async take(signal: AbortSignal): Promise<boolean> {
+    for (;;) {
+      if (signal.aborted) return false;
+      const wait = this.tryTake();
+      if (wait === 0) return true;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, wait);
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+}
+
+/** Mirrors the files; resolves to the summary (also when interrupted). Store failures are thrown. */
+export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Promise<MirrorSummary> {
+  const { db, store, clock, upstream } = deps;
+  const { signal } = options;
+  const start = clock.now();
+  const failed = Object.fromEntries(FAILURES.map((f) => [f, 0])) as Record<MirrorFailure, number>;
+  const summary: MirrorSummary = { releases: 0, files: 0, fetched: 0, skipped: 0, failed, failed_total: 0, unverified: 0, bytes: 0, seconds: 0, interrupted: false, failures: [] };
+  let total: number | undefined;
+  const limit = options.rate === undefined ? undefined : new RateLimit(options.rate, Math.max(1, Math.min(options.rate, options.concurrency)), clock);
+
+  const report = () =>
+    options.progress?.({
+      done: summary.fetched + summary.skipped + summary.failed_total,
+      total,
+      fetched: summary.fetched,
+      failed: summary.failed_total,
+      bytes: summary.bytes,
+      elapsedMs: clock.now() - start,
+    });
+  const fail = (key: string, reason: MirrorFailure, message: string) => {
+    failed[reason]++;
+    summary.failed_total++;
+    if (summary.failures.length < LISTED_FAILURES) summary.failures.push({ key, reason, message });
+  };
+
+  const fetchOne = async (file: KnownFile, md5: string | undefined): Promise<void> => {
+    if (limit !== undefined && !(await limit.take(signal))) return;
+    if (signal.aborted) return;
+    const got = await upstream.fetchOrMake(file, { md5, signal });
+    if (got.kind === 'stored') {
+      summary.fetched++;
+      summary.bytes += got.bytes;
+      if (md5 === undefined) summary.unverified++;
+    } else if (got.kind === 'absent') fail(file.key, 'not_found', 'the upstream has no such file');
+    else if (got.code !== 'interrupted') fail(file.key, got.code, got.reason);
+    report();
+  };
+
+  const files = new Slots(options.concurrency);
+  const releases = new Slots(options.concurrency);
+
+  const mirrorRelease = async (release: ReleaseRow, images: ImageRow[]): Promise<void> => {
+    const wanted: KnownFile[] = [];
+    for (const image of images)
+      for (const size of options.sizes) {
+        const s = size === 'original' ? undefined : size;
+        wanted.push({ key: imageKey(release.gid, image.id, image.suffix, s), mbid: release.gid, id: image.id, size: s, mime: image.mime_type, suffix: image.suffix });
+      }
+    summary.files += wanted.length;
+    const present = await Promise.all(wanted.map(async (f) => (await store.head(f.key)) !== undefined));
+    const missing = wanted.filter((_, i) => !present[i]);
+    summary.skipped += wanted.length - missing.length;
+    report();
+    if (missing.length === 0 || signal.aborted) return;
+    const md5s = await upstream.checksums(release.gid, signal);
+    for (const file of missing) {
+      if (signal.aborted) return;
+      await files.run(() => fetchOne(file, md5s?.get(file.key.slice(file.key.indexOf('/') + 1))));
+    }
+  };
+
+  const batches = options.releases === 'all' ? allReleases(db) : namedReleases(db, options.releases);
+  try {
+    for await (const batch of batches) {
+      const images = await imagesOf(db, batch);
+      if (options.releases !== 'all' && total === undefined) total = images.length * options.sizes.length;
+      for (const release of batch) {
+        if (signal.aborted) break;
+        summary.releases++;
+        const mine = images.filter((i) => i.release === release.id);
+        await releases.run(() => mirrorRelease(release, mine));
+      }
+      if (signal.aborted) break;
+    }
+  } finally {
+    // Wait for what has started (its downloads are abandoned when interrupted), also on an error.
+    await releases.drain().finally(() => files.drain());
+  }
+  summary.interrupted = signal.aborted;
+  summary.seconds = Math.round(clock.now() - start) / 1000;
+  report();
+  return summary;
+}
+
+/** The named releases, as one batch; unknown MBIDs are refused before anything is fetched. */
+async function* namedReleases(db: Db, mbids: string[]): AsyncGenerator<ReleaseRow[]> {
+  const unique = [...new Set(mbids.map((m) => m.toLowerCase()))];
+  const rows = unique.length === 0 ? [] : await db.selectFrom('release').select(['id', 'gid']).where('gid', 'in', unique).execute();
+  const byGid = new Map(rows.map((r) => [r.gid, r]));
+  const unknown = unique.filter((m) => !byGid.has(m));
+  if (unknown.length > 0) throw invalidInput(`no such release: ${unknown.join(', ')}`);
+  yield unique.map((m) => byGid.get(m) as ReleaseRow);
+}
+
+/** Every release with imported images, by id, a batch at a time (keyset pagination: never all at once). */
+async function* allReleases(db: Db): AsyncGenerator<ReleaseRow[]> {
+  let after = 0;
+  for (;;) {
+    const batch = await db
+      .selectFrom('release as r')
+      .select(['r.id', 'r.gid'])
+      .where('r.id', '>', after)
+      .where(({ exists, selectFrom }) => exists(selectFrom('cover_art as ca').select('ca.id').whereRef('ca.release', '=', 'r.id').where('ca.imported', '=', 1)))
+      .orderBy('r.id')
+      .limit(RELEASE_BATCH)
+      .execute();
+    if (batch.length === 0) return;
+    yield batch;
+    after = (batch[batch.length - 1] as ReleaseRow).id;
+  }
+}
+
+/** The imported images of a batch of releases, with their suffixes. */
+async function imagesOf(db: Db, releases: ReleaseRow[]): Promise<ImageRow[]> {
+  if (releases.length === 0) return [];
+  return db
+    .selectFrom('cover_art as ca')
+    .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+    .select(['ca.id', 'ca.release', 'ca.mime_type', 'it.suffix'])
+    .where(
+      'ca.release',
+      'in',
+      releases.map((r) => r.id),
+    )
+    .where('ca.imported', '=', 1)
+    .orderBy('ca.release')
+    .orderBy('ca.id')
+    .execute();
+}
+
+/** Parses `--sizes 250,500,1200,original`. */
+export function parseSizes(text: string): MirrorSize[] {
+  const out: MirrorSize[] = [];
+  for (const part of text.split(',')) {
+    const word = part.trim().toLowerCase();
+    const size = word === 'original' ? 'original' : MIRROR_SIZES.find((s) => String(s) === word);
+    if (size === undefined) throw invalidInput(`--sizes takes 250, 500, 1200 and original, separated by commas (not ${JSON.stringify(part)})`);
+    if (!out.includes(size)) out.push(size);
+  }
+  return MIRROR_SIZES.filter((s) => out.includes(s));
+}
