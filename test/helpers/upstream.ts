@@ -33,7 +33,8 @@ export interface FakeUpstream {
   url: string;
   /** Serves `bytes` at `{url}/{key}` (with `type` as Content-Type, image/jpeg by default). */
   put(key: string, bytes: Buffer, type?: string): void;
-  fault(key: string, fault: Fault): void;
+  /** Sets the fault of a key (undefined: none). */
+  fault(key: string, fault: Fault | undefined): void;
   /** Requests a key received (any answer). */
   count(key: string): number;
   /** Requests received in all. */
@@ -144,7 +145,8 @@ export async function startUpstream(): Promise<FakeUpstream> {
       files.set(key, { bytes, type });
     },
     fault(key, fault) {
-      faults.set(key, fault);
+      if (fault === undefined) faults.delete(key);
+      else faults.set(key, fault);
     },
     count: (key) => counts.get(key) ?? 0,
     total: () => paths.length,
