@@ -87,7 +87,7 @@ interface ImageRow {
   suffix: string;
 }
 
-/** Runs at most `n` tasks at once; run() resolves when the task has started. */
+/** Runs at most `n` tasks at once; run() resolves when the task has started. A task's error calls `onError` (once). */
 class Slots {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
@@ -95,7 +95,10 @@ class Slots {
   private failure: unknown;
   private failed = false;
 
-  constructor(private readonly n: number) {}
+  constructor(
+    private readonly n: number,
+    private readonly onError: () => void,
+  ) {}
 
   async run(task: () => Promise<void>): Promise<void> {
     while (this.active >= this.n) await new Promise<void>((resolve) => this.waiting.push(resolve));
@@ -105,6 +108,7 @@ class Slots {
         if (!this.failed) {
           this.failed = true;
           this.failure = err;
+          this.onError();
         }
       })
       .finally(() => {
@@ -170,7 +174,11 @@ export class RateLimit {
 /** Mirrors the files; resolves to the summary (also when interrupted). Store failures are thrown. */
 export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Promise<MirrorSummary> {
   const { db, store, clock, upstream } = deps;
-  const { signal } = options;
+  // Stopped by the caller's signal, or by a task's error (the store down): no new file either way.
+  const stop = new AbortController();
+  const stopNow = () => stop.abort();
+  options.signal.addEventListener('abort', stopNow, { once: true });
+  const signal = stop.signal;
   const start = clock.now();
   const failed = Object.fromEntries(FAILURES.map((f) => [f, 0])) as Record<MirrorFailure, number>;
   const summary: MirrorSummary = { releases: 0, files: 0, fetched: 0, skipped: 0, failed, failed_total: 0, unverified: 0, bytes: 0, seconds: 0, interrupted: false, failures: [] };
@@ -205,8 +213,8 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
     report();
   };
 
-  const files = new Slots(options.concurrency);
-  const releases = new Slots(options.concurrency);
+  const files = new Slots(options.concurrency, stopNow);
+  const releases = new Slots(options.concurrency, stopNow);
 
   const mirrorRelease = async (release: ReleaseRow, images: ImageRow[]): Promise<void> => {
     const wanted: KnownFile[] = [];
@@ -244,8 +252,9 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
   } finally {
     // Wait for what has started (its downloads are abandoned when interrupted), also on an error.
     await releases.drain().finally(() => files.drain());
+    options.signal.removeEventListener('abort', stopNow);
   }
-  summary.interrupted = signal.aborted;
+  summary.interrupted = options.signal.aborted;
   summary.seconds = Math.round(clock.now() - start) / 1000;
   report();
   return summary;

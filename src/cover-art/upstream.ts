@@ -143,7 +143,7 @@ export class Upstream {
   /** fetchFile, and for a thumbnail the upstream lacks, one made here from the original. */
   async fetchOrMake(file: KnownFile, options: FetchOptions = {}): Promise<Fetched> {
     const result = await this.fetchFile(file, options);
-    return result.kind === 'absent' && file.size !== undefined ? this.makeThumbnail(file) : result;
+    return result.kind === 'absent' && file.size !== undefined ? this.makeThumbnail(file, options.signal) : result;
   }
 
   /**
@@ -199,18 +199,18 @@ export class Upstream {
   }
 
   /** A thumbnail made here from the original (fetched through when the store lacks it). */
-  private makeThumbnail(file: KnownFile): Promise<Fetched> {
-    return singleFlight(this.making, file.key, () => this.thumbnailFromOriginal(file));
+  private makeThumbnail(file: KnownFile, signal?: AbortSignal): Promise<Fetched> {
+    return singleFlight(this.making, file.key, () => this.thumbnailFromOriginal(file, signal));
   }
 
-  private async thumbnailFromOriginal(file: KnownFile): Promise<Fetched> {
+  private async thumbnailFromOriginal(file: KnownFile, signal: AbortSignal | undefined): Promise<Fetched> {
     // No thumbnail is made of a PDF here (as for uploads): a 404, as the upstream said.
     if (file.size === undefined || file.mime === 'application/pdf') return { kind: 'absent' };
     const original: KnownFile = { ...file, key: originalKey(file.mbid, file.id, file.suffix), size: undefined };
     const { store, config } = this.deps;
     let read = await store.read(original.key, config.maxBytes);
     if (read === undefined) {
-      const got = await this.fetchFile(original);
+      const got = await this.fetchFile(original, { signal });
       if (got.kind !== 'stored') return got;
       read = await store.read(original.key, config.maxBytes);
     }
