@@ -14,6 +14,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { serve } from '../../src/serve.js';
 import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
+import { startS3, type S3TestServer } from '../helpers/s3.js';
 import { startUpstream, type FakeUpstream } from '../helpers/upstream.js';
 import { spawnCli } from './cli-support.js';
 
@@ -56,6 +57,15 @@ const IMAGES: [number, number, string][] = [
 const SUMMARY_KEYS = ['bytes', 'failed', 'failed_total', 'failures', 'fetched', 'files', 'interrupted', 'releases', 'seconds', 'skipped', 'unverified'];
 const REASONS = ['busy', 'checksum', 'invalid', 'not_found', 'timeout', 'too_large', 'upstream_error'];
 
+async function writeTestDump(t: TestEnv): Promise<string> {
+  return writeDump(path.join(t.dir, 'dump'), {
+    release_group: [[1, G1, 'Group', 1, 1, '', 0, TS]],
+    release: [release(1, R1), release(2, R2), release(3, R3), release(4, R4), release(5, R5)],
+    'cover_art_archive.cover_art': IMAGES.map(([id, r, mime], i) => image(id, r, i + 1, mime)),
+    'cover_art_archive.cover_art_type': IMAGES.map(([id]) => [id, 1] as Value[]),
+  });
+}
+
 describe(`sleeve mirror images (${DIALECT})`, () => {
   let t: TestEnv;
   let up: FakeUpstream;
@@ -95,13 +105,7 @@ describe(`sleeve mirror images (${DIALECT})`, () => {
     await serveAll(R5, 502);
 
     t = await makeTestEnv({ SLEEVE_UPSTREAM_URL: up.url, SLEEVE_UPSTREAM_TIMEOUT_MS: '5000' });
-    const dump = await writeDump(path.join(t.dir, 'dump'), {
-      release_group: [[1, G1, 'Group', 1, 1, '', 0, TS]],
-      release: [release(1, R1), release(2, R2), release(3, R3), release(4, R4), release(5, R5)],
-      'cover_art_archive.cover_art': IMAGES.map(([id, r, mime], i) => image(id, r, i + 1, mime)),
-      'cover_art_archive.cover_art_type': IMAGES.map(([id]) => [id, 1] as Value[]),
-    });
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', dump]);
+    await cliOk(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(t)]);
   });
 
   after(async () => {
@@ -226,5 +230,46 @@ describe(`sleeve mirror images (${DIALECT})`, () => {
     assert.match(human.stdout, /0 fetched .*23 already in the store, 9 failed \(4 not_found, 1 checksum, 4 upstream_error\)/);
     assert.match(human.stdout, new RegExp(`checksum: ${orig(R3, 301)}: `));
     assert.equal(human.stderr, '', 'no progress noise when quick and not on a terminal');
+  });
+});
+
+describe(`sleeve mirror images into an S3 bucket (${DIALECT})`, () => {
+  let t: TestEnv;
+  let up: FakeUpstream;
+  let s3: S3TestServer;
+
+  before(async () => {
+    up = await startUpstream();
+    s3 = await startS3();
+    up.put(orig(R2, 201), await makeJpeg(600, 400, 80));
+    t = await makeTestEnv({ ...s3.env, SLEEVE_UPSTREAM_URL: up.url });
+    await cliOk(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(t)]);
+  });
+
+  after(async () => {
+    await up?.close();
+    await s3?.close();
+    await t?.cleanup();
+  });
+
+  it('stores the files in the bucket, and a rerun skips them', async () => {
+    const first = await runCli(t.env, ['--json', 'mirror', 'images', R2, '--sizes', 'original,500']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.deepEqual([JSON.parse(first.stdout).fetched, JSON.parse(first.stdout).unverified], [2, 1]);
+    assert.deepEqual(await s3.listKeys(`mbid-${R2}/`), [orig(R2, 201), thumb(R2, 201, 500)]);
+    const again = await runCli(t.env, ['--json', 'mirror', 'images', R2, '--sizes', 'original,500']);
+    assert.deepEqual([JSON.parse(again.stdout).fetched, JSON.parse(again.stdout).skipped], [0, 2]);
+    assert.equal(up.count(orig(R2, 201)), 1);
+  });
+
+  it('fetches without checksums from an upstream without _files.xml, counting them unverified', async () => {
+    up.filesXml(false);
+    up.put(orig(R1, 101), await makeJpeg(200, 100, 80));
+    up.put(orig(R1, 102, 'png'), await makePng(100, 100), 'image/png');
+    const r = await runCli(t.env, ['--json', 'mirror', 'images', R1, '--sizes', 'original']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual([JSON.parse(r.stdout).fetched, JSON.parse(r.stdout).unverified], [2, 2]);
+    assert.equal(up.count(`mbid-${R1}/mbid-${R1}_files.xml`), 1);
+    assert.deepEqual(await s3.listKeys(`mbid-${R1}/`), [orig(R1, 101), orig(R1, 102, 'png')]);
   });
 });
