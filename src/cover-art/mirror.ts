@@ -2,7 +2,7 @@ import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { invalidInput } from '../shared/errors.js';
 import type { ObjectStore } from '../storage/index.js';
-import { imageKey, type ThumbnailSize } from './keys.js';
+import { imageKey, originalKey, type ThumbnailSize } from './keys.js';
 import type { FailCode, KnownFile, Upstream } from './upstream.js';
 
 /*
@@ -200,10 +200,12 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
     if (summary.failures.length < LISTED_FAILURES) summary.failures.push({ key, reason, message });
   };
 
-  const fetchOne = async (file: KnownFile, md5: string | undefined): Promise<void> => {
+  const fetchOne = async (file: KnownFile, md5s: Map<string, string> | undefined): Promise<void> => {
     if (limit !== undefined && !(await limit.take(signal))) return;
     if (signal.aborted) return;
-    const got = await upstream.fetchOrMake(file, { md5, signal });
+    const md5 = md5s?.get(fileName(file.key));
+    const originalMd5 = md5s?.get(fileName(originalKey(file.mbid, file.id, file.suffix)));
+    const got = await upstream.fetchOrMake(file, { md5, originalMd5, signal });
     if (got.kind === 'stored') {
       summary.fetched++;
       summary.bytes += got.bytes;
@@ -232,7 +234,7 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
     const md5s = await upstream.checksums(release.gid, signal);
     for (const file of missing) {
       if (signal.aborted) return;
-      await files.run(() => fetchOne(file, md5s?.get(file.key.slice(file.key.indexOf('/') + 1))));
+      await files.run(() => fetchOne(file, md5s));
     }
   };
 
@@ -258,6 +260,11 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
   summary.seconds = Math.round(clock.now() - start) / 1000;
   report();
   return summary;
+}
+
+/** A key's file name in its item (what `_files.xml` names it): the key without its folder. */
+function fileName(key: string): string {
+  return key.slice(key.indexOf('/') + 1);
 }
 
 /** The named releases, as one batch; unknown MBIDs are refused before anything is fetched. */

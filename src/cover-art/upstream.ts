@@ -36,9 +36,12 @@ export type FailCode = 'upstream_error' | 'timeout' | 'too_large' | 'invalid' | 
 /** How one fetch ended: in the store (`bytes` long), not upstream (404), or failed with the status to answer. */
 export type Fetched = { kind: 'stored'; bytes: number } | { kind: 'absent' } | { kind: 'failed'; status: 502 | 503 | 504; code: FailCode; reason: string };
 
-/** What a caller of fetchFile may add: the md5 the upstream publishes for the file, a signal that abandons the download. */
+/** What a caller of fetchFile may add: the md5s the upstream publishes, a signal that abandons the download. */
 export interface FetchOptions {
+  /** The file's. */
   md5?: string | undefined;
+  /** For a thumbnail: its original's (checked when fetchOrMake fetches the original to make it). */
+  originalMd5?: string | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -143,7 +146,7 @@ export class Upstream {
   /** fetchFile, and for a thumbnail the upstream lacks, one made here from the original. */
   async fetchOrMake(file: KnownFile, options: FetchOptions = {}): Promise<Fetched> {
     const result = await this.fetchFile(file, options);
-    return result.kind === 'absent' && file.size !== undefined ? this.makeThumbnail(file, options.signal) : result;
+    return result.kind === 'absent' && file.size !== undefined ? this.makeThumbnail(file, { md5: options.originalMd5, signal: options.signal }) : result;
   }
 
   /**
@@ -199,18 +202,19 @@ export class Upstream {
   }
 
   /** A thumbnail made here from the original (fetched through when the store lacks it). */
-  private makeThumbnail(file: KnownFile, signal?: AbortSignal): Promise<Fetched> {
-    return singleFlight(this.making, file.key, () => this.thumbnailFromOriginal(file, signal));
+  private makeThumbnail(file: KnownFile, forOriginal: FetchOptions = {}): Promise<Fetched> {
+    return singleFlight(this.making, file.key, () => this.thumbnailFromOriginal(file, forOriginal));
   }
 
-  private async thumbnailFromOriginal(file: KnownFile, signal: AbortSignal | undefined): Promise<Fetched> {
+  /** The thumbnail made from the original (`forOriginal`: the options to fetch that with). */
+  private async thumbnailFromOriginal(file: KnownFile, forOriginal: FetchOptions): Promise<Fetched> {
     // No thumbnail is made of a PDF here (as for uploads): a 404, as the upstream said.
     if (file.size === undefined || file.mime === 'application/pdf') return { kind: 'absent' };
     const original: KnownFile = { ...file, key: originalKey(file.mbid, file.id, file.suffix), size: undefined };
     const { store, config } = this.deps;
     let read = await store.read(original.key, config.maxBytes);
     if (read === undefined) {
-      const got = await this.fetchFile(original, { signal });
+      const got = await this.fetchFile(original, forOriginal);
       if (got.kind !== 'stored') return got;
       read = await store.read(original.key, config.maxBytes);
     }

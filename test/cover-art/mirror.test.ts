@@ -272,4 +272,19 @@ describe(`sleeve mirror images into an S3 bucket (${DIALECT})`, () => {
     assert.equal(up.count(`mbid-${R1}/mbid-${R1}_files.xml`), 1);
     assert.deepEqual(await s3.listKeys(`mbid-${R1}/`), [orig(R1, 101), orig(R1, 102, 'png')]);
   });
+
+  it("checks the original's md5 when it makes a thumbnail the upstream lacks", async () => {
+    up.filesXml(true);
+    up.put(orig(R3, 301), await makeJpeg(300, 300, 80));
+    up.fault(orig(R3, 301), { kind: 'wrong-md5' });
+    const r = await runCli(t.env, ['--json', 'mirror', 'images', R3, '--sizes', '250']);
+    assert.equal(r.code, 1);
+    const s = JSON.parse(r.stdout);
+    assert.equal(s.fetched, 0);
+    assert.deepEqual([s.failed.checksum, s.failed.not_found, s.failed_total], [1, 2, 3]);
+    const failure = (s.failures as { key: string; reason: string; message: string }[]).find((f) => f.reason === 'checksum');
+    assert.equal(failure?.key, thumb(R3, 301, 250));
+    assert.match(failure?.message ?? '', /_files\.xml says/);
+    assert.deepEqual(await s3.listKeys(`mbid-${R3}/`), [], 'neither the original nor a thumbnail made of it');
+  });
 });
