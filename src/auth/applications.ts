@@ -178,14 +178,20 @@ export async function findOwnApp(deps: AuthDeps, ownerId: number, id: number): P
   return deps.db.selectFrom('oauth_application').select(APP_COLUMNS).where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
 }
 
-/** Changes name and redirect URI; the type stays what it was registered as. */
-export async function editApp(deps: AuthDeps, ownerId: number, id: number, input: { name: string | undefined; redirectUri: string | undefined }): Promise<Application> {
+/** Changes name, redirect URI and id_token algorithm (kept when not given); the type stays what it was registered as. */
+export async function editApp(
+  deps: AuthDeps,
+  ownerId: number,
+  id: number,
+  input: { name: string | undefined; redirectUri: string | undefined; idTokenAlg?: string | undefined },
+): Promise<Application> {
   const app = await ownApp(deps, ownerId, id);
   const name = checkName(input.name);
   const redirect_uri = checkRedirectUri(app.kind, input.redirectUri);
+  const id_token_alg = input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg);
   return deps.db
     .updateTable('oauth_application')
-    .set({ name, redirect_uri })
+    .set({ name, redirect_uri, id_token_alg })
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)
     .executeTakeFirstOrThrow();

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import * as client from 'openid-client';
-import { addApp, addUser, authorize, request, startAuthServer, type AuthServer, type Browser } from '../helpers/auth.js';
+import { addApp, addUser, authorize, Browser, request, startAuthServer, type AuthServer } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { isConsent, signIn, type Client } from './support.js';
 
@@ -179,6 +179,38 @@ describe(`OpenID Connect with openid-client (${DIALECT})`, () => {
     const config = await discover(rsApp);
     const { tokens } = await codeFlow(config, 'openid');
     assert.deepEqual(await client.fetchUserInfo(config, tokens.access_token, 'alice'), { sub: 'alice', username: 'alice', preferred_username: 'alice' });
+  });
+
+  it('sleeve app add|edit --id-token-alg: ES256 or RS256 only, shown by app list', async () => {
+    const bad = await runCli(t.env, ['app', 'edit', rsApp.client_id, '--id-token-alg', 'HS256']);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /ES256, RS256/);
+    const added = await runCli(t.env, ['app', 'add', '--owner', 'alice', '--name', 'Bad', '--type', 'public', '--id-token-alg', 'none']);
+    assert.equal(added.code, 2, added.stderr);
+    const listed = (await cliOk(t.env, ['app', 'list', '--json'])).applications as { client_id: string; id_token_alg: string }[];
+    assert.deepEqual(
+      [rsApp, esApp].map((a) => listed.find((x) => x.client_id === a.client_id)?.id_token_alg),
+      ['RS256', 'ES256'],
+    );
+    assert.ok(!listed.some((x) => (x as { name?: string }).name === 'Bad'), 'a refused registration registers nothing');
+  });
+
+  it('the website registers and edits an application with its id_token algorithm', async () => {
+    const form = await alice.fetch(`${s.base}/account/applications/register`);
+    assert.match(form.body, /<select name="id_token_alg">/);
+    const bad = await alice.fetch(`${s.base}/account/applications/register`, {
+      form: { csrf_token: Browser.csrf(form), name: 'Web OIDC', kind: 'confidential', redirect_uri: WEB_URI, id_token_alg: 'none' },
+    });
+    assert.equal(bad.status, 400, bad.body.slice(0, 300));
+    assert.match(bad.body, /the id_token algorithm must be one of ES256, RS256/);
+    const made = await alice.fetch(`${s.base}/account/applications/register`, {
+      form: { csrf_token: Browser.csrf(form), name: 'Web OIDC', kind: 'confidential', redirect_uri: WEB_URI, id_token_alg: 'ES256' },
+    });
+    assert.equal(made.status, 303, made.body.slice(0, 300));
+    const listed = (await cliOk(t.env, ['app', 'list', '--json'])).applications as { name: string; id_token_alg: string }[];
+    assert.equal(listed.find((a) => a.name === 'Web OIDC')?.id_token_alg, 'ES256');
+    const page = await alice.fetch(`${s.base}/account/applications`);
+    assert.match(page.body, /<h3>Web OIDC<\/h3>[\s\S]*?<dt>ID tokens<\/dt><dd>signed ES256<\/dd>/);
   });
 
   it('key rotation: an id_token signed before `sleeve keys rotate` still verifies against the JWKS after it', async () => {
