@@ -150,8 +150,8 @@ describe(`the operator's CLI (${DIALECT})`, () => {
     assert.deepEqual(
       apps.applications.map((x: Record<string, unknown>) => ({ ...x, created: typeof x.created })),
       [
-        { client_id: web.client_id, name: 'Web', type: 'confidential', owner: 'alice', redirect_uri: 'https://app.example/cb', created: 'string' },
-        { client_id: desk.client_id, name: 'Desk', type: 'public', owner: 'bob', redirect_uri: null, created: 'string' },
+        { client_id: web.client_id, name: 'Web', type: 'confidential', owner: 'alice', redirect_uri: 'https://app.example/cb', id_token_alg: 'RS256', created: 'string' },
+        { client_id: desk.client_id, name: 'Desk', type: 'public', owner: 'bob', redirect_uri: null, id_token_alg: 'RS256', created: 'string' },
       ],
     );
     assert.deepEqual((await cliOk(t.env, ['app', 'list', '--owner', 'BOB', '--json'])).applications.map((x: { name: string }) => x.name), ['Desk']);
@@ -159,6 +159,6 @@ describe(`the operator's CLI (${DIALECT})`, () => {
     for (const secret of [web.client_secret, desk.client_secret, 'a long password']) assert.ok(!all.includes(secret), 'no secret is shown');
     assert.doesNotMatch(all, /hash|scrypt|\$/i);
     assert.match(await cliOk(t.env, ['user', 'list']), /^\d+ +alice +alice@example\.com +yes /m);
-    assert.match(await cliOk(t.env, ['app', 'list']), new RegExp(`^${desk.client_id} +public +bob +Desk +-$`, 'm'));
+    assert.match(await cliOk(t.env, ['app', 'list']), new RegExp(`^${desk.client_id} +public +bob +Desk +- +RS256$`, 'm'));
   });
 });

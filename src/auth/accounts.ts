@@ -251,12 +251,13 @@ export async function createSession(deps: AuthDeps, accountId: number): Promise<
   return { token, maxAgeSeconds: SESSION_TTL_MS / 1000 };
 }
 
-export async function sessionAccount(deps: AuthDeps, token: string | undefined): Promise<Account | undefined> {
+/** The session's account, and when the user signed in (a session starts at each sign-in; epoch ms). */
+export async function sessionAccount(deps: AuthDeps, token: string | undefined): Promise<(Account & { signed_in_at: number }) | undefined> {
   if (token === undefined || token.length > 100) return undefined;
   return deps.db
     .selectFrom('web_session as s')
     .innerJoin('account as a', 'a.id', 's.account_id')
-    .select(ACCOUNT_COLUMNS.map((c) => `a.${c}` as const))
+    .select([...ACCOUNT_COLUMNS.map((c) => `a.${c}` as const), 's.created_at as signed_in_at'])
     .where('s.id_hash', '=', tokenHash(token))
     .where('s.expires_at', '>', deps.clock.now())
     .executeTakeFirst();

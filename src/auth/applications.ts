@@ -2,6 +2,7 @@ import { preparedQuery } from '../db/prepared.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import type { AuthDeps } from './deps.js';
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
+import { SIGNING_ALGS, type SigningAlg } from './signing-keys.js';
 
 export type AppKind = 'confidential' | 'public';
 
@@ -15,9 +16,17 @@ export interface Application {
   created_at: number;
   /** 1 when the operator lets it introspect every application's tokens (`sleeve app edit --resource-server`). */
   resource_server: number;
+  /** The algorithm its id_tokens are signed with (`sleeve app add|edit --id-token-alg`). */
+  id_token_alg: SigningAlg;
 }
 
-const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server'] as const;
+const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg'] as const;
+
+/** An id_token algorithm as given by the operator, checked. */
+function checkIdTokenAlg(alg: string): SigningAlg {
+  if (!(SIGNING_ALGS as readonly string[]).includes(alg)) throw invalidInput(`the id_token algorithm must be one of ${SIGNING_ALGS.join(', ')}`);
+  return alg as SigningAlg;
+}
 
 export const OOB_URI = 'urn:ietf:wg:oauth:2.0:oob';
 const LOOPBACK_RE = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?(\/[^#]*)?$/;
@@ -107,7 +116,7 @@ export interface Registered {
 /** Registers an application; the secret is returned once and stored hashed. */
 export async function registerApp(
   deps: AuthDeps,
-  input: { ownerId: number; name: string | undefined; kind: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean },
+  input: { ownerId: number; name: string | undefined; kind: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean; idTokenAlg?: string | undefined },
 ): Promise<Registered> {
   const kind = input.kind;
   if (kind !== 'confidential' && kind !== 'public') throw invalidInput('the application type must be confidential or public');
@@ -125,6 +134,7 @@ export async function registerApp(
       redirect_uri,
       created_at: deps.clock.now(),
       resource_server: input.resourceServer === true ? 1 : 0,
+      ...(input.idTokenAlg === undefined ? {} : { id_token_alg: checkIdTokenAlg(input.idTokenAlg) }),
     })
     .returning(APP_COLUMNS)
     .executeTakeFirstOrThrow();
@@ -168,14 +178,20 @@ export async function findOwnApp(deps: AuthDeps, ownerId: number, id: number): P
   return deps.db.selectFrom('oauth_application').select(APP_COLUMNS).where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
 }
 
-/** Changes name and redirect URI; the type stays what it was registered as. */
-export async function editApp(deps: AuthDeps, ownerId: number, id: number, input: { name: string | undefined; redirectUri: string | undefined }): Promise<Application> {
+/** Changes name, redirect URI and id_token algorithm (kept when not given); the type stays what it was registered as. */
+export async function editApp(
+  deps: AuthDeps,
+  ownerId: number,
+  id: number,
+  input: { name: string | undefined; redirectUri: string | undefined; idTokenAlg?: string | undefined },
+): Promise<Application> {
   const app = await ownApp(deps, ownerId, id);
   const name = checkName(input.name);
   const redirect_uri = checkRedirectUri(app.kind, input.redirectUri);
+  const id_token_alg = input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg);
   return deps.db
     .updateTable('oauth_application')
-    .set({ name, redirect_uri })
+    .set({ name, redirect_uri, id_token_alg })
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)
     .executeTakeFirstOrThrow();
@@ -183,12 +199,13 @@ export async function editApp(deps: AuthDeps, ownerId: number, id: number, input
 
 /**
  * The operator's change of any application, named by its client_id (`sleeve app edit`):
- * name, redirect URI and whether it is a resource server; what is not given stays.
+ * name, redirect URI, whether it is a resource server and its id_token algorithm; what is
+ * not given stays.
  */
 export async function operatorEditApp(
   deps: AuthDeps,
   clientId: string,
-  input: { name?: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean | undefined },
+  input: { name?: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean | undefined; idTokenAlg?: string | undefined },
 ): Promise<Application> {
   const app = await findAppByClientId(deps, clientId);
   if (app === undefined) throw notFound(`no application with client_id ${clientId}`);
@@ -198,6 +215,7 @@ export async function operatorEditApp(
       name: input.name === undefined ? app.name : checkName(input.name),
       redirect_uri: input.redirectUri === undefined ? app.redirect_uri : checkRedirectUri(app.kind, input.redirectUri),
       resource_server: input.resourceServer === undefined ? app.resource_server : input.resourceServer ? 1 : 0,
+      id_token_alg: input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg),
     })
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)

@@ -10,7 +10,7 @@ import { parseScope } from './scopes.js';
  * (authorizeRequest returns it).
  */
 
-const PARAMS = ['client_id', 'scope', 'response_type', 'redirect_uri', 'access_type', 'approval_prompt', 'state', 'code_challenge', 'code_challenge_method', 'response_mode'];
+const PARAMS = ['client_id', 'scope', 'response_type', 'redirect_uri', 'access_type', 'approval_prompt', 'state', 'code_challenge', 'code_challenge_method', 'response_mode', 'nonce'];
 const REQUIRED = new Set(['client_id', 'scope', 'response_type', 'redirect_uri']);
 
 /** Where the answer to an authorization request may go: a known client and a redirect URI it may use. */
@@ -56,7 +56,12 @@ export interface AuthorizeRequest extends AuthorizeTarget {
   offline: boolean;
   /** approval_prompt=force: ask for consent even when an equal grant exists. */
   forcePrompt: boolean;
+  /** OpenID Connect's nonce, for the id_token (optional, as in OpenID Connect Core's code flow). */
+  nonce: string | undefined;
 }
+
+/** The longest nonce kept: far above any client's (openid-client's are 43 characters), far below a row's worth. */
+const MAX_NONCE_LENGTH = 512;
 
 /** The rest of the request's checks; a refusal is to be sent back to the redirect URI (RFC 6749 §4.1.2.1). */
 export function authorizeRequest(target: AuthorizeTarget): AuthorizeRequest | { refused: OAuthError } {
@@ -74,6 +79,8 @@ export function authorizeRequest(target: AuthorizeTarget): AuthorizeRequest | { 
   if (challenge !== undefined && !(method === 'S256' ? /^[A-Za-z0-9_-]{43}$/ : /^[A-Za-z0-9.~_-]{43,128}$/).test(challenge)) {
     return refuse('invalid_request', 'Invalid code_challenge; see https://tools.ietf.org/html/rfc7636#section-4.1');
   }
+  const nonce = params.get('nonce');
+  if (nonce !== undefined && (nonce.length > MAX_NONCE_LENGTH || /[^\x20-\x7e]/.test(nonce))) return refuse('invalid_request', `Invalid nonce: at most ${MAX_NONCE_LENGTH} printable ASCII characters`);
   const installed = client.kind === 'public';
   return {
     ...target,
@@ -85,5 +92,6 @@ export function authorizeRequest(target: AuthorizeTarget): AuthorizeRequest | { 
     installed,
     offline: installed || params.get('access_type') === 'offline',
     forcePrompt: params.get('approval_prompt') === 'force',
+    nonce,
   };
 }

@@ -4,7 +4,8 @@ import type { AuthDeps } from './deps.js';
 import { redirectUriAllowed, type Application } from './applications.js';
 import { constantTimeEqual, randomToken, s256, tokenHash } from './crypto.js';
 import { OAuthError } from './errors.js';
-import { scopeNames } from './scopes.js';
+import { signIdToken } from './id-token.js';
+import { OPENID, scopeNames } from './scopes.js';
 
 export interface CodeRequest {
   account: Account;
@@ -16,6 +17,9 @@ export interface CodeRequest {
   codeChallengeMethod: 'plain' | 'S256' | undefined;
   /** The scope list as written, when it used MetaBrainz names (scopes.ts parseScope's `spelled`). */
   scopeText?: string | null;
+  /** OpenID Connect: the request's nonce and when the user signed in (epoch ms), for the id_token. */
+  nonce?: string | undefined;
+  authTime?: number | undefined;
 }
 
 /** Issues a single-use authorization code bound to client, user, scope and redirect URI. */
@@ -37,6 +41,8 @@ export async function issueCode(deps: AuthDeps, req: CodeRequest): Promise<strin
       used_at: null,
       grant_id: null,
       scope_text: req.scopeText ?? null,
+      nonce: req.nonce ?? null,
+      auth_time: req.authTime ?? null,
     })
     .execute();
   // Codes are short-lived; old ones only matter for reuse detection within their life.
@@ -85,6 +91,8 @@ export interface TokenResponse {
   refresh_token?: string;
   /** Only when the client asked with MetaBrainz scope names: those names, as it wrote them. */
   scope?: string;
+  /** OpenID Connect: only for a code whose request had the `openid` scope (not on refresh). */
+  id_token?: string;
 }
 
 /*
@@ -158,7 +166,7 @@ export async function exchangeCode(
   const now = deps.clock.now();
   if (row.expires_at <= now) throw new OAuthError('invalid_grant', 'Expired authorization code');
 
-  return deps.db.transaction().execute(async (trx) => {
+  const body = await deps.db.transaction().execute(async (trx) => {
     const claimed = await trx.updateTable('oauth_code').set({ used_at: now }).where('code_hash', '=', row.code_hash).where('used_at', 'is', null).executeTakeFirst();
     if (Number(claimed.numUpdatedRows) !== 1) throw new OAuthError('invalid_grant', 'Invalid authorization code');
     const grant = await trx
@@ -190,6 +198,33 @@ export async function exchangeCode(
     if (refresh !== undefined) body.refresh_token = refresh.token;
     if (row.scope_text !== null) body.scope = row.scope_text;
     return body;
+  });
+  if ((row.scope & OPENID) !== 0) body.id_token = await idTokenFor(deps, app, row, body.access_token, now);
+  return body;
+}
+
+/**
+ * The id_token of a code exchange (OpenID Connect Core §3.1.3.3): `sub` is the account name,
+ * as userinfo's `sub` (the two must be equal, §5.3.2), signed with the application's algorithm.
+ */
+async function idTokenFor(
+  deps: AuthDeps,
+  app: Application,
+  code: { account_id: number; nonce: string | null; auth_time: number | null },
+  accessToken: string,
+  now: number,
+): Promise<string> {
+  const account = await deps.db.selectFrom('account').select('name').where('id', '=', code.account_id).executeTakeFirstOrThrow();
+  return signIdToken(deps.signingKeys, {
+    issuer: deps.authUrl,
+    subject: account.name,
+    audience: app.client_id,
+    nonce: code.nonce ?? undefined,
+    // Every code with `openid` records its sign-in; the column is nullable only for older codes.
+    authTime: code.auth_time ?? now,
+    accessToken,
+    alg: app.id_token_alg,
+    now,
   });
 }
 
@@ -255,6 +290,8 @@ export interface ActiveToken {
   clientId: string;
   issuedAt: number;
   expiresAt: number;
+  /** Whether the grant was asked for with today's MetaBrainz scope names. */
+  metabrainzNames: boolean;
 }
 
 const grantOwner = preparedQuery(['id'] as const, (db, p) =>
@@ -269,6 +306,7 @@ const grantOwner = preparedQuery(['id'] as const, (db, p) =>
       'g.access_hash',
       'g.refresh_hash',
       'g.created_at as granted_at',
+      'g.scope_text',
       'a.client_id',
       'g.access_created_at',
       'g.access_expires_at',
@@ -295,8 +333,17 @@ async function activeGrantOf(deps: AuthDeps, token: string) {
 export async function findAccessToken(deps: AuthDeps, token: string): Promise<ActiveToken | undefined> {
   const row = await activeGrantOf(deps, token);
   if (row === undefined || !tokenMatches(token, row.access_hash) || row.access_expires_at === null || row.access_expires_at <= deps.clock.now()) return undefined;
-  const { grant_id, scope, offline, client_id, access_created_at, access_expires_at, access_hash: _a, refresh_hash: _r, granted_at: _g, ...account } = row;
-  return { account, grantId: grant_id, scope, offline: offline === 1, clientId: client_id, issuedAt: access_created_at ?? 0, expiresAt: access_expires_at };
+  const { grant_id, scope, offline, client_id, access_created_at, access_expires_at, scope_text, access_hash: _a, refresh_hash: _r, granted_at: _g, ...account } = row;
+  return {
+    account,
+    grantId: grant_id,
+    scope,
+    offline: offline === 1,
+    clientId: client_id,
+    issuedAt: access_created_at ?? 0,
+    expiresAt: access_expires_at,
+    metabrainzNames: scope_text !== null,
+  };
 }
 
 /**

@@ -1,5 +1,9 @@
-/** The interface's scopes, with MusicBrainz's bits and consent texts, in display order. */
+/**
+ * The interface's scopes, with MusicBrainz's bits and consent texts, and OpenID Connect's
+ * `openid` (a bit MusicBrainz never used), in display order.
+ */
 export const SCOPES = [
+  { name: 'openid', bit: 256, text: 'Know who you are (your account name)' },
   { name: 'profile', bit: 1, text: 'View your public account information' },
   { name: 'email', bit: 2, text: 'View your email address' },
   { name: 'tag', bit: 4, text: 'View and modify your private tags' },
@@ -11,6 +15,8 @@ export const SCOPES = [
 
 export const PROFILE = 1;
 export const EMAIL = 2;
+/** OpenID Connect: the token response carries an id_token, userinfo its standard claims. */
+export const OPENID = 256;
 
 /**
  * The names today's MetaBrainz provider gives the classic scopes, accepted as the same scopes

@@ -150,6 +150,8 @@ export interface OAuthApplicationTable {
   created_at: number;
   /** 1 when the operator lets this client introspect every application's tokens (a resource server). */
   resource_server: Generated<number>;
+  /** The algorithm of its id_tokens (OpenID Connect's `id_token_signed_response_alg`). */
+  id_token_alg: Generated<'ES256' | 'RS256'>;
 }
 
 export interface OAuthGrantTable {
@@ -182,6 +184,10 @@ export interface OAuthCodeTable {
   grant_id: number | null;
   /** As oauth_grant.scope_text. */
   scope_text: Generated<string | null>;
+  /** The authorization request's OpenID Connect nonce, for the id_token. */
+  nonce: Generated<string | null>;
+  /** When the user signed in (epoch ms): the id_token's `auth_time`. */
+  auth_time: Generated<number | null>;
 }
 
 /** A running `sleeve serve` with a cover art listener (migration 20261124T0300; cluster/registry.ts). */

@@ -178,9 +178,9 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       for (const rt of ['yyy', 'token', 'code token', '']) assertErrorRedirect(await get(base({ response_type: rt })), 'unsupported_response_type', 'Unsupported response type');
     });
 
-    it('invalid_scope for unknown, mis-cased and OpenID scopes', async () => {
+    it('invalid_scope for unknown and mis-cased scopes (openid is accepted: test/auth/openid.test.ts)', async () => {
       assertErrorRedirect(await get(base({ scope: 'does-not-exist' })), 'invalid_scope', 'Unsupported scope: does-not-exist');
-      assertErrorRedirect(await get(base({ scope: 'profile openid' })), 'invalid_scope', 'Unsupported scope: openid');
+      assertErrorRedirect(await get(base({ scope: 'profile OpenID' })), 'invalid_scope', 'Unsupported scope: OpenID');
       assertErrorRedirect(await get(base({ scope: 'Profile' })), 'invalid_scope', 'Unsupported scope: Profile');
     });
 

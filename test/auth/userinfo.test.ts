@@ -282,7 +282,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
     it('sleeve app edit CLIENT_ID --resource-server / --no-resource-server changes what a client may introspect, at once', async () => {
       const tok = editor1[ALL] as Tokens;
       const on = await cliOk(t.env, ['--json', 'app', 'edit', web.client_id, '--resource-server']);
-      assert.deepEqual(on, { client_id: web.client_id, name: 'Test Web', redirect_uri: 'https://client.example/cb', resource_server: true });
+      assert.deepEqual(on, { client_id: web.client_id, name: 'Test Web', redirect_uri: 'https://client.example/cb', resource_server: true, id_token_alg: 'RS256' });
       assert.equal((await seenBy(tok.access_token, [web]))[0].active, true);
       const off = await cliOk(t.env, ['--json', 'app', 'edit', web.client_id, '--no-resource-server']);
       assert.equal(off.resource_server, false);
@@ -339,7 +339,9 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
       assert.equal(m.revocation_endpoint, `${s.base}/oauth2/revoke`);
       assert.equal(m.introspection_endpoint, `${s.base}/oauth2/introspect`);
       assert.equal(m.userinfo_endpoint, `${s.base}/oauth2/userinfo`);
-      assert.deepEqual([...m.scopes_supported].sort(), ALL.split(' ').sort());
+      // The interface's scopes, OpenID Connect's openid and today's MetaBrainz names of the classic ones.
+      const mb = ['tag', 'rating', 'collection', 'submit_isrc', 'submit_barcode'].map((n) => `musicbrainz:${n}`);
+      assert.deepEqual([...m.scopes_supported].sort(), [...ALL.split(' '), 'openid', ...mb].sort());
       assert.deepEqual(m.response_types_supported, ['code']);
       assert.deepEqual([...m.grant_types_supported].sort(), ['authorization_code', 'refresh_token']);
       assert.deepEqual([...m.code_challenge_methods_supported].sort(), ['S256', 'plain']);

@@ -122,6 +122,7 @@ ${scopeList(g.scope, g.offline)}
 <dl><dt>Type</dt><dd>${a.kind === 'confidential' ? 'Confidential (web application)' : 'Public (installed application)'}</dd>
 <dt>Client ID</dt><dd><code>${a.client_id}</code></dd>
 <dt>Redirect URL</dt><dd>${a.redirect_uri === null ? html`<span class="muted">none (out-of-band and loopback only)</span>` : html`<code>${a.redirect_uri}</code>`}</dd>
+<dt>ID tokens</dt><dd>signed ${a.id_token_alg}</dd>
 ${a.resource_server === 1 ? html`<dt>Resource server</dt><dd>may introspect every application's tokens</dd>` : ''}</dl>
 <div class="actions"><a class="action" href="/account/applications/edit/${a.id}">Edit</a>
 <a class="action" href="/account/applications/reset-secret/${a.id}">Reset secret</a>
@@ -141,10 +142,12 @@ export function applicationFormPage(opts: {
   viewer: Viewer;
   mode: 'register' | 'edit';
   action: string;
-  values: { name?: string; kind?: string; redirectUri?: string };
+  values: { name?: string; kind?: string; redirectUri?: string; idTokenAlg?: string };
   error?: string;
 }): string {
   const kind = opts.values.kind ?? 'confidential';
+  const alg = opts.values.idTokenAlg ?? 'RS256';
+  const algOption = (value: string, text: string) => html`<option value="${value}"${alg === value ? new SafeHtml(' selected') : ''}>${text}</option>`;
   const kindField =
     opts.mode === 'register'
       ? html`<label>Type<select name="kind">
@@ -159,6 +162,10 @@ export function applicationFormPage(opts: {
 ${kindField}
 <label>Redirect URL<input type="text" name="redirect_uri" inputmode="url" autocapitalize="none" spellcheck="false" value="${opts.values.redirectUri ?? ''}">
 <span class="hint">Required for confidential applications (https; http only for localhost). Optional for public ones: a reverse-DNS scheme such as org.example.app://auth; out-of-band (urn:ietf:wg:oauth:2.0:oob) and http://localhost, http://127.0.0.1, http://[::1] on any port need no registration.</span></label>
+<label>OpenID Connect id_token signing<select name="id_token_alg">
+${algOption('RS256', 'RS256 (the default OpenID Connect clients expect)')}
+${algOption('ES256', 'ES256 (as today\'s MetaBrainz signs)')}
+</select><span class="hint">Only matters for clients that ask for the openid scope.</span></label>
 <div class="actions"><button type="submit">${opts.mode === 'register' ? 'Register application' : 'Update'}</button><a class="action" href="/account/applications">Cancel</a></div>
 </form>`;
   return page({ title: opts.mode === 'register' ? 'Register an application' : 'Edit application', body, user: opts.viewer.name, csrf: opts.viewer.csrf });

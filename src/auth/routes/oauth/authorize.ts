@@ -59,6 +59,8 @@ async function consent(
       codeChallenge: request.codeChallenge,
       codeChallengeMethod: request.codeChallengeMethod,
       scopeText: request.scopeText,
+      nonce: request.nonce,
+      authTime: viewer.signedInAt,
     });
     return back({ code, state }, request.responseMode);
   };

@@ -1,33 +1,74 @@
-import type { FastifyInstance } from 'fastify';
-import { SCOPES } from '../../scopes.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { SCOPE_ALIASES, SCOPES } from '../../scopes.js';
+import { SIGNING_ALGS } from '../../signing-keys.js';
+import { JWKS_PATH } from '../jwks.js';
 import type { PageContext } from '../pages/shared.js';
 import { CORS } from './shared.js';
 
-/** Authorization server metadata (RFC 8414). */
+const CLIENT_AUTH = ['client_secret_basic', 'client_secret_post'];
+
+/** What userinfo and the id_token may carry (docs/interface.md, "What sleeve serves"). */
+const CLAIMS = [
+  'sub',
+  'iss',
+  'aud',
+  'exp',
+  'iat',
+  'auth_time',
+  'nonce',
+  'at_hash',
+  'username',
+  'preferred_username',
+  'profile',
+  'metabrainz_user_id',
+  'website',
+  'gender',
+  'zoneinfo',
+  'age',
+  'country',
+  'email',
+  'email_verified',
+];
+
+/**
+ * One description of the service for both documents: RFC 8414 authorization server metadata
+ * and OpenID Connect Discovery 1.0 (§3) share their registry, so they say the same things.
+ */
+function describe(base: string): Record<string, unknown> {
+  return {
+    issuer: base,
+    authorization_endpoint: `${base}/oauth2/authorize`,
+    token_endpoint: `${base}/oauth2/token`,
+    revocation_endpoint: `${base}/oauth2/revoke`,
+    introspection_endpoint: `${base}/oauth2/introspect`,
+    userinfo_endpoint: `${base}/oauth2/userinfo`,
+    jwks_uri: `${base}${JWKS_PATH}`,
+    scopes_supported: [...SCOPES.map((s) => s.name), ...Object.keys(SCOPE_ALIASES)],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query', 'form_post'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [...SIGNING_ALGS],
+    token_endpoint_auth_methods_supported: CLIENT_AUTH,
+    revocation_endpoint_auth_methods_supported: CLIENT_AUTH,
+    introspection_endpoint_auth_methods_supported: CLIENT_AUTH,
+    code_challenge_methods_supported: ['S256', 'plain'],
+    claims_supported: CLAIMS,
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+    service_documentation: `${base}/`,
+  };
+}
+
+/** Authorization server metadata (RFC 8414) and OpenID Connect discovery, the same document. */
 export function metadataEndpoint(app: FastifyInstance, ctx: PageContext): void {
-  app.get('/.well-known/oauth-authorization-server', async function metadata(_req, reply) {
-    const base = ctx.deps.authUrl;
+  const send = async function metadata(_req: unknown, reply: FastifyReply) {
     return reply
       .headers({ ...CORS, 'cache-control': 'public, max-age=3600' })
       .type('application/json; charset=utf-8')
-      .send(
-        JSON.stringify({
-          issuer: base,
-          authorization_endpoint: `${base}/oauth2/authorize`,
-          token_endpoint: `${base}/oauth2/token`,
-          revocation_endpoint: `${base}/oauth2/revoke`,
-          introspection_endpoint: `${base}/oauth2/introspect`,
-          userinfo_endpoint: `${base}/oauth2/userinfo`,
-          scopes_supported: SCOPES.map((s) => s.name),
-          response_types_supported: ['code'],
-          response_modes_supported: ['query', 'form_post'],
-          grant_types_supported: ['authorization_code', 'refresh_token'],
-          token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-          revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-          introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-          code_challenge_methods_supported: ['S256', 'plain'],
-          service_documentation: `${base}/`,
-        }),
-      );
-  });
+      .send(JSON.stringify(describe(ctx.deps.authUrl)));
+  };
+  app.get('/.well-known/oauth-authorization-server', send);
+  app.get('/.well-known/openid-configuration', send);
 }

@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { OAuthError } from '../../errors.js';
 import { findAccessToken } from '../../grants.js';
-import { PROFILE } from '../../scopes.js';
-import { userinfoClaims } from '../../userinfo.js';
+import { mayReadUserinfo, userinfoClaims } from '../../userinfo.js';
 import type { PageContext } from '../pages/shared.js';
 import { bearerChallenge, bearerTokens, CORS, NO_STORE, optionsReply, sendJson, sendOAuthError } from './shared.js';
 
-/** The user's profile for a bearer token with the profile scope; every refusal carries its challenge (RFC 6750 §3). */
+/** The user's profile for a bearer token with the profile (or openid) scope; every refusal carries its challenge (RFC 6750 §3). */
 export function userinfoEndpoint(app: FastifyInstance, ctx: PageContext): void {
   app.route({
     method: ['GET', 'HEAD', 'POST', 'OPTIONS'],
@@ -25,8 +24,8 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: PageContext): void {
       }
       const active = await findAccessToken(ctx.deps, token);
       if (active === undefined) return refuse(new OAuthError('invalid_token', 'The access token is invalid, expired or revoked', 401));
-      if ((active.scope & PROFILE) === 0) return refuse(new OAuthError('insufficient_scope', 'The access token lacks the profile scope', 403), 'profile');
-      return sendJson(reply, userinfoClaims(ctx.deps, active.account, active.scope), CORS);
+      if (!mayReadUserinfo(active.scope)) return refuse(new OAuthError('insufficient_scope', 'The access token lacks the profile scope', 403), 'profile');
+      return sendJson(reply, userinfoClaims(ctx.deps, active.account, active), CORS);
     },
   });
 }

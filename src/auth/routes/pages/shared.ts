@@ -17,6 +17,8 @@ export interface PageContext {
 
 export interface SignedIn extends Viewer {
   accountId: number;
+  /** When this session's sign-in happened (epoch ms): OpenID Connect's auth_time. */
+  signedInAt: number;
 }
 
 const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -37,7 +39,7 @@ const viewers = new WeakMap<FastifyRequest, SignedIn>();
 export async function currentViewer(ctx: PageContext, req: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined> {
   const account = await sessionAccount(ctx.deps, cookies(req).get(SESSION_COOKIE));
   if (account === undefined) return undefined;
-  const viewer = { accountId: account.id, name: account.name, csrf: csrfToken(req, reply) };
+  const viewer = { accountId: account.id, signedInAt: account.signed_in_at, name: account.name, csrf: csrfToken(req, reply) };
   viewers.set(req, viewer);
   return viewer;
 }
