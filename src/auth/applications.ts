@@ -129,7 +129,7 @@ export async function registerApp(
       owner_id: input.ownerId,
       name,
       kind,
-      client_id: randomToken(24),
+      client_id: newClientId(),
       secret_hash: tokenHash(clientSecret),
       redirect_uri,
       created_at: deps.clock.now(),
@@ -195,6 +195,18 @@ export async function editApp(
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)
     .executeTakeFirstOrThrow();
+}
+
+/**
+ * A client_id: 192 random bits, base64url, never starting with '-' (redrawn until it does not),
+ * so that it can be given to `sleeve app edit` and to other command lines without being read as
+ * an option.
+ */
+function newClientId(): string {
+  for (;;) {
+    const id = randomToken(24);
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 /**
