@@ -31,11 +31,31 @@ export default tseslint.config(
   {
     // The two modules never import each other (docs/decisions.md, "Platform").
     files: ['src/cover-art/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/auth/**', '**/auth/*'], message: 'cover-art must not import the auth module' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/auth/**', '**/auth/*'], message: 'cover-art must not import the auth module' },
+            { group: ['**/website/**', '**/website/*'], message: 'the website composes the modules; they do not import it' },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['src/auth/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/cover-art/**', '**/cover-art/*'], message: 'auth must not import the cover-art module' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/cover-art/**', '**/cover-art/*'], message: 'auth must not import the cover-art module' },
+            { group: ['**/website/**', '**/website/*'], message: 'the website composes the modules; they do not import it' },
+          ],
+        },
+      ],
+    },
   },
   {
     // HTTP plumbing shared by every listener: it knows of no module (each module owns its listener).

@@ -6,7 +6,7 @@ import { buildAuthApp, loadTlsMaterial } from './auth/app.js';
 import { PasswordHasher } from './auth/index.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
-import { catalogueKeeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
+import { catalogueKeeps, type ApiDeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
 import { buildCoverArtApp } from './cover-art/app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
@@ -21,6 +21,7 @@ import { isStoreUnavailable } from './shared/errors.js';
 import { keepTickShape } from './shared/tick-shape.js';
 import type { Clock } from './shared/clock.js';
 import { startUploadSweeper } from './cover-art/uploads.js';
+import { websiteRoutes } from './website/index.js';
 
 export interface Server {
   runtime: Runtime;
@@ -306,10 +307,16 @@ async function startAuth(s: Serving): Promise<string> {
     observer: new RequestObserver('auth', s.requestIds, s.metrics?.http),
     accessLog: s.accessLog,
     connections: config.connections,
+    extend: (app, pages) => void app.register(websiteRoutes, { pages, coverArt: runtime.coverArt, api: websiteApi(s) }),
   });
   s.apps.push(app);
   await app.listen({ host: config.authListen.host, port: config.authListen.port });
   return addressOf(app.server, 'https');
+}
+
+/** What the website reads listings with: the cover art API's view of the catalogue. */
+function websiteApi(s: Serving): ApiDeps {
+  return { db: s.runtime.database.db, urls: s.runtime.coverArt.urls, imageBaseUrl: s.config.imageBaseUrl };
 }
 
 /** Logs where the metrics are, or why they are off; returns their address. */

@@ -36,6 +36,11 @@ export interface AuthAppOptions {
   accessLog?: boolean;
   /** Header, request, TLS handshake and keep-alive timeouts and the connection cap. */
   connections: ConnectionLimits;
+  /**
+   * More routes on this listener (the website layer, src/website), registered after the
+   * authorization pages with the same page context: they share the sign-in, CSRF and headers.
+   */
+  extend?: (app: FastifyInstance, ctx: PageContext) => void;
 }
 
 const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-known\/)/;
@@ -119,6 +124,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   void app.register(pageRoutes, ctx);
   void app.register(oauthRoutes, ctx);
   void app.register(jwksRoutes, { keys: opts.deps.signingKeys });
+  opts.extend?.(app, ctx);
 
   app.setNotFoundHandler(function notFound(req: FastifyRequest, reply: FastifyReply) {
     if (JSON_ENDPOINTS.test(req.url) || req.url.startsWith('/oauth2/')) {

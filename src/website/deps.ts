@@ -1,0 +1,14 @@
+import type { PageContext } from '../auth/pages.js';
+import type { ApiDeps, CoverArtDeps } from '../cover-art/index.js';
+
+/**
+ * What the website needs: the authorization module's page context (its deps, the viewer, the
+ * client's address) and the cover art module's deps (the catalogue, the store, the listing URLs).
+ * The website composes the two modules; neither imports it, nor each other.
+ */
+export interface WebsiteDeps {
+  pages: PageContext;
+  coverArt: CoverArtDeps;
+  /** The read API's deps: listings as the cover art API serves them. */
+  api: ApiDeps;
+}
