@@ -82,6 +82,15 @@ describe(`proxy headers (${DIALECT})`, () => {
       assert.equal((await lookup([['X-Forwarded-For', '198.51.100.1']])).status, 404, 'the address written by the client was never counted');
     });
 
+    it('counts an IPv6 client by its /64: any address of it shares one budget, the log keeps the address', async () => {
+      const first = await lookup([['X-Forwarded-For', '[2001:db8:7:7::1]:443']]);
+      assert.equal(first.status, 404);
+      assert.equal(await loggedClient(first.requestId), '2001:db8:7:7::1');
+      assert.equal((await lookup([['X-Forwarded-For', '2001:db8:7:7:aaaa::2']])).status, 404);
+      assert.equal((await lookup([['X-Forwarded-For', '2001:db8:7:7:ffff:ffff:ffff:ffff']])).status, 503, 'the /64 has used its budget');
+      assert.equal((await lookup([['X-Forwarded-For', '2001:db8:7:8::1']])).status, 404, 'the next /64 has its own');
+    });
+
     it('joins several header lines in order and skips trusted hops from the right', async () => {
       const lines: [string, string][] = [
         ['X-Forwarded-For', '198.51.100.2'],

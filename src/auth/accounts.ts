@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/schema.js';
+import { throttleAddress } from '../http/client-address.js';
 import { AppError, invalidInput } from '../shared/errors.js';
 import type { AuthDeps } from './deps.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, PasswordHashingBusy, randomToken, tokenHash, verifyPassword } from './crypto.js';
@@ -210,7 +211,7 @@ export async function authenticate(deps: AuthDeps, attempt: SigninAttempt): Prom
       ? [[`device:${device}`, DEVICE_LIMIT]]
       : [
           [`account:${nameKey.slice(0, 100)}`, ACCOUNT_LIMIT],
-          [`address:${attempt.address}`, ADDRESS_LIMIT],
+          [`address:${throttleAddress(attempt.address)}`, ADDRESS_LIMIT],
         ];
   const held: Reservation[] = [];
   const giveAllBack = () => Promise.all(held.map((r) => giveBack(deps, r)));

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
-import { clientAddress, type TrustedProxies } from '../http/client-address.js';
+import { clientAddress, throttleAddress, type TrustedProxies } from '../http/client-address.js';
 import type { ListenerHealth } from '../http/health.js';
 import { buildListener } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
@@ -88,7 +88,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   const frontDoor = (req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean => {
     if (opts.health !== undefined && opts.health.answer(req, res, app.log)) return true;
     if (opts.rateLimiter !== undefined) {
-      const decision = opts.rateLimiter.hit(clientOf(req), opts.clock.now());
+      const decision = opts.rateLimiter.hit(throttleAddress(clientOf(req)), opts.clock.now());
       if (decision instanceof Promise) {
         // A shared limit (Redis) answers later; the rest of the door waits for it.
         decision.then(

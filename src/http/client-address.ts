@@ -70,3 +70,24 @@ export function forwardedProto(header: string | string[] | undefined): string | 
   if (header === undefined) return undefined;
   return headerValues(header).at(-1)?.toLowerCase();
 }
+
+/**
+ * What a throttle counts a client address as: an IPv4 address itself, an IPv6 address by its
+ * /64 network (`2001:db8:0:1::/64`). One IPv6 subscriber, host or cloud instance is given a
+ * whole /64 (RFC 6177) and picks any address in it, so counting single IPv6 addresses would
+ * let one attacker try 2^64 times the limit.
+ */
+export function throttleAddress(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const [head = '', tail] = address.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  // An embedded IPv4 tail (64:ff9b::1.2.3.4) is two groups, in the last 32 bits.
+  const last = tail === undefined ? left : right;
+  if (last.at(-1)?.includes('.') === true) last.splice(-1, 1, '0', '0');
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}

@@ -278,6 +278,21 @@ describe(`sign-in under attack (${DIALECT})`, () => {
     });
   });
 
+  describe('IPv6 clients are counted by their /64', () => {
+    it('holds the 21st failure from any address of one /64, and not another /64', async () => {
+      // Each attempt names another user, so only the address limit (20 per window) can hold it.
+      for (let i = 0; i < 20; i++) {
+        const res = await attempt(s.base, `v6-ghost-${i}`, wrong(`v6-${i}`), { from: `2001:db8:0:42:${i.toString(16)}::${i + 1}` });
+        assert.ok(checked(res), `attempt ${i}: ${res.status}`);
+      }
+      for (const from of ['2001:db8:0:42::ffff', '2001:0db8:0000:0042:abcd:ef01:2345:6789', '2001:db8:0:42::10.0.0.1']) {
+        assert.equal((await attempt(s.base, 'v6-ghost-next', wrong('v6-next'), { from })).status, 429, from);
+      }
+      assert.ok(checked(await attempt(s.base, 'v6-ghost-next', wrong('v6-other'), { from: '2001:db8:0:43::1' })), 'another /64 is checked');
+      assert.ok(checked(await attempt(s.base, 'v6-ghost-v4', wrong('v6-v4'), { from: '192.0.2.200' })), 'IPv4 addresses are counted alone');
+    });
+  });
+
   describe('throttle rows are purged', () => {
     it('deletes the rows of ended windows, and expired device cookies, at the next sign-in attempt', async () => {
       const db = s.server.runtime.database.db;
