@@ -28,7 +28,10 @@ if (files.length === 0) {
 
 function pass(dialect) {
   console.log(`\n=== test pass: ${dialect} (${files.length} files) ===\n`);
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
+  const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout'];
+  // With several files, where the time went (at the end of the pass).
+  if (files.length > 1) reporters.push(`--test-reporter=${path.join(root, 'scripts', 'slowest-files.mjs')}`, '--test-reporter-destination=stdout');
+  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...files], {
     stdio: 'inherit',
     env: { ...process.env, SLEEVE_TEST_DB: dialect },
   });
