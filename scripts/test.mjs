@@ -20,7 +20,9 @@ function collect(dir) {
 
 // SLEEVE_TEST_DIST: test another build output (e.g. tsc --outDir dist-x) than dist/.
 const dist = path.resolve(root, process.env.SLEEVE_TEST_DIST || 'dist');
-const files = collect(path.join(dist, 'test')).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)));
+const testDir = path.join(dist, 'test');
+// The filter looks at the path under test/ only: a checkout's own folder name never matches.
+const files = collect(testDir).filter((f) => filter.length === 0 || filter.some((x) => path.relative(testDir, f).includes(x)));
 if (files.length === 0) {
   console.error('no test files found (did the build run?)');
   process.exit(1);
