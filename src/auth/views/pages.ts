@@ -123,6 +123,7 @@ ${scopeList(g.scope, g.offline)}
 <dt>Client ID</dt><dd><code>${a.client_id}</code></dd>
 <dt>Redirect URL</dt><dd>${a.redirect_uri === null ? html`<span class="muted">none (out-of-band and loopback only)</span>` : html`<code>${a.redirect_uri}</code>`}</dd>
 <dt>ID tokens</dt><dd>signed ${a.id_token_alg}</dd>
+<dt>Refresh tokens</dt><dd>${a.rotate_refresh === 1 ? 'a new one on every refresh (a reused one ends the authorization)' : 'last until revoked'}</dd>
 ${a.resource_server === 1 ? html`<dt>Resource server</dt><dd>may introspect every application's tokens</dd>` : ''}</dl>
 <div class="actions"><a class="action" href="/account/applications/edit/${a.id}">Edit</a>
 <a class="action" href="/account/applications/reset-secret/${a.id}">Reset secret</a>
