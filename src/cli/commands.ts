@@ -435,7 +435,8 @@ const appEdit: Command = {
       redirect_uri: app.redirect_uri,
       resource_server: resourceServer,
       id_token_alg: app.id_token_alg,
-      rotate_refresh_tokens: app.rotate_refresh === 1,
+      // Said when asked about, or when on (the output of other edits stays as it was).
+      ...(rotateRefresh !== undefined || app.rotate_refresh === 1 ? { rotate_refresh_tokens: app.rotate_refresh === 1 } : {}),
     });
     return 0;
   },

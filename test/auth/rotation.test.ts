@@ -112,6 +112,29 @@ describe(`refresh token rotation (${DIALECT})`, () => {
     });
   });
 
+  describe('the application form', () => {
+    it('registers with the rotation box ticked, shows it ticked on the edit form, and an edit without it turns rotation off', async () => {
+      const url = `${s.base}/account/applications/register`;
+      const form = await alice.fetch(url);
+      assert.match(form.body, /<label class="check"><input type="checkbox" name="rotate_refresh" value="on">Rotate refresh tokens/);
+      const done = await alice.fetch(url, { form: { csrf_token: Browser.csrf(form), name: 'Form Rotating', kind: 'public', redirect_uri: '', id_token_alg: 'RS256', rotate_refresh: 'on' } });
+      assert.equal(done.status, 303, done.body.slice(0, 300));
+      const listed = await cliOk(t.env, ['--json', 'app', 'list']);
+      const app = listed.applications.find((a: { name: string }) => a.name === 'Form Rotating');
+      assert.equal(app.rotate_refresh_tokens, true);
+
+      const page = await alice.fetch(`${s.base}/account/applications`);
+      const id = new RegExp(`Form Rotating</h3>[\\s\\S]*?/account/applications/edit/(\\d+)`).exec(page.body)?.[1];
+      assert.ok(id, 'an edit link');
+      const edit = await alice.fetch(`${s.base}/account/applications/edit/${id}`);
+      assert.match(edit.body, /name="rotate_refresh" value="on" checked>/);
+      const saved = await alice.fetch(`${s.base}/account/applications/edit/${id}`, { form: { csrf_token: Browser.csrf(edit), name: 'Form Rotating', redirect_uri: '', id_token_alg: 'RS256' } });
+      assert.equal(saved.status, 303, saved.body.slice(0, 300));
+      const later = await cliOk(t.env, ['--json', 'app', 'list']);
+      assert.equal(later.applications.find((a: { name: string }) => a.name === 'Form Rotating').rotate_refresh_tokens, false);
+    });
+  });
+
   describe('with openid-client', () => {
     it('without rotation the refresh token stays (the interface), and keeps working', async () => {
       const web = await addApp(t, 'alice', 'confidential', WEB_URI, 'Classic Web');

@@ -143,7 +143,7 @@ export function applicationFormPage(opts: {
   viewer: Viewer;
   mode: 'register' | 'edit';
   action: string;
-  values: { name?: string; kind?: string; redirectUri?: string; idTokenAlg?: string };
+  values: { name?: string; kind?: string; redirectUri?: string; idTokenAlg?: string; rotateRefresh?: boolean };
   error?: string;
 }): string {
   const kind = opts.values.kind ?? 'confidential';
@@ -167,6 +167,8 @@ ${kindField}
 ${algOption('RS256', 'RS256 (the default OpenID Connect clients expect)')}
 ${algOption('ES256', 'ES256 (as today\'s MetaBrainz signs)')}
 </select><span class="hint">Only matters for clients that ask for the openid scope.</span></label>
+<label class="check"><input type="checkbox" name="rotate_refresh" value="on"${opts.values.rotateRefresh === true ? new SafeHtml(' checked') : ''}>Rotate refresh tokens
+<span class="hint">A new refresh token on every refresh; the client must keep the newest. A used one sent again ends the authorization (unless it comes again within seconds, as a retry does).</span></label>
 <div class="actions"><button type="submit">${opts.mode === 'register' ? 'Register application' : 'Update'}</button><a class="action" href="/account/applications">Cancel</a></div>
 </form>`;
   return page({ title: opts.mode === 'register' ? 'Register an application' : 'Edit application', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
