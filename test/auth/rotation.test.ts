@@ -93,7 +93,7 @@ describe(`refresh token rotation (${DIALECT})`, () => {
       const by = (id: string) => listed.applications.find((a: { client_id: string }) => a.client_id === id);
       assert.equal(by(rotating.client_id).rotate_refresh_tokens, true);
       assert.equal(by(rotatingWeb.client_id).rotate_refresh_tokens, true);
-      assert.equal(by(plain.client_id).rotate_refresh_tokens, false);
+      assert.equal(by(plain.client_id).rotate_refresh_tokens, undefined, 'said only when on');
       const human = await runCli(t.env, ['app', 'list']);
       assert.match(human.stdout, /ROTATION/);
 
@@ -131,7 +131,7 @@ describe(`refresh token rotation (${DIALECT})`, () => {
       const saved = await alice.fetch(`${s.base}/account/applications/edit/${id}`, { form: { csrf_token: Browser.csrf(edit), name: 'Form Rotating', redirect_uri: '', id_token_alg: 'RS256' } });
       assert.equal(saved.status, 303, saved.body.slice(0, 300));
       const later = await cliOk(t.env, ['--json', 'app', 'list']);
-      assert.equal(later.applications.find((a: { name: string }) => a.name === 'Form Rotating').rotate_refresh_tokens, false);
+      assert.equal(later.applications.find((a: { name: string }) => a.name === 'Form Rotating').rotate_refresh_tokens, undefined);
     });
   });
 
