@@ -49,7 +49,7 @@ export async function openRuntime(
     config,
     database,
     store,
-    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, signingKeys: new SigningKeys(database.db, clock) },
+    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, refreshGraceSeconds: config.refreshGraceSeconds, pkce: config.pkce, signingKeys: new SigningKeys(database.db, clock) },
     coverArt: {
       db: database.db,
       store,

@@ -18,9 +18,11 @@ export interface Application {
   resource_server: number;
   /** The algorithm its id_tokens are signed with (`sleeve app add|edit --id-token-alg`). */
   id_token_alg: SigningAlg;
+  /** 1 when each refresh gives a new refresh token (`sleeve app add|edit --rotate-refresh-tokens`; auth/rotation.ts). */
+  rotate_refresh: number;
 }
 
-const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg'] as const;
+const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg', 'rotate_refresh'] as const;
 
 /** An id_token algorithm as given by the operator, checked. */
 function checkIdTokenAlg(alg: string): SigningAlg {
@@ -116,7 +118,7 @@ export interface Registered {
 /** Registers an application; the secret is returned once and stored hashed. */
 export async function registerApp(
   deps: AuthDeps,
-  input: { ownerId: number; name: string | undefined; kind: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean; idTokenAlg?: string | undefined },
+  input: { ownerId: number; name: string | undefined; kind: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean; idTokenAlg?: string | undefined; rotateRefresh?: boolean },
 ): Promise<Registered> {
   const kind = input.kind;
   if (kind !== 'confidential' && kind !== 'public') throw invalidInput('the application type must be confidential or public');
@@ -134,6 +136,7 @@ export async function registerApp(
       redirect_uri,
       created_at: deps.clock.now(),
       resource_server: input.resourceServer === true ? 1 : 0,
+      rotate_refresh: input.rotateRefresh === true ? 1 : 0,
       ...(input.idTokenAlg === undefined ? {} : { id_token_alg: checkIdTokenAlg(input.idTokenAlg) }),
     })
     .returning(APP_COLUMNS)
@@ -183,15 +186,16 @@ export async function editApp(
   deps: AuthDeps,
   ownerId: number,
   id: number,
-  input: { name: string | undefined; redirectUri: string | undefined; idTokenAlg?: string | undefined },
+  input: { name: string | undefined; redirectUri: string | undefined; idTokenAlg?: string | undefined; rotateRefresh?: boolean | undefined },
 ): Promise<Application> {
   const app = await ownApp(deps, ownerId, id);
   const name = checkName(input.name);
   const redirect_uri = checkRedirectUri(app.kind, input.redirectUri);
   const id_token_alg = input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg);
+  const rotate_refresh = input.rotateRefresh === undefined ? app.rotate_refresh : input.rotateRefresh ? 1 : 0;
   return deps.db
     .updateTable('oauth_application')
-    .set({ name, redirect_uri, id_token_alg })
+    .set({ name, redirect_uri, id_token_alg, rotate_refresh })
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)
     .executeTakeFirstOrThrow();
@@ -217,7 +221,7 @@ function newClientId(): string {
 export async function operatorEditApp(
   deps: AuthDeps,
   clientId: string,
-  input: { name?: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean | undefined; idTokenAlg?: string | undefined },
+  input: { name?: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean | undefined; idTokenAlg?: string | undefined; rotateRefresh?: boolean | undefined },
 ): Promise<Application> {
   const app = await findAppByClientId(deps, clientId);
   if (app === undefined) throw notFound(`no application with client_id ${clientId}`);
@@ -228,6 +232,7 @@ export async function operatorEditApp(
       redirect_uri: input.redirectUri === undefined ? app.redirect_uri : checkRedirectUri(app.kind, input.redirectUri),
       resource_server: input.resourceServer === undefined ? app.resource_server : input.resourceServer ? 1 : 0,
       id_token_alg: input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg),
+      rotate_refresh: input.rotateRefresh === undefined ? app.rotate_refresh : input.rotateRefresh ? 1 : 0,
     })
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)

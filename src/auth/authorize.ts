@@ -64,7 +64,7 @@ export interface AuthorizeRequest extends AuthorizeTarget {
 const MAX_NONCE_LENGTH = 512;
 
 /** The rest of the request's checks; a refusal is to be sent back to the redirect URI (RFC 6749 §4.1.2.1). */
-export function authorizeRequest(target: AuthorizeTarget): AuthorizeRequest | { refused: OAuthError } {
+export function authorizeRequest(target: AuthorizeTarget, pkce: AuthDeps['pkce'] = 'optional'): AuthorizeRequest | { refused: OAuthError } {
   const { params, client } = target;
   const refuse = (error: 'invalid_request' | 'unsupported_response_type' | 'invalid_scope', description: string) => ({ refused: new OAuthError(error, description) });
   if (params.get('response_type') !== 'code') return refuse('unsupported_response_type', 'Unsupported response type');
@@ -78,6 +78,10 @@ export function authorizeRequest(target: AuthorizeTarget): AuthorizeRequest | { 
   if (method !== undefined && challenge === undefined) return refuse('invalid_request', 'A code_challenge_method was supplied without an accompanying code_challenge');
   if (challenge !== undefined && !(method === 'S256' ? /^[A-Za-z0-9_-]{43}$/ : /^[A-Za-z0-9.~_-]{43,128}$/).test(challenge)) {
     return refuse('invalid_request', 'Invalid code_challenge; see https://tools.ietf.org/html/rfc7636#section-4.1');
+  }
+  // SLEEVE_PKCE=s256-for-public: a public application's code needs an S256 challenge (RFC 9700 §2.1.1).
+  if (pkce === 's256-for-public' && client.kind === 'public' && method !== 'S256') {
+    return refuse('invalid_request', 'A public client must use PKCE with code_challenge_method=S256');
   }
   const nonce = params.get('nonce');
   if (nonce !== undefined && (nonce.length > MAX_NONCE_LENGTH || /[^\x20-\x7e]/.test(nonce))) return refuse('invalid_request', `Invalid nonce: at most ${MAX_NONCE_LENGTH} printable ASCII characters`);

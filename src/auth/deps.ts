@@ -12,6 +12,10 @@ export interface AuthDeps {
   authUrl: string;
   accessTokenTtl: number;
   authCodeTtl: number;
+  /** Rotating applications: how long a used refresh token, presented again, gets the same answer (auth/rotation.ts), seconds. */
+  refreshGraceSeconds: number;
+  /** 's256-for-public': public applications must send a PKCE S256 challenge (SLEEVE_PKCE). */
+  pkce: 'optional' | 's256-for-public';
   /** Group commit for the hot small writes (token refresh), when the process serves many clients. */
   writes?: WriteBatcher;
   /** Where passwords are hashed (worker threads with a bounded queue); a shared default when absent. */

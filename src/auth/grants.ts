@@ -111,18 +111,18 @@ function grantToken(grantId: number): { token: string; hash: string } {
 }
 
 /** The grant id a token names, or undefined when it is not a token of this form. */
-function grantIdOf(token: string): number | undefined {
+export function grantIdOf(token: string): number | undefined {
   const m = GRANT_TOKEN_RE.exec(token);
   return m === null ? undefined : parseInt(m[1] as string, 36);
 }
 
 /** Whether `token` hashes to the stored hash (constant-time; a missing hash never matches). */
-function tokenMatches(token: string, stored: string | null): boolean {
+export function tokenMatches(token: string, stored: string | null): boolean {
   return stored !== null && constantTimeEqual(tokenHash(token), stored);
 }
 
 /** Ends a grant: its refresh token and its access token stop working. */
-async function revokeGrant(deps: AuthDeps, grantId: number, db = deps.db): Promise<void> {
+export async function revokeGrant(deps: AuthDeps, grantId: number, db = deps.db): Promise<void> {
   await db.updateTable('oauth_grant').set({ revoked_at: deps.clock.now(), refresh_hash: null, access_hash: null }).where('id', '=', grantId).execute();
 }
 
@@ -143,7 +143,7 @@ export class CodeReplayed extends OAuthError {
 export async function exchangeCode(
   deps: AuthDeps,
   app: Application,
-  params: { code: string; redirectUri: string; codeVerifier: string | undefined },
+  params: { code: string; redirectUri: string; codeVerifier: string | undefined; withoutSecret?: boolean },
 ): Promise<TokenResponse> {
   if (!redirectUriAllowed(app, params.redirectUri)) throw new OAuthError('invalid_request', 'Mismatched redirect URI');
   if (!CODE_RE.test(params.code) || params.code.length > 200) throw new OAuthError('invalid_request', 'Malformed authorization code');
@@ -156,6 +156,8 @@ export async function exchangeCode(
     throw new CodeReplayed(row.account_id, app.client_id);
   }
   if (params.redirectUri !== row.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the one of the authorization request');
+  // A public client that sent no secret (auth method `none`) is authenticated by PKCE alone.
+  if (params.withoutSecret === true && row.code_challenge === null) throw new OAuthError('invalid_client', 'Client not authentified: without a client_secret, the authorization request must use PKCE');
   if (row.code_challenge !== null) {
     if (params.codeVerifier === undefined) throw new OAuthError('invalid_request', 'Required parameter is missing: code_verifier');
     const derived = row.code_challenge_method === 'S256' ? s256(params.codeVerifier) : params.codeVerifier;

@@ -379,9 +379,9 @@ const userAdd: Command = {
 
 const appAdd: Command = {
   name: 'app add',
-  options: { owner: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' }, 'redirect-uri': { type: 'string' }, 'resource-server': { type: 'boolean' }, 'id-token-alg': { type: 'string' } },
+  options: { owner: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' }, 'redirect-uri': { type: 'string' }, 'resource-server': { type: 'boolean' }, 'id-token-alg': { type: 'string' }, 'rotate-refresh-tokens': { type: 'boolean' } },
   async run(ctx) {
-    want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256]');
+    want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens]');
     const ownerName = str(ctx, 'owner');
     if (ownerName === undefined) throw invalidInput('--owner NAME is required');
     const { findAccountByName, registerApp } = await import('../auth/index.js');
@@ -395,12 +395,13 @@ const appAdd: Command = {
         redirectUri: str(ctx, 'redirect-uri'),
         resourceServer: ctx.options['resource-server'] === true,
         idTokenAlg: str(ctx, 'id-token-alg'),
+        rotateRefresh: ctx.options['rotate-refresh-tokens'] === true,
       });
     });
     await cliAudit(ctx, 'app.registered', { user: ownerName, clientId: result.app.client_id, reason: result.app.resource_server === 1 ? 'resource_server' : undefined });
     ctx.out(
-      `registered ${result.app.kind} application ${result.app.name}\n  client_id:     ${result.app.client_id}\n  client_secret: ${result.clientSecret}  (shown once; stored hashed)`,
-      { client_id: result.app.client_id, client_secret: result.clientSecret },
+      `registered ${result.app.kind} application ${result.app.name}${result.app.rotate_refresh === 1 ? ' (refresh tokens rotate)' : ''}\n  client_id:     ${result.app.client_id}\n  client_secret: ${result.clientSecret}  (shown once; stored hashed)`,
+      { client_id: result.app.client_id, client_secret: result.clientSecret, ...(result.app.rotate_refresh === 1 ? { rotate_refresh_tokens: true } : {}) },
     );
     return 0;
   },
@@ -408,20 +409,24 @@ const appAdd: Command = {
 
 const appEdit: Command = {
   name: 'app edit',
-  options: { name: { type: 'string' }, 'redirect-uri': { type: 'string' }, 'resource-server': { type: 'boolean' }, 'no-resource-server': { type: 'boolean' }, 'id-token-alg': { type: 'string' } },
+  options: { name: { type: 'string' }, 'redirect-uri': { type: 'string' }, 'resource-server': { type: 'boolean' }, 'no-resource-server': { type: 'boolean' }, 'id-token-alg': { type: 'string' }, 'rotate-refresh-tokens': { type: 'boolean' }, 'no-rotate-refresh-tokens': { type: 'boolean' } },
   async run(ctx) {
-    const [clientId = ''] = want(ctx, 1, 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256]');
+    const [clientId = ''] = want(ctx, 1, 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens]');
     const on = ctx.options['resource-server'] === true;
     const off = ctx.options['no-resource-server'] === true;
     if (on && off) throw invalidInput('--resource-server and --no-resource-server contradict each other');
     const name = str(ctx, 'name');
     const redirectUri = str(ctx, 'redirect-uri');
     const idTokenAlg = str(ctx, 'id-token-alg');
-    if (name === undefined && redirectUri === undefined && !on && !off && idTokenAlg === undefined) {
-      throw invalidInput('nothing to change: give --name, --redirect-uri, --resource-server, --no-resource-server or --id-token-alg');
+    const rotate = ctx.options['rotate-refresh-tokens'] === true;
+    const noRotate = ctx.options['no-rotate-refresh-tokens'] === true;
+    if (rotate && noRotate) throw invalidInput('--rotate-refresh-tokens and --no-rotate-refresh-tokens contradict each other');
+    if (name === undefined && redirectUri === undefined && !on && !off && idTokenAlg === undefined && !rotate && !noRotate) {
+      throw invalidInput('nothing to change: give --name, --redirect-uri, --resource-server, --no-resource-server, --id-token-alg, --rotate-refresh-tokens or --no-rotate-refresh-tokens');
     }
     const { operatorEditApp } = await import('../auth/index.js');
-    const app = await withRuntime(ctx, (rt) => operatorEditApp(rt.auth, clientId, { name, redirectUri, resourceServer: on ? true : off ? false : undefined, idTokenAlg }));
+    const rotateRefresh = rotate ? true : noRotate ? false : undefined;
+    const app = await withRuntime(ctx, (rt) => operatorEditApp(rt.auth, clientId, { name, redirectUri, resourceServer: on ? true : off ? false : undefined, idTokenAlg, rotateRefresh }));
     await cliAudit(ctx, 'app.changed', { clientId: app.client_id, reason: on ? 'resource_server' : off ? 'not_resource_server' : undefined });
     const resourceServer = app.resource_server === 1;
     ctx.out(`changed application ${app.name} (${app.client_id})${resourceServer ? '; it is a resource server: it may introspect every application\'s tokens' : ''}`, {
@@ -430,6 +435,8 @@ const appEdit: Command = {
       redirect_uri: app.redirect_uri,
       resource_server: resourceServer,
       id_token_alg: app.id_token_alg,
+      // Said when asked about, or when on (the output of other edits stays as it was).
+      ...(rotateRefresh !== undefined || app.rotate_refresh === 1 ? { rotate_refresh_tokens: app.rotate_refresh === 1 } : {}),
     });
     return 0;
   },

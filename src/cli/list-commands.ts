@@ -139,7 +139,7 @@ const appList: Command = {
       let q = rt.database.db
         .selectFrom('oauth_application as a')
         .innerJoin('account as u', 'u.id', 'a.owner_id')
-        .select(['a.client_id', 'a.name', 'a.kind', 'a.redirect_uri', 'a.created_at', 'a.id_token_alg', 'u.name as owner'])
+        .select(['a.client_id', 'a.name', 'a.kind', 'a.redirect_uri', 'a.created_at', 'a.id_token_alg', 'a.rotate_refresh', 'u.name as owner'])
         .orderBy('a.id');
       if (owner !== undefined) {
         const found = await rt.database.db.selectFrom('account').select('id').where('name_key', '=', owner.normalize('NFC').trim().toLowerCase()).executeTakeFirst();
@@ -148,15 +148,22 @@ const appList: Command = {
       }
       return q.execute();
     });
-    const apps = rows.map((r) => ({ client_id: r.client_id, name: r.name, type: r.kind, owner: r.owner, redirect_uri: r.redirect_uri, id_token_alg: r.id_token_alg, created: isoTime(r.created_at) }));
+    const apps = rows.map((r) => ({ client_id: r.client_id, name: r.name, type: r.kind, owner: r.owner, redirect_uri: r.redirect_uri, id_token_alg: r.id_token_alg, created: isoTime(r.created_at), ...(r.rotate_refresh === 1 ? { rotate_refresh_tokens: true } : {}) }));
     const human =
       apps.length === 0
         ? 'no applications'
-        : table([['CLIENT_ID', 'TYPE', 'OWNER', 'NAME', 'REDIRECT URI', 'ID TOKEN'], ...apps.map((a) => [a.client_id, a.type, a.owner, a.name, a.redirect_uri ?? '-', a.id_token_alg])]);
+        : table(appRows(apps));
     ctx.out(human, { applications: apps });
     return 0;
   },
 };
+
+/** The app list table; its ROTATION column only when some application rotates its refresh tokens. */
+function appRows(apps: { client_id: string; type: string; owner: string; name: string; redirect_uri: string | null; id_token_alg: string; rotate_refresh_tokens?: boolean }[]): string[][] {
+  const rotation = apps.some((a) => a.rotate_refresh_tokens === true);
+  const head = ['CLIENT_ID', 'TYPE', 'OWNER', 'NAME', 'REDIRECT URI', 'ID TOKEN', ...(rotation ? ['ROTATION'] : [])];
+  return [head, ...apps.map((a) => [a.client_id, a.type, a.owner, a.name, a.redirect_uri ?? '-', a.id_token_alg, ...(rotation ? [a.rotate_refresh_tokens === true ? 'yes' : 'no'] : [])])];
+}
 
 /** The listing commands by name, merged with the others' in main.ts. */
 export const LIST_COMMANDS: Record<string, Command> = Object.fromEntries([releaseList, artList, userList, appList].map((c) => [c.name, c]));

@@ -74,6 +74,10 @@ export interface Config {
   connections: ConnectionLimits;
   accessTokenTtl: number;
   authCodeTtl: number;
+  /** Seconds in which a rotated refresh token, used again, gets the same answer (SLEEVE_REFRESH_GRACE_SECONDS). */
+  refreshGraceSeconds: number;
+  /** Whether public applications must use PKCE with S256 (SLEEVE_PKCE). */
+  pkce: 'optional' | 's256-for-public';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   uploadMaxBytes: number;
   uploadMaxPixels: number;
@@ -124,6 +128,8 @@ export const VARIABLES = {
   SLEEVE_MAX_CONNECTIONS: 'most connections open at once per listener (default 1024)',
   SLEEVE_ACCESS_TOKEN_TTL: 'access token life time in seconds (default 3600)',
   SLEEVE_AUTH_CODE_TTL: 'authorization code life time in seconds (default 600)',
+  SLEEVE_REFRESH_GRACE_SECONDS: 'applications with refresh token rotation: a used refresh token presented again this soon gets the same answer instead of ending the grant, seconds (default 30, 0 = none)',
+  SLEEVE_PKCE: 'optional|s256-for-public: whether public (installed) applications must use PKCE with S256 (default optional)',
   SLEEVE_LOG_LEVEL: 'fatal|error|warn|info|debug|trace|silent (default info)',
   SLEEVE_UPLOAD_MAX_BYTES: 'largest accepted image file in bytes (default 52428800)',
   SLEEVE_UPLOAD_MAX_PIXELS: 'largest accepted image in pixels, width×height (default 100000000)',
@@ -382,10 +388,14 @@ function readClients(r: SettingsReader): Pick<Config, 'trustProxy' | 'rateLimit'
 }
 
 /** The authorization service's token and code lifetimes, in seconds. */
-function readTokenLifetimes(r: SettingsReader): Pick<Config, 'accessTokenTtl' | 'authCodeTtl'> {
+function readTokenLifetimes(r: SettingsReader): Pick<Config, 'accessTokenTtl' | 'authCodeTtl' | 'refreshGraceSeconds' | 'pkce'> {
+  const pkce = (r.get('SLEEVE_PKCE') ?? 'optional').toLowerCase();
+  if (pkce !== 'optional' && pkce !== 's256-for-public') r.bad('SLEEVE_PKCE', 'must be optional or s256-for-public');
   return {
     accessTokenTtl: r.int('SLEEVE_ACCESS_TOKEN_TTL', 3600, 1, 31_536_000),
     authCodeTtl: r.int('SLEEVE_AUTH_CODE_TTL', 600, 1, 600),
+    refreshGraceSeconds: r.int('SLEEVE_REFRESH_GRACE_SECONDS', 30, 0, 300),
+    pkce: pkce === 's256-for-public' ? 's256-for-public' : 'optional',
   };
 }
 

@@ -152,6 +152,15 @@ export interface OAuthApplicationTable {
   resource_server: Generated<number>;
   /** The algorithm of its id_tokens (OpenID Connect's `id_token_signed_response_alg`). */
   id_token_alg: Generated<'ES256' | 'RS256'>;
+  /** 1 when every refresh gives a new refresh token (`sleeve app add|edit --rotate-refresh-tokens`; migration 20261125T0100). */
+  rotate_refresh: Generated<number>;
+}
+
+/** A refresh token a rotating application already used (its hash), kept to recognise a second use (auth/rotation.ts). */
+export interface OAuthRefreshUsedTable {
+  token_hash: string;
+  grant_id: number;
+  used_at: number;
 }
 
 export interface OAuthGrantTable {
@@ -250,6 +259,7 @@ export interface Database {
   oauth_application: OAuthApplicationTable;
   oauth_grant: OAuthGrantTable;
   oauth_code: OAuthCodeTable;
+  oauth_refresh_used: OAuthRefreshUsedTable;
   signing_key: SigningKeyTable;
 }
 

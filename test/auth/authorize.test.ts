@@ -531,8 +531,9 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       const action = /<form action="([^"]+)" method="post">/.exec(res.body)?.[1];
       assert.equal(action, WEB_URI);
       const inputs = hidden(res.body);
-      assert.equal(inputs.length, 2);
+      assert.equal(inputs.length, 3);
       assert.deepEqual(inputs.find(([n]) => n === 'state'), ['state', 'zyx']);
+      assert.deepEqual(inputs.find(([n]) => n === 'iss'), ['iss', s.base], 'the issuer (RFC 9207)');
       const code = inputs.find(([n]) => n === 'code')?.[1] as string;
       assert.ok(code.length >= 43);
 
@@ -556,7 +557,7 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       const res = await get(p);
       assert.equal(res.status, 200);
       const inputs = hidden(res.body);
-      assert.deepEqual(inputs.map(([n]) => n), ['code']);
+      assert.deepEqual(inputs.map(([n]) => n), ['code', 'iss']);
     });
   });
 });

@@ -29,14 +29,14 @@ export function startSibling(t: TestEnv, extra: Record<string, string>, clock?: 
 }
 
 /** An auth server whose log lines (JSON, one per line) are kept in memory. */
-export async function startLoggedAuthServer(t: TestEnv, extra: Record<string, string> = {}): Promise<AuthServer & { logs(): string }> {
+export async function startLoggedAuthServer(t: TestEnv, extra: Record<string, string> = {}, clock?: Clock): Promise<AuthServer & { logs(): string }> {
   const port = await freePort();
   const base = `https://127.0.0.1:${port}`;
   Object.assign(t.env, { SLEEVE_AUTH_LISTEN: `127.0.0.1:${port}`, SLEEVE_AUTH_URL: base, ...extra });
   const chunks: Buffer[] = [];
   const stream = new PassThrough();
   stream.on('data', (c: Buffer) => chunks.push(c));
-  const server = await serve(loadConfig(t.env), { only: 'auth', logStream: stream });
+  const server = await serve(loadConfig(t.env), { only: 'auth', logStream: stream, clock });
   return { server, base, logs: () => Buffer.concat(chunks).toString('utf8') };
 }
 

@@ -347,7 +347,9 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
       assert.deepEqual([...m.code_challenge_methods_supported].sort(), ['S256', 'plain']);
       assert.deepEqual([...m.response_modes_supported].sort(), ['form_post', 'query']);
       for (const key of ['token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'introspection_endpoint_auth_methods_supported']) {
-        assert.deepEqual([...m[key]].sort(), ['client_secret_basic', 'client_secret_post'], key);
+        // The token endpoint also takes `none` (a public client with PKCE; test/auth/rfc9700.test.ts).
+        const none = key === 'token_endpoint_auth_methods_supported' ? ['none'] : [];
+        assert.deepEqual([...m[key]].sort(), ['client_secret_basic', 'client_secret_post', ...none], key);
       }
       for (const endpoint of [m.token_endpoint, m.revocation_endpoint, m.userinfo_endpoint, m.introspection_endpoint]) {
         assert.equal((await request(endpoint, { method: 'OPTIONS' })).status, 200, endpoint);

@@ -123,6 +123,7 @@ ${scopeList(g.scope, g.offline)}
 <dt>Client ID</dt><dd><code>${a.client_id}</code></dd>
 <dt>Redirect URL</dt><dd>${a.redirect_uri === null ? html`<span class="muted">none (out-of-band and loopback only)</span>` : html`<code>${a.redirect_uri}</code>`}</dd>
 <dt>ID tokens</dt><dd>signed ${a.id_token_alg}</dd>
+<dt>Refresh tokens</dt><dd>${a.rotate_refresh === 1 ? 'a new one on every refresh (a reused one ends the authorization)' : 'last until revoked'}</dd>
 ${a.resource_server === 1 ? html`<dt>Resource server</dt><dd>may introspect every application's tokens</dd>` : ''}</dl>
 <div class="actions"><a class="action" href="/account/applications/edit/${a.id}">Edit</a>
 <a class="action" href="/account/applications/reset-secret/${a.id}">Reset secret</a>
@@ -142,7 +143,7 @@ export function applicationFormPage(opts: {
   viewer: Viewer;
   mode: 'register' | 'edit';
   action: string;
-  values: { name?: string; kind?: string; redirectUri?: string; idTokenAlg?: string };
+  values: { name?: string; kind?: string; redirectUri?: string; idTokenAlg?: string; rotateRefresh?: boolean };
   error?: string;
 }): string {
   const kind = opts.values.kind ?? 'confidential';
@@ -166,6 +167,8 @@ ${kindField}
 ${algOption('RS256', 'RS256 (the default OpenID Connect clients expect)')}
 ${algOption('ES256', 'ES256 (as today\'s MetaBrainz signs)')}
 </select><span class="hint">Only matters for clients that ask for the openid scope.</span></label>
+<label class="check"><input type="checkbox" name="rotate_refresh" value="on"${opts.values.rotateRefresh === true ? new SafeHtml(' checked') : ''}>Rotate refresh tokens
+<span class="hint">A new refresh token on every refresh; the client must keep the newest. A used one sent again ends the authorization (unless it comes again within seconds, as a retry does).</span></label>
 <div class="actions"><button type="submit">${opts.mode === 'register' ? 'Register application' : 'Update'}</button><a class="action" href="/account/applications">Cancel</a></div>
 </form>`;
   return page({ title: opts.mode === 'register' ? 'Register an application' : 'Edit application', body, user: opts.viewer.name, csrf: opts.viewer.csrf });

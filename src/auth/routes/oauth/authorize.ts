@@ -28,7 +28,7 @@ export function authorizeEndpoint(app: FastifyInstance, ctx: PageContext): void 
     // Only the query carries the authorization request; a POST body is the consent form.
     const target = await authorizeTarget(ctx.deps, queryParams(req));
     const back = (fields: Fields, mode: 'query' | 'form_post') => sendBack(ctx, reply, viewer, target, fields, mode);
-    const request = authorizeRequest(target);
+    const request = authorizeRequest(target, ctx.deps.pkce);
     if ('refused' in request) return back({ error: request.refused.error, error_description: request.refused.message, state: target.state }, 'query');
     const account = await findAccount(ctx.deps, viewer.accountId);
     if (account === undefined) return ctx.loginInterstitial(req, reply);
@@ -93,6 +93,9 @@ function sendBack(ctx: PageContext, reply: FastifyReply, viewer: SignedIn, targe
     }
     return reply.redirect(withParams(`${ctx.deps.authUrl}/oauth2/oob`, fields), 302);
   }
+  // RFC 9207: every answer that goes back to the client names its issuer, so a client that talks to
+  // several servers can tell which one answered.
+  fields = { ...fields, iss: ctx.deps.authUrl };
   if (mode === 'form_post' && fields.error === undefined) {
     // A page like the others (no framing, not cached: it carries the code), with its own script allowed.
     reply.headers({ 'content-security-policy': FORM_POST_CSP, 'x-frame-options': 'DENY', 'cache-control': 'no-store' });

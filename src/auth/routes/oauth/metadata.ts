@@ -49,10 +49,12 @@ function describe(base: string): Record<string, unknown> {
     grant_types_supported: ['authorization_code', 'refresh_token'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...SIGNING_ALGS],
-    token_endpoint_auth_methods_supported: CLIENT_AUTH,
+    // `none`: a public application may leave out its (non-secret) secret when it uses PKCE.
+    token_endpoint_auth_methods_supported: [...CLIENT_AUTH, 'none'],
     revocation_endpoint_auth_methods_supported: CLIENT_AUTH,
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH,
     code_challenge_methods_supported: ['S256', 'plain'],
+    authorization_response_iss_parameter_supported: true,
     claims_supported: CLAIMS,
     claims_parameter_supported: false,
     request_parameter_supported: false,

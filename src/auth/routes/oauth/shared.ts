@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthDeps } from '../../deps.js';
 import { authenticateClient, type Application } from '../../applications.js';
+import { isTransientDbError } from '../../../db/transient.js';
 import { OAuthError } from '../../errors.js';
 import { formParams, queryParams } from '../../http-util.js';
 
@@ -25,8 +26,14 @@ export function sendOAuthError(reply: FastifyReply, err: OAuthError, extra: Reco
  * The JSON endpoints' error mapping (a Fastify error handler): an OAuthError is its RFC 6749
  * JSON answer; anything else goes on to the listener's handler.
  */
-export async function oauthErrors(err: Error, _req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export async function oauthErrors(err: Error, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   if (err instanceof OAuthError) return sendOAuthError(reply, err);
+  // A database that is busy or away is not the request's fault: never a 400, which some clients
+  // (Picard) take as "forget the refresh token"; 503 with a time to try again.
+  if (isTransientDbError(err)) {
+    req.log.warn({ err }, 'auth request failed: the database is busy or unreachable');
+    return sendOAuthError(reply, new OAuthError('temporarily_unavailable', 'The service is busy; try again shortly'), { 'retry-after': '1' });
+  }
   throw err;
 }
 

@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { findAccount } from '../../accounts.js';
-import type { Application } from '../../applications.js';
+import { findAppByClientId, type Application } from '../../applications.js';
+import type { AuthDeps } from '../../deps.js';
 import { audit } from '../../audit.js';
 import { OAuthError } from '../../errors.js';
 import { CodeReplayed, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
+import { RefreshReused, rotateRefresh } from '../../rotation.js';
 import type { PageContext } from '../pages/shared.js';
-import { ANY_METHOD, checkParams, CORS, onlyPost, optionsReply, requireClient, sendJson, values } from './shared.js';
+import { ANY_METHOD, checkParams, CORS, hasBasicAuth, onlyPost, optionsReply, requireClient, sendJson, values } from './shared.js';
 
 const PARAMS = ['client_id', 'client_secret', 'grant_type', 'code', 'refresh_token', 'redirect_uri', 'token_type', 'code_verifier'];
 
@@ -22,28 +24,54 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       if (grantType === 'authorization_code') ['code', 'redirect_uri'].forEach((n) => required.add(n));
       if (grantType === 'refresh_token') required.add('refresh_token');
       const params = checkParams(req, PARAMS, required);
-      const client = await requireClient(ctx.deps, req, params);
+      const { client, secretless } = await tokenClient(ctx.deps, req, params);
       if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {
         throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
       }
       if ((params.get('token_type') ?? 'bearer').toLowerCase() !== 'bearer') throw new OAuthError('invalid_request', 'Invalid requested token type, only bearer is allowed');
       const body =
         grantType === 'authorization_code'
-          ? await exchange(ctx, req, client, params)
-          : await refreshGrant(ctx.deps, client, params.get('refresh_token') as string);
+          ? await exchange(ctx, req, client, params, secretless)
+          : await refresh(ctx, req, client, params.get('refresh_token') as string);
       return sendJson(reply, body, CORS);
     },
   });
 }
 
+/**
+ * The client of a token request: authenticated by its secret (HTTP Basic or the body), as the
+ * interface says; or a public (installed) application by its client_id alone, sending no secret
+ * at all (`token_endpoint_auth_method=none`, RFC 8252 §8.4), whose code must then carry PKCE
+ * (exchangeCode checks). A confidential application without its secret is refused as before.
+ */
+async function tokenClient(deps: AuthDeps, req: FastifyRequest, params: Map<string, string>): Promise<{ client: Application; secretless: boolean }> {
+  const id = params.get('client_id');
+  if (!hasBasicAuth(req) && params.get('client_secret') === undefined && id !== undefined && id !== '') {
+    const app = await findAppByClientId(deps, id);
+    if (app?.kind === 'public') return { client: app, secretless: true };
+  }
+  return { client: await requireClient(deps, req, params), secretless: false };
+}
+
 /** exchangeCode, with a replayed code (which revoked its grant) in the audit trail. */
-async function exchange(ctx: PageContext, req: FastifyRequest, client: Application, params: Map<string, string>): Promise<TokenResponse> {
-  const request = { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier') };
-  return exchangeCode(ctx.deps, client, request).catch(async (err: unknown) => {
-    if (err instanceof CodeReplayed) {
+async function exchange(ctx: PageContext, req: FastifyRequest, client: Application, params: Map<string, string>, withoutSecret: boolean): Promise<TokenResponse> {
+  const request = { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier'), withoutSecret };
+  return exchangeCode(ctx.deps, client, request).catch(auditRevoked(ctx, req, CodeReplayed, 'code_replayed'));
+}
+
+/** A refresh: with rotation when the application was registered with it, a used refresh token presented again (which ended its grant) in the audit trail. */
+async function refresh(ctx: PageContext, req: FastifyRequest, client: Application, refreshToken: string): Promise<TokenResponse> {
+  if (client.rotate_refresh !== 1) return refreshGrant(ctx.deps, client, refreshToken);
+  return rotateRefresh(ctx.deps, client, refreshToken).catch(auditRevoked(ctx, req, RefreshReused, 'refresh_reused'));
+}
+
+/** A rejection handler: an error of `kind` (a grant ended by a replay) is audited, then every error goes on. */
+function auditRevoked(ctx: PageContext, req: FastifyRequest, kind: typeof CodeReplayed | typeof RefreshReused, reason: string) {
+  return async (err: unknown): Promise<never> => {
+    if (err instanceof kind) {
       const user = (await findAccount(ctx.deps, err.accountId))?.name;
-      audit(req.log, 'grant.revoked', { user, clientId: err.clientId, address: ctx.clientAddress(req), via: 'oauth2/token', reason: 'code_replayed' });
+      audit(req.log, 'grant.revoked', { user, clientId: err.clientId, address: ctx.clientAddress(req), via: 'oauth2/token', reason });
     }
     throw err;
-  });
+  };
 }

@@ -37,7 +37,7 @@ function registerForm(app: FastifyInstance, ctx: PageContext): void {
     const viewer = await requireViewer(ctx, req, reply);
     if (viewer === undefined) return reply;
     const form = formParams(req);
-    const values = { name: form.get('name') ?? undefined, kind: form.get('kind') ?? undefined, redirectUri: form.get('redirect_uri') ?? undefined, idTokenAlg: form.get('id_token_alg') ?? undefined };
+    const values = { name: form.get('name') ?? undefined, kind: form.get('kind') ?? undefined, redirectUri: form.get('redirect_uri') ?? undefined, idTokenAlg: form.get('id_token_alg') ?? undefined, rotateRefresh: form.get('rotate_refresh') === 'on' };
     const again = (status: number, error: string) => sendPage(reply, status, applicationFormPage({ viewer, mode: 'register', action, values, error }));
     if (!csrfValid(req)) return again(400, EXPIRED);
     return formAction(async () => {
@@ -54,7 +54,7 @@ function editForm(app: FastifyInstance, ctx: PageContext): void {
     if (viewer === undefined) return reply;
     const a = await findOwnApp(ctx.deps, viewer.accountId, idParam(req));
     if (a === undefined) throw notFound(NO_APP);
-    return sendPage(reply, 200, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${a.id}`, values: { name: a.name, kind: a.kind, redirectUri: a.redirect_uri ?? '', idTokenAlg: a.id_token_alg } }));
+    return sendPage(reply, 200, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${a.id}`, values: { name: a.name, kind: a.kind, redirectUri: a.redirect_uri ?? '', idTokenAlg: a.id_token_alg, rotateRefresh: a.rotate_refresh === 1 } }));
   });
 
   app.post('/account/applications/edit/:id', async function edit(req, reply) {
@@ -63,7 +63,7 @@ function editForm(app: FastifyInstance, ctx: PageContext): void {
     const form = formParams(req);
     const current = await findOwnApp(ctx.deps, viewer.accountId, idParam(req));
     if (current === undefined) throw notFound(NO_APP);
-    const values = { name: form.get('name') ?? undefined, kind: current.kind, redirectUri: form.get('redirect_uri') ?? undefined, idTokenAlg: form.get('id_token_alg') ?? undefined };
+    const values = { name: form.get('name') ?? undefined, kind: current.kind, redirectUri: form.get('redirect_uri') ?? undefined, idTokenAlg: form.get('id_token_alg') ?? undefined, rotateRefresh: form.get('rotate_refresh') === 'on' };
     const again = (status: number, error: string) => sendPage(reply, status, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${current.id}`, values, error }));
     if (!csrfValid(req)) return again(400, EXPIRED);
     return formAction(async () => {
