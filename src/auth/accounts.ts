@@ -112,7 +112,7 @@ const DEVICES_PER_ACCOUNT = 20;
 /** Ended windows are purged at most this often per process, by the next sign-in attempt. */
 const PURGE_EVERY_MS = 60 * 1000;
 
-interface Reservation {
+export interface Reservation {
   key: string;
   windowStart: number;
 }
@@ -156,6 +156,31 @@ export async function purgeSigninRows(deps: AuthDeps, now = deps.clock.now()): P
   lastPurge.set(deps.db, now);
   await deps.db.deleteFrom('login_throttle').where('window_start', '<=', now - WINDOW_MS).execute();
   await deps.db.deleteFrom('signin_device').where('expires_at', '<=', now).execute();
+}
+
+/**
+ * Throttling of any other secret guessed by the user, on the same table and windows: reserves one
+ * attempt on each key, in order; the reservations held, or how long until the refusing key's
+ * window ends (those held already given back). The caller gives them back on success, and keeps
+ * them on failure (they are the failures counted). Ended windows are purged now and then.
+ */
+export async function reserveAttempts(deps: AuthDeps, keys: readonly (readonly [string, number])[], now: number): Promise<{ held: Reservation[] } | { retryAfterMs: number }> {
+  if (now - (lastPurge.get(deps.db) ?? -Infinity) >= PURGE_EVERY_MS) await purgeSigninRows(deps, now);
+  const held: Reservation[] = [];
+  for (const [key, limit] of keys) {
+    const r = await reserve(deps, key, limit, now);
+    if ('granted' in r) held.push(r.granted);
+    else {
+      await giveBackAll(deps, held);
+      return r;
+    }
+  }
+  return { held };
+}
+
+/** Gives back what reserveAttempts held. */
+export async function giveBackAll(deps: AuthDeps, held: readonly Reservation[]): Promise<void> {
+  await Promise.all(held.map((r) => giveBack(deps, r)));
 }
 
 /** The device nonce a browser sent, when it is valid for this account (looked up for unknown names too: same timing). */

@@ -43,7 +43,7 @@ export interface AuthAppOptions {
   extend?: (app: FastifyInstance, ctx: PageContext) => void;
 }
 
-const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect)|\.well-known\/)/;
+const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect|device_authorization)|\.well-known\/)/;
 
 /**
  * The authorization service (README, "The authorization service"): HTTPS only. A request that reached it over

@@ -11,6 +11,11 @@ export type AuditEvent =
   | 'signout'
   | 'consent.given'
   | 'consent.denied'
+  /** The user approved or denied a device's request on /oauth2/device (RFC 8628). */
+  | 'device.approved'
+  | 'device.denied'
+  /** A user code entered on /oauth2/device was refused: `reason` unknown, expired, used or throttled. */
+  | 'device.code_failed'
   | 'grant.revoked'
   /** An offline grant's access token revoked through /oauth2/revoke (its refresh token still works). */
   | 'token.revoked'

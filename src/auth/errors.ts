@@ -8,6 +8,10 @@ export type OAuthErrorCode =
   | 'unsupported_response_type'
   | 'invalid_scope'
   | 'access_denied'
+  /** RFC 8628 §3.5: the device polls, and the user has not decided yet; or polls too fast; or came too late. */
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'expired_token'
   | 'invalid_token'
   | 'insufficient_scope'
   | 'server_error'

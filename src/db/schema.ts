@@ -199,6 +199,29 @@ export interface OAuthCodeTable {
   auth_time: Generated<number | null>;
 }
 
+/** A device authorization request (RFC 8628; migration 20261125T0200): codes stored only hashed. */
+export interface OAuthDeviceCodeTable {
+  id: Generated<number>;
+  device_hash: string;
+  user_code_hash: string;
+  application_id: number;
+  scope: number;
+  /** As oauth_grant.scope_text. */
+  scope_text: string | null;
+  created_at: number;
+  expires_at: number;
+  /** The polling interval in seconds (grown by 5 at each slow_down). */
+  interval_s: number;
+  polled_at: number | null;
+  /** Null while pending. */
+  decision: 'approved' | 'denied' | null;
+  /** Who decided, and when they signed in (the id_token's auth_time). */
+  account_id: number | null;
+  auth_time: number | null;
+  /** When the device code was exchanged (it works once). */
+  used_at: number | null;
+}
+
 /** A running `sleeve serve` with a cover art listener (migration 20261124T0300; cluster/registry.ts). */
 export interface ServingProcessTable {
   id: string;
@@ -260,6 +283,7 @@ export interface Database {
   oauth_grant: OAuthGrantTable;
   oauth_code: OAuthCodeTable;
   oauth_refresh_used: OAuthRefreshUsedTable;
+  oauth_device_code: OAuthDeviceCodeTable;
   signing_key: SigningKeyTable;
 }
 

@@ -158,3 +158,5 @@ export function plainHttp(base: string, path: string, opts: { method?: string; h
 export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
+
+export { fetchTrusting } from '../helpers/openid-fetch.js';

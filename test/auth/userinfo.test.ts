@@ -343,7 +343,8 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
       const mb = ['tag', 'rating', 'collection', 'submit_isrc', 'submit_barcode'].map((n) => `musicbrainz:${n}`);
       assert.deepEqual([...m.scopes_supported].sort(), [...ALL.split(' '), 'openid', ...mb].sort());
       assert.deepEqual(m.response_types_supported, ['code']);
-      assert.deepEqual([...m.grant_types_supported].sort(), ['authorization_code', 'refresh_token']);
+      assert.deepEqual([...m.grant_types_supported].sort(), ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code']);
+      assert.equal(m.device_authorization_endpoint, `${s.base}/oauth2/device_authorization`);
       assert.deepEqual([...m.code_challenge_methods_supported].sort(), ['S256', 'plain']);
       assert.deepEqual([...m.response_modes_supported].sort(), ['form_post', 'query']);
       for (const key of ['token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'introspection_endpoint_auth_methods_supported']) {
@@ -351,7 +352,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
         const none = key === 'token_endpoint_auth_methods_supported' ? ['none'] : [];
         assert.deepEqual([...m[key]].sort(), ['client_secret_basic', 'client_secret_post', ...none], key);
       }
-      for (const endpoint of [m.token_endpoint, m.revocation_endpoint, m.userinfo_endpoint, m.introspection_endpoint]) {
+      for (const endpoint of [m.token_endpoint, m.revocation_endpoint, m.userinfo_endpoint, m.introspection_endpoint, m.device_authorization_endpoint]) {
         assert.equal((await request(endpoint, { method: 'OPTIONS' })).status, 200, endpoint);
       }
     });

@@ -434,18 +434,19 @@ export function authRequest(r: Rng, w: AuthWorld): FuzzRequest {
     method = r.chance(0.85) ? 'POST' : undefined;
     const id = clientId(r, w);
     fields = () => {
-      const f: [string, string][] = [['grant_type', r.pick(['authorization_code', 'refresh_token', 'refresh_token', 'password', 'client_credentials', '', 'x'])]];
+      const f: [string, string][] = [['grant_type', r.pick(['authorization_code', 'refresh_token', 'refresh_token', 'password', 'client_credentials', '', 'x', 'urn:ietf:params:oauth:grant-type:device_code'])]];
       if (r.chance(0.7)) f.push(['client_id', id], ['client_secret', clientSecret(r, w, id)]);
       if (r.chance(0.5)) f.push(['refresh_token', r.chance(0.5) ? w.refreshToken : oddText(r, r.between(0, 50))]);
       if (r.chance(0.4)) f.push(['code', r.pick(['', 'x', 'A'.repeat(43), oddText(r, 20)])]);
       if (r.chance(0.4)) f.push(['redirect_uri', redirectUri(r, w)]);
       if (r.chance(0.2)) f.push(['code_verifier', r.pick(['a'.repeat(43), 'x', ''])]);
+      if (r.chance(0.2)) f.push(['device_code', r.pick(['', 'x', 'A'.repeat(43), oddText(r, 20)])]);
       if (r.chance(0.1)) f.push(['token_type', r.pick(['bearer', 'mac', ''])]);
       if (r.chance(0.05)) f.push(['grant_type', 'refresh_token']);
       return f;
     };
   } else if (kind < 10) {
-    path = r.pick(['/oauth2/revoke', '/oauth2/introspect']);
+    path = r.pick(['/oauth2/revoke', '/oauth2/introspect', '/oauth2/device_authorization']);
     method = r.chance(0.85) ? 'POST' : undefined;
     const id = clientId(r, w);
     fields = () => {
@@ -454,6 +455,7 @@ export function authRequest(r: Rng, w: AuthWorld): FuzzRequest {
       const f: [string, string][] = [['token', token]];
       if (r.chance(0.7)) f.push(['client_id', id], ['client_secret', clientSecret(r, w, id)]);
       if (r.chance(0.3)) f.push(['token_type_hint', r.pick(['access_token', 'refresh_token', 'x'])]);
+      if (r.chance(0.3)) f.push(['scope', r.pick(SCOPES)]);
       if (r.chance(0.05)) f.push(['token', 'again']);
       return f;
     };
@@ -487,10 +489,13 @@ export function authRequest(r: Rng, w: AuthWorld): FuzzRequest {
       ['redirect_uri', redirectUri(r, w)],
     ];
   } else if (kind < 19) {
-    path = r.pick(['/logout', '/oauth2/oob', `/oauth2/oob?code=${oddText(r, 10)}&state=${oddText(r, 5)}`, '/static/sleeve.css', `/user/${r.pick([w.user, 'nobody', '%00', '\xe9', 'a'.repeat(3000)])}`]);
+    path = r.pick(['/logout', '/oauth2/oob', `/oauth2/oob?code=${oddText(r, 10)}&state=${oddText(r, 5)}`, '/oauth2/device', `/oauth2/device?user_code=${oddText(r, 9)}`, `/oauth2/device?done=${oddText(r, 4)}`, '/static/sleeve.css', `/user/${r.pick([w.user, 'nobody', '%00', '\xe9', 'a'.repeat(3000)])}`]);
     // A valid session would be ended for the rest of the run: logout gets a stale one.
     if (path === '/logout') session = `${w.spareSession}x`;
-    fields = () => [['csrf_token', csrf]];
+    fields = () => [
+      ['csrf_token', csrf],
+      ['decision', r.pick(['allow', 'deny', 'x'])],
+    ];
   } else if (kind < 20) {
     path = r.pick(['/', '/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/healthz', '/readyz', '/oauth2/', '/oauth2/nope', '/account', '/static/', '/favicon.ico']);
   } else if (kind < 21) {

@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { authorizeEndpoint } from './oauth/authorize.js';
+import { deviceAuthorizationEndpoint } from './oauth/device.js';
 import { introspectEndpoint } from './oauth/introspect.js';
 import { metadataEndpoint } from './oauth/metadata.js';
 import { oobEndpoint } from './oauth/oob.js';
 import { oauthErrors } from './oauth/shared.js';
+import { devicePages } from './pages/device.js';
 import { revokeEndpoint } from './oauth/revoke.js';
 import { tokenEndpoint } from './oauth/token.js';
 import { userinfoEndpoint } from './oauth/userinfo.js';
@@ -21,10 +23,12 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
     pages.setErrorHandler(pageErrors);
     authorizeEndpoint(pages, ctx);
     oobEndpoint(pages, ctx);
+    devicePages(pages, ctx);
   });
   await app.register(async function oauthJson(json) {
     json.setErrorHandler(oauthErrors);
     tokenEndpoint(json, ctx);
+    deviceAuthorizationEndpoint(json, ctx);
     revokeEndpoint(json, ctx);
     introspectEndpoint(json, ctx);
     userinfoEndpoint(json, ctx);

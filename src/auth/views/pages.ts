@@ -28,13 +28,18 @@ ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
   return page({ title: 'Sign in', body });
 }
 
-export function consentPage(opts: { viewer: Viewer; app: Application; scope: number; offlineBullet: boolean; redirectHost: string; error?: string }): string {
+/**
+ * The consent page of an authorization request (`redirectHost`: where the answer goes), or of a
+ * device's request (`userCode`: the code the user entered, to compare with the device's).
+ */
+export function consentPage(opts: { viewer: Viewer; app: Application; scope: number; offlineBullet: boolean; redirectHost?: string; userCode?: string; error?: string }): string {
   const items = scopeTexts(opts.scope).map((t) => html`<li>${t}</li>`);
   if (opts.offlineBullet) items.push(html`<li>Perform the above operations when I'm not using the application</li>`);
   const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 <p><strong>${opts.app.name}</strong> is requesting permission to:</p>
 <ul class="scopes">${items.length > 0 ? items : html`<li class="muted">nothing beyond knowing that you use it</li>`}</ul>
-<p class="muted">You will be sent back to <code>${opts.redirectHost}</code>. You can revoke access at any time on your <a href="/account/applications">applications page</a>.</p>
+${opts.userCode !== undefined ? html`<p>Check that your device shows the code <code>${opts.userCode}</code>.</p>` : ''}
+<p class="muted">${opts.redirectHost !== undefined ? html`You will be sent back to <code>${opts.redirectHost}</code>. ` : ''}You can revoke access at any time on your <a href="/account/applications">applications page</a>.</p>
 <form method="post" name="confirm">
 <input type="hidden" name="csrf_token" value="${opts.viewer.csrf}">
 <div class="actions">

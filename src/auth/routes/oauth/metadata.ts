@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { DEVICE_CODE_GRANT } from '../../device.js';
 import { SCOPE_ALIASES, SCOPES } from '../../scopes.js';
 import { SIGNING_ALGS } from '../../signing-keys.js';
 import { JWKS_PATH } from '../jwks.js';
@@ -41,12 +42,13 @@ function describe(base: string): Record<string, unknown> {
     token_endpoint: `${base}/oauth2/token`,
     revocation_endpoint: `${base}/oauth2/revoke`,
     introspection_endpoint: `${base}/oauth2/introspect`,
+    device_authorization_endpoint: `${base}/oauth2/device_authorization`,
     userinfo_endpoint: `${base}/oauth2/userinfo`,
     jwks_uri: `${base}${JWKS_PATH}`,
     scopes_supported: [...SCOPES.map((s) => s.name), ...Object.keys(SCOPE_ALIASES)],
     response_types_supported: ['code'],
     response_modes_supported: ['query', 'form_post'],
-    grant_types_supported: ['authorization_code', 'refresh_token'],
+    grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...SIGNING_ALGS],
     // `none`: a public application may leave out its (non-secret) secret when it uses PKCE.

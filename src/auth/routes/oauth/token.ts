@@ -3,15 +3,17 @@ import { findAccount } from '../../accounts.js';
 import { findAppByClientId, type Application } from '../../applications.js';
 import type { AuthDeps } from '../../deps.js';
 import { audit } from '../../audit.js';
+import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
 import { CodeReplayed, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
 import { RefreshReused, rotateRefresh } from '../../rotation.js';
 import type { PageContext } from '../pages/shared.js';
 import { ANY_METHOD, checkParams, CORS, hasBasicAuth, onlyPost, optionsReply, requireClient, sendJson, values } from './shared.js';
+import { deviceTokenRequest } from './device.js';
 
 const PARAMS = ['client_id', 'client_secret', 'grant_type', 'code', 'refresh_token', 'redirect_uri', 'token_type', 'code_verifier'];
 
-/** The token endpoint (RFC 6749 §3.2): authorization_code and refresh_token grants. */
+/** The token endpoint (RFC 6749 §3.2): authorization_code and refresh_token grants, and the device grant (oauth/device.ts). */
 export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
   app.route({
     method: [...ANY_METHOD],
@@ -20,6 +22,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS');
       onlyPost(req);
       const grantType = values(req, 'grant_type')[0];
+      if (grantType === DEVICE_CODE_GRANT) return deviceTokenRequest(ctx, req, reply);
       const required = new Set(['grant_type']);
       if (grantType === 'authorization_code') ['code', 'redirect_uri'].forEach((n) => required.add(n));
       if (grantType === 'refresh_token') required.add('refresh_token');
