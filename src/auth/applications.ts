@@ -18,9 +18,11 @@ export interface Application {
   resource_server: number;
   /** The algorithm its id_tokens are signed with (`sleeve app add|edit --id-token-alg`). */
   id_token_alg: SigningAlg;
+  /** 1 when every token request must carry a DPoP proof (`sleeve app add|edit --require-dpop`). */
+  require_dpop: number;
 }
 
-const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg'] as const;
+const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg', 'require_dpop'] as const;
 
 /** An id_token algorithm as given by the operator, checked. */
 function checkIdTokenAlg(alg: string): SigningAlg {
@@ -116,7 +118,15 @@ export interface Registered {
 /** Registers an application; the secret is returned once and stored hashed. */
 export async function registerApp(
   deps: AuthDeps,
-  input: { ownerId: number; name: string | undefined; kind: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean; idTokenAlg?: string | undefined },
+  input: {
+    ownerId: number;
+    name: string | undefined;
+    kind: string | undefined;
+    redirectUri?: string | undefined;
+    resourceServer?: boolean;
+    idTokenAlg?: string | undefined;
+    requireDpop?: boolean | undefined;
+  },
 ): Promise<Registered> {
   const kind = input.kind;
   if (kind !== 'confidential' && kind !== 'public') throw invalidInput('the application type must be confidential or public');
@@ -134,6 +144,7 @@ export async function registerApp(
       redirect_uri,
       created_at: deps.clock.now(),
       resource_server: input.resourceServer === true ? 1 : 0,
+      require_dpop: input.requireDpop === true ? 1 : 0,
       ...(input.idTokenAlg === undefined ? {} : { id_token_alg: checkIdTokenAlg(input.idTokenAlg) }),
     })
     .returning(APP_COLUMNS)
@@ -211,13 +222,13 @@ function newClientId(): string {
 
 /**
  * The operator's change of any application, named by its client_id (`sleeve app edit`):
- * name, redirect URI, whether it is a resource server and its id_token algorithm; what is
- * not given stays.
+ * name, redirect URI, whether it is a resource server, its id_token algorithm and whether
+ * it must use DPoP; what is not given stays.
  */
 export async function operatorEditApp(
   deps: AuthDeps,
   clientId: string,
-  input: { name?: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean | undefined; idTokenAlg?: string | undefined },
+  input: { name?: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean | undefined; idTokenAlg?: string | undefined; requireDpop?: boolean | undefined },
 ): Promise<Application> {
   const app = await findAppByClientId(deps, clientId);
   if (app === undefined) throw notFound(`no application with client_id ${clientId}`);
@@ -228,6 +239,7 @@ export async function operatorEditApp(
       redirect_uri: input.redirectUri === undefined ? app.redirect_uri : checkRedirectUri(app.kind, input.redirectUri),
       resource_server: input.resourceServer === undefined ? app.resource_server : input.resourceServer ? 1 : 0,
       id_token_alg: input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg),
+      require_dpop: input.requireDpop === undefined ? app.require_dpop : input.requireDpop ? 1 : 0,
     })
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)

@@ -152,6 +152,8 @@ export interface OAuthApplicationTable {
   resource_server: Generated<number>;
   /** The algorithm of its id_tokens (OpenID Connect's `id_token_signed_response_alg`). */
   id_token_alg: Generated<'ES256' | 'RS256'>;
+  /** 1 when every token request of this client must carry a DPoP proof (migration 20261125T0300). */
+  require_dpop: Generated<number>;
 }
 
 export interface OAuthGrantTable {
@@ -168,6 +170,10 @@ export interface OAuthGrantTable {
   revoked_at: number | null;
   /** The scope list as the client wrote it with MetaBrainz names, echoed in token responses (null: classic names; migration 20261124T0410). */
   scope_text: Generated<string | null>;
+  /** The JWK SHA-256 thumbprint the access token is DPoP-bound to (null: a bearer token; migration 20261125T0300). */
+  access_jkt: Generated<string | null>;
+  /** The same for the refresh token (public applications that sent a proof at the code exchange). */
+  refresh_jkt: Generated<string | null>;
 }
 
 export interface OAuthCodeTable {
