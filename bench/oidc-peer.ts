@@ -91,7 +91,7 @@ const provider = new Provider(issuer, {
   }),
   claims: { openid: ['sub'], profile: ['profile', 'website', 'zoneinfo'], email: ['email', 'email_verified'] },
   scopes: ['openid', 'offline_access', 'profile', 'email'],
-  features: { devInteractions: { enabled: false }, ...(full ? { dpop: { enabled: true } } : {}) },
+  features: { devInteractions: { enabled: false }, ...(full ? { dPoP: { enabled: true } } : {}) },
   ...(full ? { adapter: MapAdapter, jwks: { keys: [{ ...(await exportJWK((await generateKeyPair('RS256', { extractable: true })).privateKey)), alg: 'RS256', use: 'sig', kid: 'bench' }] } } : {}),
   cookies: { keys: ['bench-cookie-key-bench-cookie-key'] },
 } as any);
