@@ -3,7 +3,8 @@
  * work in the same run (the `full` peer of oidc-peer.ts, on the same core, same certificate):
  *
  * - the code exchange with `openid`: every request a fresh authorization code (openid profile,
- *   a nonce, PKCE S256) answered with an access token and an RS256 id_token signed for it;
+ *   a nonce, PKCE S256) answered with an access token and an id_token signed for it, RS256
+ *   (OpenID's mandatory algorithm, sleeve's default) and ES256;
  * - a DPoP-bound refresh: a public client's refresh token bound to an ES256 key, every request
  *   with a fresh DPoP proof of that key (checked, its jti recorded), answered with a new
  *   DPoP-bound access token.
@@ -114,25 +115,26 @@ async function prepareSleeveOidc(rt: Runtime, key: Proofs, verifier: string) {
   const account = await findAccountByName(rt.auth, 'alice');
   if (account === undefined) throw new Error('alice is missing');
   const web = await registerApp(rt.auth, { ownerId: account.id, name: 'Bench OIDC', kind: 'confidential', redirectUri: REDIRECT });
+  const webEs = await registerApp(rt.auth, { ownerId: account.id, name: 'Bench OIDC ES256', kind: 'confidential', redirectUri: REDIRECT, idTokenAlg: 'ES256' });
   const tagger = await registerApp(rt.auth, { ownerId: account.id, name: 'Bench DPoP', kind: 'public' });
   const code = await issueCode(rt.auth, { account, app: tagger.app, scope: 1 | 2, offline: true, redirectUri: 'urn:ietf:wg:oauth:2.0:oob', codeChallenge: undefined, codeChallengeMethod: undefined });
   const bound = await exchangeCode(rt.auth, tagger.app, { code, redirectUri: 'urn:ietf:wg:oauth:2.0:oob', codeVerifier: undefined, dpopJkt: key.jkt });
   const challenge = createHash('sha256').update(verifier).digest('base64url');
   /** n codes as sleeve's authorization endpoint issues them (openid profile, a nonce, PKCE S256). */
-  const codes = async (n: number): Promise<string[]> => {
+  const codes = async (n: number, app = web.app): Promise<string[]> => {
     const out: string[] = [];
     const authTime = Date.now();
     for (let done = 0; done < n; done += 1000) {
       await rt.database.db.transaction().execute(async (trx) => {
         for (let i = done; i < Math.min(n, done + 1000); i++) {
-          const req = { account, app: web.app, scope: OPENID_PROFILE, offline: false, redirectUri: REDIRECT, codeChallenge: challenge, codeChallengeMethod: 'S256' as const, nonce: `n-${i}`, authTime };
+          const req = { account, app, scope: OPENID_PROFILE, offline: false, redirectUri: REDIRECT, codeChallenge: challenge, codeChallengeMethod: 'S256' as const, nonce: `n-${i}`, authTime };
           out.push(await issueCode({ ...rt.auth, db: trx }, req));
         }
       });
     }
     return out;
   };
-  return { web, tagger, refreshToken: bound.refresh_token as string, codes };
+  return { web, webEs, tagger, refreshToken: bound.refresh_token as string, codes };
 }
 
 export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: Record<string, unknown>; sections: string[] }> {
@@ -152,15 +154,21 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
     timeoutMs: 30_000,
   });
   ctx.servers.push(peer);
-  const peerTokens = JSON.parse(/listening https:\/\/\S+ (\{.*\})/.exec(peer.output())?.[1] ?? '{}') as { clientId: string; clientSecret: string; dpopRefreshToken: string; publicClientId: string };
+  const peerTokens = JSON.parse(/listening https:\/\/\S+ (\{.*\})/.exec(peer.output())?.[1] ?? '{}') as {
+    clientId: string;
+    clientSecret: string;
+    dpopRefreshToken: string;
+    publicClientId: string;
+    es256ClientId: string;
+  };
 
   const rt = await openRuntime(loadConfig({ SLEEVE_DATA_DIR: ctx.dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' }));
   try {
     const mine = await prepareSleeveOidc(rt, key, verifier);
     const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
-    const peerCodes = async (n: number): Promise<string[]> => {
+    const peerCodes = async (n: number, clientId = peerTokens.clientId): Promise<string[]> => {
       const text = await new Promise<string>((resolve, reject) => {
-        const req = https.request(`${peer.url}/bench/mint?n=${n}`, { method: 'POST', rejectUnauthorized: false }, (res) => {
+        const req = https.request(`${peer.url}/bench/mint?n=${n}&client=${clientId}`, { method: 'POST', rejectUnauthorized: false }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`minting codes at the peer: ${res.statusCode}`))));
@@ -184,6 +192,14 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
         singleUse('oidc-provider code+id_token', peer, '/token', dir, 'peer-code', async (n) => (await peerCodes(n)).map(exchangeLine(peerTokens.clientId, peerTokens.clientSecret))),
         singleUse('sleeve code+id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code', async (n) => (await mine.codes(n)).map(exchangeLine(mine.web.app.client_id, mine.web.clientSecret))),
       ],
+      code_openid_es256: [
+        singleUse('oidc-provider code+ES256 id_token', peer, '/token', dir, 'peer-code-es', async (n) =>
+          (await peerCodes(n, peerTokens.es256ClientId)).map(exchangeLine(peerTokens.es256ClientId, peerTokens.clientSecret)),
+        ),
+        singleUse('sleeve code+ES256 id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code-es', async (n) =>
+          (await mine.codes(n, mine.webEs.app)).map(exchangeLine(mine.webEs.app.client_id, mine.webEs.clientSecret)),
+        ),
+      ],
       dpop_refresh: [
         singleUse('oidc-provider DPoP refresh', peer, '/token', dir, 'peer-dpop', (n) => proofs(n, peerRefresh, `${peer.url}/token`)),
         singleUse('sleeve DPoP refresh', ctx.sleeve, '/oauth2/token', dir, 'sleeve-dpop', (n) => proofs(n, sleeveRefresh, `${SLEEVE_AUTH_URL}/oauth2/token`)),
@@ -196,9 +212,10 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
     let ok = true;
     const titles = {
       code_openid: 'POST token endpoint, grant_type=authorization_code with openid (an RS256 id_token signed per request, PKCE S256)',
+      code_openid_es256: 'POST token endpoint, grant_type=authorization_code with openid (an ES256 id_token signed per request, PKCE S256)',
       dpop_refresh: 'POST token endpoint, grant_type=refresh_token with a DPoP proof (public client, refresh token bound to an ES256 key)',
     };
-    for (const name of ['code_openid', 'dpop_refresh'] as const) {
+    for (const name of ['code_openid', 'code_openid_es256', 'dpop_refresh'] as const) {
       log(`  ${name}`);
       const r = await comparePair(ctx.wrk, pairs[name], opts, titles[name]);
       ok &&= r.ok;
@@ -208,7 +225,7 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
     sections.push(
       [
         '',
-        'Code exchange: both answer an access token and an RS256 id_token (nonce, at_hash on sleeve) for a code minted just before the run through each server\'s own code store (sleeve: `issueCode` into its database; oidc-provider: its `AuthorizationCode` model, stored in a Map adapter since its default in-memory adapter keeps only 1000 entries). sleeve\'s client authenticates with client_secret_post, as the peer\'s.',
+        'Code exchange: both answer an access token and an id_token of the client\'s algorithm (nonce, at_hash on sleeve) for a code minted just before the run through each server\'s own code store (sleeve: `issueCode` into its database; oidc-provider: its `AuthorizationCode` model, stored in a Map adapter since its default in-memory adapter keeps only 1000 entries). sleeve\'s client authenticates with client_secret_post, as the peer\'s.',
         'DPoP refresh: every request carries a fresh ES256 proof made before the run (jti, htm, htu, iat); both check it, record its jti, check the refresh token\'s binding, and issue a DPoP-bound access token. sleeve\'s public client also sends its (non-secret) client_secret, as the interface has it; oidc-provider\'s uses `none`.',
       ].join('\n'),
     );

@@ -19,6 +19,7 @@ import Provider from 'oidc-provider';
 const [certFile = '', keyFile = '', mode = ''] = process.argv.slice(2);
 const full = mode === 'full';
 const PUBLIC_ID = 'bench-public';
+const ES_CLIENT_ID = 'bench-client-es256';
 const REDIRECT = 'https://app.example/cb';
 
 /** oidc-provider's adapter interface over a Map: nothing evicted (entries expire when read). */
@@ -82,7 +83,18 @@ const provider = new Provider(issuer, {
       token_endpoint_auth_method: 'client_secret_post',
     },
     ...(full
-      ? [{ client_id: PUBLIC_ID, grant_types: ['authorization_code', 'refresh_token'], redirect_uris: [REDIRECT], response_types: ['code'], token_endpoint_auth_method: 'none' }]
+      ? [
+          { client_id: PUBLIC_ID, grant_types: ['authorization_code', 'refresh_token'], redirect_uris: [REDIRECT], response_types: ['code'], token_endpoint_auth_method: 'none' },
+          {
+            client_id: ES_CLIENT_ID,
+            client_secret: CLIENT_SECRET,
+            grant_types: ['authorization_code'],
+            redirect_uris: [REDIRECT],
+            response_types: ['code'],
+            token_endpoint_auth_method: 'client_secret_post',
+            id_token_signed_response_alg: 'ES256',
+          },
+        ]
       : []),
   ],
   findAccount: async (_ctx: unknown, id: string) => ({
@@ -92,7 +104,18 @@ const provider = new Provider(issuer, {
   claims: { openid: ['sub'], profile: ['profile', 'website', 'zoneinfo'], email: ['email', 'email_verified'] },
   scopes: ['openid', 'offline_access', 'profile', 'email'],
   features: { devInteractions: { enabled: false }, ...(full ? { dPoP: { enabled: true } } : {}) },
-  ...(full ? { adapter: MapAdapter, jwks: { keys: [{ ...(await exportJWK((await generateKeyPair('RS256', { extractable: true })).privateKey)), alg: 'RS256', use: 'sig', kid: 'bench' }] } } : {}),
+  ...(full
+    ? {
+        adapter: MapAdapter,
+        enabledJWA: { idTokenSigningAlgValues: ['RS256', 'ES256'] },
+        jwks: {
+          keys: [
+            { ...(await exportJWK((await generateKeyPair('RS256', { extractable: true })).privateKey)), alg: 'RS256', use: 'sig', kid: 'bench-rs' },
+            { ...(await exportJWK((await generateKeyPair('ES256', { extractable: true })).privateKey)), alg: 'ES256', use: 'sig', kid: 'bench-es' },
+          ],
+        },
+      }
+    : {}),
   cookies: { keys: ['bench-cookie-key-bench-cookie-key'] },
 } as any);
 provider.proxy = false;
@@ -115,7 +138,7 @@ const refreshToken = await new p.RefreshToken({
 
 /** Extra for `full`: the DPoP-bound refresh token of the public client, and a grant for codes. */
 let extra: Record<string, string> = {};
-let codeGrantId = '';
+const codeGrants = new Map<string, string>();
 const CODE_CHALLENGE = process.env.BENCH_CODE_CHALLENGE ?? '';
 if (full) {
   const publicClient = await p.Client.find(PUBLIC_ID);
@@ -131,20 +154,24 @@ if (full) {
     authTime: Math.floor(Date.now() / 1000),
     jkt: process.env.BENCH_DPOP_JKT,
   }).save();
-  const codeGrant = new p.Grant({ accountId: 'alice', clientId: CLIENT_ID });
-  codeGrant.addOIDCScope('openid profile');
-  codeGrantId = await codeGrant.save();
-  extra = { dpopRefreshToken: boundRefresh, publicClientId: PUBLIC_ID };
+  for (const id of [CLIENT_ID, ES_CLIENT_ID]) {
+    const codeGrant = new p.Grant({ accountId: 'alice', clientId: id });
+    codeGrant.addOIDCScope('openid profile');
+    codeGrants.set(id, await codeGrant.save());
+  }
+  extra = { dpopRefreshToken: boundRefresh, publicClientId: PUBLIC_ID, es256ClientId: ES_CLIENT_ID };
 }
 
-/** POST /bench/mint?n=N (full only): N authorization codes for the confidential client, as its authorization endpoint would issue them. */
-async function mint(n: number): Promise<string[]> {
+/** POST /bench/mint?n=N[&client=ID] (full only): N authorization codes for a confidential client, as its authorization endpoint would issue them. */
+async function mint(n: number, clientId: string): Promise<string[]> {
   const codes: string[] = [];
+  const forClient = await p.Client.find(clientId);
+  const grantId = codeGrants.get(clientId);
   for (let i = 0; i < n; i++) {
     const code = new p.AuthorizationCode({
       accountId: 'alice',
-      client,
-      grantId: codeGrantId,
+      client: forClient,
+      grantId,
       scope: 'openid profile',
       redirectUri: REDIRECT,
       nonce: `n-${i}`,
@@ -161,8 +188,9 @@ const callback = provider.callback();
 https
   .createServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, (req, res) => {
     if (full && req.method === 'POST' && req.url?.startsWith('/bench/mint?') === true) {
-      const n = Math.min(200_000, Number(new URL(req.url, issuer).searchParams.get('n')) || 0);
-      mint(n).then(
+      const q = new URL(req.url, issuer).searchParams;
+      const n = Math.min(200_000, Number(q.get('n')) || 0);
+      mint(n, q.get('client') ?? CLIENT_ID).then(
         (codes) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(codes)),
         (err: unknown) => res.writeHead(500).end(String(err)),
       );
