@@ -13,6 +13,7 @@ import { loadTlsMaterial } from '../src/auth/app.js';
 import { addUser, exchangeCode, issueCode, registerApp } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/load.js';
 import { openRuntime } from '../src/runtime.js';
+import { oidcScenarios } from './auth-oidc.js';
 import { parseWrk, type LoadResult } from './lib/load.js';
 import type { Options } from './lib/options.js';
 import { benchScript, SLEEVE_CLI } from './lib/paths.js';
@@ -24,7 +25,7 @@ import { fmtMs, fmtRatio, passFail } from './lib/stats.js';
 const GOAL = 1.5;
 const REDIRECT = 'https://app.example/cb';
 
-function log(line: string): void {
+export function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
@@ -59,14 +60,18 @@ export async function prepareSleeve(dataDir: string, others: string[] = []): Pro
   }
 }
 
-interface Scenario {
+export interface Scenario {
   label: string;
   server: Server;
   path: string;
   script: string;
+  /** Called before each run with its length in seconds (e.g. to write single-use requests for it). */
+  prepare?: (seconds: number) => Promise<void>;
+  /** Called with each run's result. */
+  observe?: (result: LoadResult) => void;
 }
 
-function writeScript(dir: string, name: string, lua: string): string {
+export function writeScript(dir: string, name: string, lua: string): string {
   const file = path.join(dir, `${name}.lua`);
   writeFileSync(file, lua);
   return file;
@@ -82,17 +87,20 @@ function userinfoLua(t: Tokens): string {
 }
 
 async function wrkOnce(wrk: string, s: Scenario, durationS: number, connections: number): Promise<LoadResult> {
+  await s.prepare?.(durationS);
   const cpu0 = s.server.cpuSeconds();
   const t0 = process.hrtime.bigint();
   const [cmd, args] = pinned(LOAD_CORE, wrk, ['-t1', `-c${connections}`, `-d${durationS}s`, '--latency', '-s', s.script, `${s.server.url}${s.path}`]);
   const r = await run(cmd, args);
   if (r.code !== 0) throw new Error(`wrk failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  return { ...parseWrk(r.stdout), tool: 'wrk', serverCpu: ((s.server.cpuSeconds() - cpu0) / seconds) * 100 };
+  const result: LoadResult = { ...parseWrk(r.stdout), tool: 'wrk', serverCpu: ((s.server.cpuSeconds() - cpu0) / seconds) * 100 };
+  s.observe?.(result);
+  return result;
 }
 
 /** Checks one request of the scenario answers 200 before loading it. */
-async function check(s: Scenario, init: { method: string; headers: Record<string, string>; body?: string }): Promise<void> {
+export async function check(s: Scenario, init: { method: string; headers: Record<string, string>; body?: string }): Promise<void> {
   const { request } = await import('node:https');
   const status = await new Promise<number>((resolve, reject) => {
     const req = request(`${s.server.url}${s.path}`, { method: init.method, headers: init.headers, rejectUnauthorized: false }, (res) => {
@@ -103,6 +111,41 @@ async function check(s: Scenario, init: { method: string; headers: Record<string
     req.end(init.body);
   });
   if (status !== 200) throw new Error(`${s.label}: answered ${status}, not 200`);
+}
+
+/**
+ * Measures a pair [oidc-provider, sleeve]: a warm-up each, then `rounds` interleaved rounds;
+ * the section of the report (runs, medians, the ratio against the goal, p99) and its data.
+ */
+export async function comparePair(wrk: string, pair: Scenario[], opts: Options, title: string): Promise<{ ok: boolean; data: unknown; section: string }> {
+  const durationS = opts.duration ?? 8;
+  const rounds = opts.rounds ?? 5;
+  for (const s of pair) {
+    log(`  warm-up ${s.label} (${opts.warmup} s)`);
+    await wrkOnce(wrk, s, opts.warmup, opts.connections);
+  }
+  const series: Series[] = pair.map((s) => ({ label: s.label, runs: [] }));
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < pair.length; k++) {
+      const i = (r + k) % pair.length;
+      const res = await wrkOnce(wrk, pair[i] as Scenario, durationS, opts.connections);
+      (series[i] as Series).runs.push(res);
+      log(`  round ${r + 1}/${rounds} ${(pair[i] as Scenario).label.padEnd(32)} ${Math.round(res.rps)} req/s  p99 ${fmtMs(res.p99)}${res.errors > 0 ? `  ERRORS ${res.errors}` : ''}`);
+    }
+  }
+  const [p, s] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>];
+  const ratio = s.rps.median / p.rps.median;
+  const ok = ratio >= GOAL && s.errors === 0;
+  const section = [
+    `#### ${title}`,
+    '',
+    runsTable(series),
+    '',
+    mediansTable(series),
+    '',
+    `- sleeve/oidc-provider requests/s (ratio of medians): **${fmtRatio(ratio)}** (goal ≥ ${GOAL}): **${passFail(ok)}**; p99 sleeve ${fmtMs(s.p99.median)}, oidc-provider ${fmtMs(p.p99.median)}; errors ${s.errors}/${p.errors}`,
+  ].join('\n');
+  return { ok, data: { peer: p, sleeve: s, ratio, ok }, section };
 }
 
 export async function authBench(opts: Options): Promise<{ markdown: string; data: unknown; goalsMet: boolean }> {
@@ -159,37 +202,16 @@ export async function authBench(opts: Options): Promise<{ markdown: string; data
     const data: Record<string, unknown> = {};
     let allOk = true;
     for (const name of ['userinfo', 'refresh'] as const) {
-      const pair = scenarios[name] as Scenario[];
-      for (const s of pair) {
-        log(`  warm-up ${s.label} (${opts.warmup} s)`);
-        await wrkOnce(wrk, s, opts.warmup, opts.connections);
-      }
-      const series: Series[] = pair.map((s) => ({ label: s.label, runs: [] }));
-      for (let r = 0; r < rounds; r++) {
-        for (let k = 0; k < pair.length; k++) {
-          const i = (r + k) % pair.length;
-          const res = await wrkOnce(wrk, pair[i] as Scenario, durationS, opts.connections);
-          (series[i] as Series).runs.push(res);
-          log(`  round ${r + 1}/${rounds} ${(pair[i] as Scenario).label.padEnd(24)} ${Math.round(res.rps)} req/s  p99 ${fmtMs(res.p99)}${res.errors > 0 ? `  ERRORS ${res.errors}` : ''}`);
-        }
-      }
-      const [p, s] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>];
-      const ratio = s.rps.median / p.rps.median;
-      const ok = ratio >= GOAL && s.errors === 0;
-      allOk &&= ok;
-      data[name] = { peer: p, sleeve: s, ratio, ok };
-      sections.push(
-        [
-          `#### ${name === 'refresh' ? 'POST token endpoint, grant_type=refresh_token' : 'GET userinfo with a bearer token'}`,
-          '',
-          runsTable(series),
-          '',
-          mediansTable(series),
-          '',
-          `- sleeve/oidc-provider requests/s (ratio of medians): **${fmtRatio(ratio)}** (goal ≥ ${GOAL}): **${passFail(ok)}**; p99 sleeve ${fmtMs(s.p99.median)}, oidc-provider ${fmtMs(p.p99.median)}; errors ${s.errors}/${p.errors}`,
-        ].join('\n'),
-      );
+      const title = name === 'refresh' ? 'POST token endpoint, grant_type=refresh_token' : 'GET userinfo with a bearer token';
+      const r = await comparePair(wrk, scenarios[name] as Scenario[], opts, title);
+      allOk &&= r.ok;
+      data[name] = r.data;
+      sections.push(r.section);
     }
+    const oidc = await oidcScenarios({ opts, wrk, dataDir, certFile, keyFile, sleeve, servers });
+    allOk &&= oidc.ok;
+    Object.assign(data, oidc.data);
+    sections.push(...oidc.sections);
     const markdown = [
       '### auth: refresh grant and userinfo vs oidc-provider 8.8.1 (in-memory adapter)',
       '',

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'f
 import { sql } from 'kysely';
 import type { Config } from './config/load.js';
 import { buildAuthApp, loadTlsMaterial } from './auth/app.js';
-import { PasswordHasher } from './auth/index.js';
+import { PasswordHasher, ReplayStore } from './auth/index.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
 import { catalogueKeeps, type ApiDeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
@@ -297,10 +297,13 @@ async function startAuth(s: Serving): Promise<string> {
   const trusted = new TrustedProxies(config.trustProxy);
   // The id_token signing keys exist before the first request (made on a fresh database).
   await runtime.auth.signingKeys.ensure();
+  // DPoP proofs' jti, shared with every process through Redis when configured (auth/dpop.ts).
+  const dpopRedis = config.redisUrl === undefined ? undefined : new RedisConnection(config.redisUrl, 'dpop', 'DPoP proofs are checked for replay by each process alone until it returns');
+  if (dpopRedis !== undefined) s.cluster.redis.push(dpopRedis);
   const app = buildAuthApp({
     tls,
     logger: s.logger,
-    deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db), passwords: s.passwords },
+    deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db), passwords: s.passwords, dpopReplay: new ReplayStore(dpopRedis) },
     trustsProxy: (address) => trusted.trusts(address),
     clientAddress: (peer, forwardedFor) => clientAddress(peer, forwardedFor, trusted),
     health: s.health.forListener({ database: s.database }),
@@ -310,6 +313,7 @@ async function startAuth(s: Serving): Promise<string> {
     extend: (app, pages) => void app.register(websiteRoutes, { pages, coverArt: runtime.coverArt, api: websiteApi(s) }),
   });
   s.apps.push(app);
+  dpopRedis?.start(app.log);
   await app.listen({ host: config.authListen.host, port: config.authListen.port });
   return addressOf(app.server, 'https');
 }

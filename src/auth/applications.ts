@@ -20,9 +20,11 @@ export interface Application {
   id_token_alg: SigningAlg;
   /** 1 when each refresh gives a new refresh token (`sleeve app add|edit --rotate-refresh-tokens`; auth/rotation.ts). */
   rotate_refresh: number;
+  /** 1 when every token request must carry a DPoP proof (`sleeve app add|edit --require-dpop`). */
+  require_dpop: number;
 }
 
-const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg', 'rotate_refresh'] as const;
+const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg', 'rotate_refresh', 'require_dpop'] as const;
 
 /** An id_token algorithm as given by the operator, checked. */
 function checkIdTokenAlg(alg: string): SigningAlg {
@@ -118,7 +120,16 @@ export interface Registered {
 /** Registers an application; the secret is returned once and stored hashed. */
 export async function registerApp(
   deps: AuthDeps,
-  input: { ownerId: number; name: string | undefined; kind: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean; idTokenAlg?: string | undefined; rotateRefresh?: boolean },
+  input: {
+    ownerId: number;
+    name: string | undefined;
+    kind: string | undefined;
+    redirectUri?: string | undefined;
+    resourceServer?: boolean;
+    idTokenAlg?: string | undefined;
+    rotateRefresh?: boolean;
+    requireDpop?: boolean | undefined;
+  },
 ): Promise<Registered> {
   const kind = input.kind;
   if (kind !== 'confidential' && kind !== 'public') throw invalidInput('the application type must be confidential or public');
@@ -137,6 +148,7 @@ export async function registerApp(
       created_at: deps.clock.now(),
       resource_server: input.resourceServer === true ? 1 : 0,
       rotate_refresh: input.rotateRefresh === true ? 1 : 0,
+      require_dpop: input.requireDpop === true ? 1 : 0,
       ...(input.idTokenAlg === undefined ? {} : { id_token_alg: checkIdTokenAlg(input.idTokenAlg) }),
     })
     .returning(APP_COLUMNS)
@@ -215,13 +227,20 @@ function newClientId(): string {
 
 /**
  * The operator's change of any application, named by its client_id (`sleeve app edit`):
- * name, redirect URI, whether it is a resource server and its id_token algorithm; what is
- * not given stays.
+ * name, redirect URI, whether it is a resource server, its id_token algorithm and whether
+ * it must use DPoP; what is not given stays.
  */
 export async function operatorEditApp(
   deps: AuthDeps,
   clientId: string,
-  input: { name?: string | undefined; redirectUri?: string | undefined; resourceServer?: boolean | undefined; idTokenAlg?: string | undefined; rotateRefresh?: boolean | undefined },
+  input: {
+    name?: string | undefined;
+    redirectUri?: string | undefined;
+    resourceServer?: boolean | undefined;
+    idTokenAlg?: string | undefined;
+    rotateRefresh?: boolean | undefined;
+    requireDpop?: boolean | undefined;
+  },
 ): Promise<Application> {
   const app = await findAppByClientId(deps, clientId);
   if (app === undefined) throw notFound(`no application with client_id ${clientId}`);
@@ -233,6 +252,7 @@ export async function operatorEditApp(
       resource_server: input.resourceServer === undefined ? app.resource_server : input.resourceServer ? 1 : 0,
       id_token_alg: input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg),
       rotate_refresh: input.rotateRefresh === undefined ? app.rotate_refresh : input.rotateRefresh ? 1 : 0,
+      require_dpop: input.requireDpop === undefined ? app.require_dpop : input.requireDpop ? 1 : 0,
     })
     .where('id', '=', app.id)
     .returning(APP_COLUMNS)

@@ -23,7 +23,11 @@ export type AuditEvent =
   | 'app.changed'
   | 'app.secret_reset'
   | 'app.removed'
-  | 'user.created';
+  | 'user.created'
+  /** A DPoP proof refused (bad signature, htm, htu, iat, ath, wrong key) or missing where required. */
+  | 'dpop.rejected'
+  /** A DPoP proof presented a second time (its jti seen before, in this process or, with Redis, any). */
+  | 'dpop.replayed';
 
 /** The facts an audit line may carry. Anything else is left out, so nothing secret slips in. */
 export interface AuditFields {

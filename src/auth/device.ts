@@ -6,6 +6,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { findAccount, giveBackAll, reserveAttempts } from './accounts.js';
+import { throttleAddress } from '../http/client-address.js';
 import { findAppByClientId, OOB_URI, type Application } from './applications.js';
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
 import type { AuthDeps } from './deps.js';
@@ -133,7 +134,7 @@ export async function findByUserCode(deps: AuthDeps, typed: string, address: str
   const reserved = await reserveAttempts(
     deps,
     [
-      [`user_code:address:${address}`, USER_CODE_ADDRESS_LIMIT],
+      [`user_code:address:${throttleAddress(address)}`, USER_CODE_ADDRESS_LIMIT],
       ['user_code:all', USER_CODE_GLOBAL_LIMIT],
     ],
     now,
@@ -191,7 +192,7 @@ const DEVICE_CODE_RE = /^[A-Za-z0-9_-]{43}$/;
  * approved grant and redeems it at once through the code flow's exchange, so the grant, its
  * tokens and the id_token (for `openid`) come from the one code path.
  */
-export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: string): Promise<TokenResponse> {
+export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: string, dpopJkt?: string): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid device code');
   if (!DEVICE_CODE_RE.test(deviceCode)) throw invalid();
   const hash = tokenHash(deviceCode);
@@ -226,5 +227,5 @@ export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: s
     scopeText: row.scope_text,
     authTime: row.auth_time ?? now,
   });
-  return exchangeCode(deps, app, { code, redirectUri, codeVerifier: undefined });
+  return exchangeCode(deps, app, { code, redirectUri, codeVerifier: undefined, dpopJkt });
 }

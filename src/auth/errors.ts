@@ -15,7 +15,9 @@ export type OAuthErrorCode =
   | 'invalid_token'
   | 'insufficient_scope'
   | 'server_error'
-  | 'temporarily_unavailable';
+  | 'temporarily_unavailable'
+  /** RFC 9449: a DPoP proof that is missing where required, malformed, or fails a check. */
+  | 'invalid_dpop_proof';
 
 /** An OAuth protocol error: the wire code, the description shown, and the HTTP status. */
 export class OAuthError extends Error {

@@ -86,7 +86,8 @@ export async function codeToShow(deps: AuthDeps, accountId: number, code: string
 
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** DPoP when the access token is bound to the key of the request's DPoP proof (RFC 9449 §5). */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   refresh_token?: string;
   /** Only when the client asked with MetaBrainz scope names: those names, as it wrote them. */
@@ -143,7 +144,7 @@ export class CodeReplayed extends OAuthError {
 export async function exchangeCode(
   deps: AuthDeps,
   app: Application,
-  params: { code: string; redirectUri: string; codeVerifier: string | undefined; withoutSecret?: boolean },
+  params: { code: string; redirectUri: string; codeVerifier: string | undefined; withoutSecret?: boolean; dpopJkt?: string | undefined },
 ): Promise<TokenResponse> {
   if (!redirectUriAllowed(app, params.redirectUri)) throw new OAuthError('invalid_request', 'Mismatched redirect URI');
   if (!CODE_RE.test(params.code) || params.code.length > 200) throw new OAuthError('invalid_request', 'Malformed authorization code');
@@ -190,13 +191,22 @@ export async function exchangeCode(
       .executeTakeFirstOrThrow();
     const access = grantToken(grant.id);
     const refresh = row.offline === 1 ? grantToken(grant.id) : undefined;
+    const jkt = params.dpopJkt ?? null;
     await trx
       .updateTable('oauth_grant')
-      .set({ access_hash: access.hash, access_created_at: now, access_expires_at: now + deps.accessTokenTtl * 1000, refresh_hash: refresh?.hash ?? null })
+      .set({
+        access_hash: access.hash,
+        access_created_at: now,
+        access_expires_at: now + deps.accessTokenTtl * 1000,
+        refresh_hash: refresh?.hash ?? null,
+        access_jkt: jkt,
+        // A confidential client's refresh token is bound to its authentication; a public one's to the key (RFC 9449 §5).
+        refresh_jkt: refresh !== undefined && app.kind === 'public' ? jkt : null,
+      })
       .where('id', '=', grant.id)
       .execute();
     await trx.updateTable('oauth_code').set({ grant_id: grant.id }).where('code_hash', '=', row.code_hash).execute();
-    const body: TokenResponse = { access_token: access.token, token_type: 'Bearer', expires_in: deps.accessTokenTtl };
+    const body: TokenResponse = { access_token: access.token, token_type: jkt === null ? 'Bearer' : 'DPoP', expires_in: deps.accessTokenTtl };
     if (refresh !== undefined) body.refresh_token = refresh.token;
     if (row.scope_text !== null) body.scope = row.scope_text;
     return body;
@@ -231,31 +241,48 @@ async function idTokenFor(
 }
 
 const grantById = preparedQuery(['id'] as const, (db, p) =>
-  db.selectFrom('oauth_grant').select(['id', 'account_id', 'application_id', 'offline', 'refresh_hash', 'access_hash', 'revoked_at', 'scope_text']).where('id', '=', p.id),
+  db
+    .selectFrom('oauth_grant')
+    .select(['id', 'account_id', 'application_id', 'offline', 'refresh_hash', 'access_hash', 'revoked_at', 'scope_text', 'refresh_jkt'])
+    .where('id', '=', p.id),
 );
 
 /** Replaces a grant's access token, unless the grant ended or its refresh token changed meanwhile. */
-const replaceAccessToken = preparedQuery(['id', 'hash', 'createdAt', 'expiresAt', 'refresh'] as const, (db, p) =>
+const replaceAccessToken = preparedQuery(['id', 'hash', 'createdAt', 'expiresAt', 'refresh', 'jkt'] as const, (db, p) =>
   db
     .updateTable('oauth_grant')
-    .set({ access_hash: p.hash, access_created_at: p.createdAt, access_expires_at: p.expiresAt })
+    .set({ access_hash: p.hash, access_created_at: p.createdAt, access_expires_at: p.expiresAt, access_jkt: p.jkt })
     .where('id', '=', p.id)
     .where('refresh_hash', '=', p.refresh)
     .where('revoked_at', 'is', null),
 );
 
-/** `grant_type=refresh_token`: a new access token (the grant's previous one ends); the refresh token stays. */
-export async function refreshGrant(deps: AuthDeps, app: Application, refreshToken: string): Promise<TokenResponse> {
+/** A DPoP-bound refresh token presented without a proof, or with a proof of another key (RFC 9449 §5): for the audit trail. */
+export class DpopKeyMismatch extends OAuthError {
+  readonly reason: 'no_proof' | 'wrong_key';
+  constructor(reason: 'no_proof' | 'wrong_key') {
+    super('invalid_grant', reason === 'no_proof' ? 'The refresh token is DPoP-bound: send a DPoP proof of its key' : 'The refresh token is bound to another DPoP key');
+    this.reason = reason;
+  }
+}
+
+/**
+ * `grant_type=refresh_token`: a new access token (the grant's previous one ends); the refresh
+ * token stays. With `dpopJkt` (the request's DPoP proof) the new access token is bound to that
+ * key; a DPoP-bound refresh token needs a proof of its own key.
+ */
+export async function refreshGrant(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid refresh token');
   const id = grantIdOf(refreshToken);
   const grant = id === undefined ? undefined : (await grantById(deps.db, { id })).rows[0];
   if (grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null || !tokenMatches(refreshToken, grant.refresh_hash)) throw invalid();
+  if (grant.refresh_jkt !== null && grant.refresh_jkt !== dpopJkt) throw new DpopKeyMismatch(dpopJkt === undefined ? 'no_proof' : 'wrong_key');
   const access = grantToken(grant.id);
   const now = deps.clock.now();
-  const values = { id: grant.id, hash: access.hash, createdAt: now, expiresAt: now + deps.accessTokenTtl * 1000, refresh: grant.refresh_hash };
+  const values = { id: grant.id, hash: access.hash, createdAt: now, expiresAt: now + deps.accessTokenTtl * 1000, refresh: grant.refresh_hash, jkt: dpopJkt ?? null };
   const result = deps.writes === undefined ? await replaceAccessToken(deps.db, values) : await deps.writes.run((trx) => replaceAccessToken(trx, values));
   if (result.numAffectedRows !== 1n) throw invalid();
-  const body: TokenResponse = { access_token: access.token, token_type: 'Bearer', expires_in: deps.accessTokenTtl, refresh_token: refreshToken };
+  const body: TokenResponse = { access_token: access.token, token_type: dpopJkt === undefined ? 'Bearer' : 'DPoP', expires_in: deps.accessTokenTtl, refresh_token: refreshToken };
   if (grant.scope_text !== null) body.scope = grant.scope_text;
   return body;
 }
@@ -294,6 +321,8 @@ export interface ActiveToken {
   expiresAt: number;
   /** Whether the grant was asked for with today's MetaBrainz scope names. */
   metabrainzNames: boolean;
+  /** The thumbprint of the key the token is DPoP-bound to, or null for a bearer token. */
+  dpopJkt: string | null;
 }
 
 const grantOwner = preparedQuery(['id'] as const, (db, p) =>
@@ -312,6 +341,8 @@ const grantOwner = preparedQuery(['id'] as const, (db, p) =>
       'a.client_id',
       'g.access_created_at',
       'g.access_expires_at',
+      'g.access_jkt',
+      'g.refresh_jkt',
       'u.id',
       'u.name',
       'u.email',
@@ -335,7 +366,7 @@ async function activeGrantOf(deps: AuthDeps, token: string) {
 export async function findAccessToken(deps: AuthDeps, token: string): Promise<ActiveToken | undefined> {
   const row = await activeGrantOf(deps, token);
   if (row === undefined || !tokenMatches(token, row.access_hash) || row.access_expires_at === null || row.access_expires_at <= deps.clock.now()) return undefined;
-  const { grant_id, scope, offline, client_id, access_created_at, access_expires_at, scope_text, access_hash: _a, refresh_hash: _r, granted_at: _g, ...account } = row;
+  const { grant_id, scope, offline, client_id, access_created_at, access_expires_at, scope_text, access_jkt, refresh_jkt: _rj, access_hash: _a, refresh_hash: _r, granted_at: _g, ...account } = row;
   return {
     account,
     grantId: grant_id,
@@ -345,6 +376,7 @@ export async function findAccessToken(deps: AuthDeps, token: string): Promise<Ac
     issuedAt: access_created_at ?? 0,
     expiresAt: access_expires_at,
     metabrainzNames: scope_text !== null,
+    dpopJkt: access_jkt,
   };
 }
 
@@ -357,9 +389,12 @@ export async function introspect(deps: AuthDeps, caller: Pick<Application, 'clie
   const row = await activeGrantOf(deps, token);
   if (row === undefined || (caller.resource_server !== 1 && row.client_id !== caller.client_id)) return { active: false };
   const common = { active: true, scope: scopeNames(row.scope).join(' '), client_id: row.client_id, username: row.name, sub: row.name, iss: deps.authUrl };
-  if (tokenMatches(token, row.refresh_hash)) return { ...common, token_type: 'refresh_token', iat: Math.floor(row.granted_at / 1000) };
+  // A DPoP-bound token says its key (RFC 9449 §6.2), so a resource server can check the proof.
+  const cnf = (jkt: string | null) => (jkt === null ? {} : { cnf: { jkt } });
+  if (tokenMatches(token, row.refresh_hash)) return { ...common, token_type: 'refresh_token', iat: Math.floor(row.granted_at / 1000), ...cnf(row.refresh_jkt) };
   if (tokenMatches(token, row.access_hash) && row.access_expires_at !== null && row.access_expires_at > deps.clock.now()) {
-    return { ...common, token_type: 'Bearer', exp: Math.floor(row.access_expires_at / 1000), iat: Math.floor((row.access_created_at ?? 0) / 1000) };
+    const tokenType = row.access_jkt === null ? 'Bearer' : 'DPoP';
+    return { ...common, token_type: tokenType, exp: Math.floor(row.access_expires_at / 1000), iat: Math.floor((row.access_created_at ?? 0) / 1000), ...cnf(row.access_jkt) };
   }
   return { active: false };
 }

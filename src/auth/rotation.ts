@@ -3,7 +3,7 @@ import type { AuthDeps } from './deps.js';
 import type { Application } from './applications.js';
 import { tokenHash } from './crypto.js';
 import { OAuthError } from './errors.js';
-import { grantIdOf, revokeGrant, tokenMatches, type TokenResponse } from './grants.js';
+import { DpopKeyMismatch, grantIdOf, revokeGrant, tokenMatches, type TokenResponse } from './grants.js';
 
 /*
  * Refresh token rotation, for applications registered with it (docs/decisions.md, "Refresh
@@ -43,22 +43,28 @@ export class RefreshReused extends OAuthError {
 function grantRow(deps: AuthDeps, id: number) {
   return deps.db
     .selectFrom('oauth_grant')
-    .select(['id', 'account_id', 'application_id', 'refresh_hash', 'access_hash', 'access_expires_at', 'revoked_at', 'scope_text'])
+    .select(['id', 'account_id', 'application_id', 'refresh_hash', 'access_hash', 'access_expires_at', 'revoked_at', 'scope_text', 'refresh_jkt', 'access_jkt'])
     .where('id', '=', id)
     .executeTakeFirst();
 }
 
-/** `grant_type=refresh_token` for an application with rotation. */
-export async function rotateRefresh(deps: AuthDeps, app: Application, refreshToken: string): Promise<TokenResponse> {
+/**
+ * `grant_type=refresh_token` for an application with rotation. With `dpopJkt` (the request's
+ * DPoP proof) the new access token is bound to that key; a refresh token bound to a key (a
+ * public application's, RFC 9449 §5) stays bound through every rotation, and is refused
+ * without a proof of that key before anything changes.
+ */
+export async function rotateRefresh(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid refresh token');
   const id = grantIdOf(refreshToken);
   const grant = id === undefined ? undefined : await grantRow(deps, id);
   if (id === undefined || grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null) throw invalid();
+  if (grant.refresh_jkt !== null && grant.refresh_jkt !== dpopJkt) throw new DpopKeyMismatch(dpopJkt === undefined ? 'no_proof' : 'wrong_key');
   const next = successor(refreshToken, id, 'refresh');
   const access = successor(refreshToken, id, 'access');
   const now = deps.clock.now();
   const answer = (expiresAt: number): TokenResponse => {
-    const body: TokenResponse = { access_token: access, token_type: 'Bearer', expires_in: Math.max(1, Math.ceil((expiresAt - now) / 1000)), refresh_token: next };
+    const body: TokenResponse = { access_token: access, token_type: dpopJkt === undefined ? 'Bearer' : 'DPoP', expires_in: Math.max(1, Math.ceil((expiresAt - now) / 1000)), refresh_token: next };
     if (grant.scope_text !== null) body.scope = grant.scope_text;
     return body;
   };
@@ -71,7 +77,7 @@ export async function rotateRefresh(deps: AuthDeps, app: Application, refreshTok
     const won = await deps.db.transaction().execute(async (trx) => {
       const r = await trx
         .updateTable('oauth_grant')
-        .set({ refresh_hash: tokenHash(next), access_hash: tokenHash(access), access_created_at: now, access_expires_at: expiresAt })
+        .set({ refresh_hash: tokenHash(next), access_hash: tokenHash(access), access_created_at: now, access_expires_at: expiresAt, access_jkt: dpopJkt ?? null })
         .where('id', '=', id)
         .where('refresh_hash', '=', grant.refresh_hash as string)
         .where('revoked_at', 'is', null)
@@ -83,11 +89,17 @@ export async function rotateRefresh(deps: AuthDeps, app: Application, refreshTok
     });
     if (won) return answer(expiresAt);
   }
-  return usedAgain(deps, app, refreshToken, id, now, answer);
+  return usedAgain(deps, app, refreshToken, { id, now, dpopJkt }, answer);
 }
 
 /** A refresh token presented after its first use: the same answer within the grace window, else the grant ends. */
-async function usedAgain(deps: AuthDeps, app: Application, refreshToken: string, id: number, now: number, answer: (expiresAt: number) => TokenResponse): Promise<TokenResponse> {
+async function usedAgain(
+  deps: AuthDeps,
+  app: Application,
+  refreshToken: string,
+  { id, now, dpopJkt }: { id: number; now: number; dpopJkt: string | undefined },
+  answer: (expiresAt: number) => TokenResponse,
+): Promise<TokenResponse> {
   const used = await deps.db.selectFrom('oauth_refresh_used').select('used_at').where('token_hash', '=', tokenHash(refreshToken)).where('grant_id', '=', id).executeTakeFirst();
   // Never a refresh token of this grant (or one used too long ago to be remembered).
   if (used === undefined) throw new OAuthError('invalid_grant', 'Invalid refresh token');
@@ -98,7 +110,9 @@ async function usedAgain(deps: AuthDeps, app: Application, refreshToken: string,
     tokenMatches(successor(refreshToken, id, 'refresh'), grant.refresh_hash) &&
     tokenMatches(successor(refreshToken, id, 'access'), grant.access_hash) &&
     grant.access_expires_at !== null &&
-    grant.access_expires_at > now;
+    grant.access_expires_at > now &&
+    // The same answer is an access token bound to the same key (or to none).
+    (grant.access_jkt ?? undefined) === dpopJkt;
   if (inGrace && stillCurrent) return answer(grant.access_expires_at as number);
   await revokeGrant(deps, id);
   throw new RefreshReused(grant.account_id, app.client_id);

@@ -379,9 +379,18 @@ const userAdd: Command = {
 
 const appAdd: Command = {
   name: 'app add',
-  options: { owner: { type: 'string' }, name: { type: 'string' }, type: { type: 'string' }, 'redirect-uri': { type: 'string' }, 'resource-server': { type: 'boolean' }, 'id-token-alg': { type: 'string' }, 'rotate-refresh-tokens': { type: 'boolean' } },
+  options: {
+    owner: { type: 'string' },
+    name: { type: 'string' },
+    type: { type: 'string' },
+    'redirect-uri': { type: 'string' },
+    'resource-server': { type: 'boolean' },
+    'id-token-alg': { type: 'string' },
+    'rotate-refresh-tokens': { type: 'boolean' },
+    'require-dpop': { type: 'boolean' },
+  },
   async run(ctx) {
-    want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens]');
+    want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]');
     const ownerName = str(ctx, 'owner');
     if (ownerName === undefined) throw invalidInput('--owner NAME is required');
     const { findAccountByName, registerApp } = await import('../auth/index.js');
@@ -396,6 +405,7 @@ const appAdd: Command = {
         resourceServer: ctx.options['resource-server'] === true,
         idTokenAlg: str(ctx, 'id-token-alg'),
         rotateRefresh: ctx.options['rotate-refresh-tokens'] === true,
+        requireDpop: ctx.options['require-dpop'] === true,
       });
     });
     await cliAudit(ctx, 'app.registered', { user: ownerName, clientId: result.app.client_id, reason: result.app.resource_server === 1 ? 'resource_server' : undefined });
@@ -409,24 +419,46 @@ const appAdd: Command = {
 
 const appEdit: Command = {
   name: 'app edit',
-  options: { name: { type: 'string' }, 'redirect-uri': { type: 'string' }, 'resource-server': { type: 'boolean' }, 'no-resource-server': { type: 'boolean' }, 'id-token-alg': { type: 'string' }, 'rotate-refresh-tokens': { type: 'boolean' }, 'no-rotate-refresh-tokens': { type: 'boolean' } },
+  options: {
+    name: { type: 'string' },
+    'redirect-uri': { type: 'string' },
+    'resource-server': { type: 'boolean' },
+    'no-resource-server': { type: 'boolean' },
+    'id-token-alg': { type: 'string' },
+    'rotate-refresh-tokens': { type: 'boolean' },
+    'no-rotate-refresh-tokens': { type: 'boolean' },
+    'require-dpop': { type: 'boolean' },
+    'no-require-dpop': { type: 'boolean' },
+  },
   async run(ctx) {
-    const [clientId = ''] = want(ctx, 1, 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens]');
+    const [clientId = ''] = want(
+      ctx,
+      1,
+      'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]',
+    );
     const on = ctx.options['resource-server'] === true;
     const off = ctx.options['no-resource-server'] === true;
     if (on && off) throw invalidInput('--resource-server and --no-resource-server contradict each other');
+    const dpopOn = ctx.options['require-dpop'] === true;
+    const dpopOff = ctx.options['no-require-dpop'] === true;
+    if (dpopOn && dpopOff) throw invalidInput('--require-dpop and --no-require-dpop contradict each other');
     const name = str(ctx, 'name');
     const redirectUri = str(ctx, 'redirect-uri');
     const idTokenAlg = str(ctx, 'id-token-alg');
     const rotate = ctx.options['rotate-refresh-tokens'] === true;
     const noRotate = ctx.options['no-rotate-refresh-tokens'] === true;
     if (rotate && noRotate) throw invalidInput('--rotate-refresh-tokens and --no-rotate-refresh-tokens contradict each other');
-    if (name === undefined && redirectUri === undefined && !on && !off && idTokenAlg === undefined && !rotate && !noRotate) {
-      throw invalidInput('nothing to change: give --name, --redirect-uri, --resource-server, --no-resource-server, --id-token-alg, --rotate-refresh-tokens or --no-rotate-refresh-tokens');
+    if (name === undefined && redirectUri === undefined && !on && !off && idTokenAlg === undefined && !rotate && !noRotate && !dpopOn && !dpopOff) {
+      throw invalidInput(
+        'nothing to change: give --name, --redirect-uri, --resource-server, --no-resource-server, --id-token-alg, --rotate-refresh-tokens, --no-rotate-refresh-tokens, --require-dpop or --no-require-dpop',
+      );
     }
     const { operatorEditApp } = await import('../auth/index.js');
     const rotateRefresh = rotate ? true : noRotate ? false : undefined;
-    const app = await withRuntime(ctx, (rt) => operatorEditApp(rt.auth, clientId, { name, redirectUri, resourceServer: on ? true : off ? false : undefined, idTokenAlg, rotateRefresh }));
+    const requireDpop = dpopOn ? true : dpopOff ? false : undefined;
+    const app = await withRuntime(ctx, (rt) =>
+      operatorEditApp(rt.auth, clientId, { name, redirectUri, resourceServer: on ? true : off ? false : undefined, idTokenAlg, rotateRefresh, requireDpop }),
+    );
     await cliAudit(ctx, 'app.changed', { clientId: app.client_id, reason: on ? 'resource_server' : off ? 'not_resource_server' : undefined });
     const resourceServer = app.resource_server === 1;
     ctx.out(`changed application ${app.name} (${app.client_id})${resourceServer ? '; it is a resource server: it may introspect every application\'s tokens' : ''}`, {
@@ -437,6 +469,7 @@ const appEdit: Command = {
       id_token_alg: app.id_token_alg,
       // Said when asked about, or when on (the output of other edits stays as it was).
       ...(rotateRefresh !== undefined || app.rotate_refresh === 1 ? { rotate_refresh_tokens: app.rotate_refresh === 1 } : {}),
+      require_dpop: app.require_dpop === 1,
     });
     return 0;
   },

@@ -29,8 +29,8 @@ export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL]
            [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]
   user list
-  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens]
-  app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens]
+  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]
+  app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]
   app list [--owner NAME]
   keys list                             the id_token signing keys (never a private key)
   keys rotate                           new signing keys; the old stay published until their tokens expire
@@ -127,7 +127,7 @@ const HELP: Record<string, CommandHelp> = {
   },
   'user list': { usage: 'user list', about: 'Lists the users: id, name, e-mail address and whether it is verified (never a password hash).' },
   'app add': {
-    usage: 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens]',
+    usage: 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]',
     about: 'Registers an OAuth application and prints its client_id and client_secret (the secret only now).',
     options: {
       owner: ['NAME', 'the user who owns the application (required)'],
@@ -137,11 +137,12 @@ const HELP: Record<string, CommandHelp> = {
       'resource-server': 'let this client introspect the tokens of every application (an API that checks tokens)',
       'id-token-alg': 'sign its OpenID Connect id_tokens with ES256 or RS256 (default RS256)',
       'rotate-refresh-tokens': 'give a new refresh token on every refresh; a second use of an old one ends the grant (default: a refresh token lasts until revoked)',
+      'require-dpop': 'refuse its token requests that carry no DPoP proof (RFC 9449): its tokens are always key-bound',
     },
   },
   'app edit': {
-    usage: 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens]',
-    about: "Changes a registered application's name, redirect URI, resource-server mark or id_token algorithm.",
+    usage: 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]',
+    about: "Changes a registered application's name, redirect URI, resource-server mark, id_token algorithm, refresh token rotation or whether it must use DPoP.",
     options: {
       name: ['NAME', "the application's new name"],
       'redirect-uri': ['URI', 'the new redirect URI'],
@@ -150,6 +151,8 @@ const HELP: Record<string, CommandHelp> = {
       'id-token-alg': 'sign its OpenID Connect id_tokens with ES256 or RS256',
       'rotate-refresh-tokens': 'give a new refresh token on every refresh (a second use of an old one ends the grant)',
       'no-rotate-refresh-tokens': 'take that back: refresh tokens last until revoked',
+      'require-dpop': 'refuse its token requests that carry no DPoP proof',
+      'no-require-dpop': 'take that back: a DPoP proof is optional again',
     },
   },
   'app list': {

@@ -154,6 +154,8 @@ export interface OAuthApplicationTable {
   id_token_alg: Generated<'ES256' | 'RS256'>;
   /** 1 when every refresh gives a new refresh token (`sleeve app add|edit --rotate-refresh-tokens`; migration 20261125T0100). */
   rotate_refresh: Generated<number>;
+  /** 1 when every token request of this client must carry a DPoP proof (migration 20261125T0300). */
+  require_dpop: Generated<number>;
 }
 
 /** A refresh token a rotating application already used (its hash), kept to recognise a second use (auth/rotation.ts). */
@@ -177,6 +179,10 @@ export interface OAuthGrantTable {
   revoked_at: number | null;
   /** The scope list as the client wrote it with MetaBrainz names, echoed in token responses (null: classic names; migration 20261124T0410). */
   scope_text: Generated<string | null>;
+  /** The JWK SHA-256 thumbprint the access token is DPoP-bound to (null: a bearer token; migration 20261125T0300). */
+  access_jkt: Generated<string | null>;
+  /** The same for the refresh token (public applications that sent a proof at the code exchange). */
+  refresh_jkt: Generated<string | null>;
 }
 
 export interface OAuthCodeTable {

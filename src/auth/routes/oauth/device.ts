@@ -3,6 +3,7 @@ import { findAppByClientId, type Application } from '../../applications.js';
 import type { AuthDeps } from '../../deps.js';
 import { pollDevice, startDeviceAuthorization } from '../../device.js';
 import { OAuthError } from '../../errors.js';
+import { tokenRequestProof } from './dpop.js';
 import type { PageContext } from '../pages/shared.js';
 import { ANY_METHOD, checkParams, CORS, hasBasicAuth, onlyPost, optionsReply, requireClient, sendJson } from './shared.js';
 
@@ -39,5 +40,7 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: PageConte
 export async function deviceTokenRequest(ctx: PageContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const params = checkParams(req, ['client_id', 'client_secret', 'grant_type', 'device_code'], new Set(['grant_type', 'device_code']));
   const client = await deviceClient(ctx.deps, req, params);
-  return sendJson(reply, await pollDevice(ctx.deps, client, params.get('device_code') as string), CORS);
+  // With a DPoP proof, the tokens are bound to its key, as in the code flow.
+  const dpopJkt = await tokenRequestProof(ctx, req, client);
+  return sendJson(reply, await pollDevice(ctx.deps, client, params.get('device_code') as string, dpopJkt), CORS);
 }

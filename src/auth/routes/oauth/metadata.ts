@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { DEVICE_CODE_GRANT } from '../../device.js';
+import { DPOP_ALGS } from '../../dpop.js';
 import { SCOPE_ALIASES, SCOPES } from '../../scopes.js';
 import { SIGNING_ALGS } from '../../signing-keys.js';
 import { JWKS_PATH } from '../jwks.js';
@@ -57,6 +58,7 @@ function describe(base: string): Record<string, unknown> {
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH,
     code_challenge_methods_supported: ['S256', 'plain'],
     authorization_response_iss_parameter_supported: true,
+    dpop_signing_alg_values_supported: [...DPOP_ALGS],
     claims_supported: CLAIMS,
     claims_parameter_supported: false,
     request_parameter_supported: false,

@@ -5,8 +5,9 @@ import type { AuthDeps } from '../../deps.js';
 import { audit } from '../../audit.js';
 import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
-import { CodeReplayed, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
+import { CodeReplayed, DpopKeyMismatch, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
 import { RefreshReused, rotateRefresh } from '../../rotation.js';
+import { tokenRequestProof } from './dpop.js';
 import type { PageContext } from '../pages/shared.js';
 import { ANY_METHOD, checkParams, CORS, hasBasicAuth, onlyPost, optionsReply, requireClient, sendJson, values } from './shared.js';
 import { deviceTokenRequest } from './device.js';
@@ -32,10 +33,11 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
         throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
       }
       if ((params.get('token_type') ?? 'bearer').toLowerCase() !== 'bearer') throw new OAuthError('invalid_request', 'Invalid requested token type, only bearer is allowed');
+      const dpopJkt = await tokenRequestProof(ctx, req, client);
       const body =
         grantType === 'authorization_code'
-          ? await exchange(ctx, req, client, params, secretless)
-          : await refresh(ctx, req, client, params.get('refresh_token') as string);
+          ? await exchange(ctx, req, client, params, { secretless, dpopJkt })
+          : await refresh(ctx, req, client, params.get('refresh_token') as string, dpopJkt);
       return sendJson(reply, body, CORS);
     },
   });
@@ -57,15 +59,28 @@ async function tokenClient(deps: AuthDeps, req: FastifyRequest, params: Map<stri
 }
 
 /** exchangeCode, with a replayed code (which revoked its grant) in the audit trail. */
-async function exchange(ctx: PageContext, req: FastifyRequest, client: Application, params: Map<string, string>, withoutSecret: boolean): Promise<TokenResponse> {
-  const request = { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier'), withoutSecret };
+async function exchange(
+  ctx: PageContext,
+  req: FastifyRequest,
+  client: Application,
+  params: Map<string, string>,
+  how: { secretless: boolean; dpopJkt: string | undefined },
+): Promise<TokenResponse> {
+  const request = { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier'), withoutSecret: how.secretless, dpopJkt: how.dpopJkt };
   return exchangeCode(ctx.deps, client, request).catch(auditRevoked(ctx, req, CodeReplayed, 'code_replayed'));
 }
 
-/** A refresh: with rotation when the application was registered with it, a used refresh token presented again (which ended its grant) in the audit trail. */
-async function refresh(ctx: PageContext, req: FastifyRequest, client: Application, refreshToken: string): Promise<TokenResponse> {
-  if (client.rotate_refresh !== 1) return refreshGrant(ctx.deps, client, refreshToken);
-  return rotateRefresh(ctx.deps, client, refreshToken).catch(auditRevoked(ctx, req, RefreshReused, 'refresh_reused'));
+/**
+ * A refresh: with rotation when the application was registered with it. A used refresh token
+ * presented again (which ended its grant) and a refresh token bound to another DPoP key go in
+ * the audit trail.
+ */
+async function refresh(ctx: PageContext, req: FastifyRequest, client: Application, refreshToken: string, dpopJkt: string | undefined): Promise<TokenResponse> {
+  const run = client.rotate_refresh === 1 ? rotateRefresh(ctx.deps, client, refreshToken, dpopJkt) : refreshGrant(ctx.deps, client, refreshToken, dpopJkt);
+  return run.catch((err: unknown) => {
+    if (err instanceof DpopKeyMismatch) audit(req.log, 'dpop.rejected', { clientId: client.client_id, address: ctx.clientAddress(req), reason: err.reason, via: 'oauth2/token' });
+    return auditRevoked(ctx, req, RefreshReused, 'refresh_reused')(err);
+  });
 }
 
 /** A rejection handler: an error of `kind` (a grant ended by a replay) is audited, then every error goes on. */
