@@ -18,7 +18,9 @@ export type AuditEvent =
   | 'app.changed'
   | 'app.secret_reset'
   | 'app.removed'
-  | 'user.created';
+  | 'user.created'
+  /** A user's role changed (`reason`: the new role, editor or approver). */
+  | 'user.role_changed';
 
 /** The facts an audit line may carry. Anything else is left out, so nothing secret slips in. */
 export interface AuditFields {

@@ -11,6 +11,7 @@ import * as m20261124T0300 from './migrations/20261124T0300_freshness.js';
 import * as m20261124T0400 from './migrations/20261124T0400_signing_keys.js';
 import * as m20261124T0410 from './migrations/20261124T0410_scope_spelling.js';
 import * as m20261124T0500 from './migrations/20261124T0500_openid.js';
+import * as m20261125T0400 from './migrations/20261125T0400_edits.js';
 
 /** Every migration, in order. A static list, so a bundled build finds them too. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261124T0400_signing_keys': m20261124T0400,
   '20261124T0410_scope_spelling': m20261124T0410,
   '20261124T0500_openid': m20261124T0500,
+  '20261125T0400_edits': m20261125T0400,
 };
 
 function migrator(db: Db): Migrator {
