@@ -198,6 +198,12 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     await approveEdit(rt.coverArt, cover.id, ann);
     assert.deepEqual((await cliOk(t.env, ['--json', 'edit', 'show', String(cover.id)])).status, 'approved');
     assert.deepEqual((await releaseArt(rt.coverArt, release))?.pending, []);
+    // A closed edit is not decided again; bad options are refused.
+    const again = await runCli(t.env, ['--json', 'edit', 'approve', String(removal.id)]);
+    assert.equal(again.code, 2);
+    assert.equal(JSON.parse(again.stdout).error.code, 'CONFLICT');
+    assertRefused(await runCli(t.env, ['edit', 'list', '--status', 'open']), /--status must be one of applied, pending, approved, rejected/);
+    assertRefused(await runCli(t.env, ['edit', 'list', '--editor', 'nobody']), /no user nobody/);
   });
 
   it('a change based on a stale revision is a conflict, and so is approving a reorder the release has moved past', async () => {
