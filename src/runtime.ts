@@ -56,6 +56,7 @@ export async function openRuntime(
       clock,
       urls,
       limits: { maxBytes: config.uploadMaxBytes, maxPixels: config.uploadMaxPixels },
+      approval: config.approval,
     },
     async close() {
       await store.close();

@@ -81,7 +81,7 @@ describe(`the operator's CLI (${DIALECT})`, () => {
   it('an unknown option gets one line naming it, exit 2; --json gives it as an error object', async () => {
     const r = await runCli(t.env, ['art', 'add', newMbid(), 'x.jpg', '--frontt']);
     assert.equal(r.code, 2);
-    assert.equal(r.stderr, 'sleeve: unknown option --frontt for sleeve art add (its options: --type, --comment, --edit, --approved; see: sleeve art add --help)\n');
+    assert.equal(r.stderr, 'sleeve: unknown option --frontt for sleeve art add (its options: --type, --comment, --edit, --approved, --unapproved; see: sleeve art add --help)\n');
     const m = await runCli(t.env, ['migrate', '--force']);
     assert.equal(m.code, 2);
     assert.match(m.stderr, /^sleeve: unknown option --force for sleeve migrate \(sleeve migrate takes no options/);
@@ -102,7 +102,7 @@ describe(`the operator's CLI (${DIALECT})`, () => {
     for (const [i, mbid] of releases.entries()) await cliOk(t.env, ['release', 'add', mbid, '--release-group', group, '--title', `Album ${i}`, '--date', `200${i}-0${i + 1}`]);
     const a = releases[0] as string;
     await cliOk(t.env, ['art', 'add', a, '-', '--type', 'Front', '--approved', '--comment', 'the cover'], { stdin: await makePng(40, 40) });
-    await cliOk(t.env, ['art', 'add', a, '-', '--type', 'Back', '--type', 'Spine'], { stdin: await makePng(30, 30) });
+    await cliOk(t.env, ['art', 'add', a, '-', '--type', 'Back', '--type', 'Spine', '--unapproved'], { stdin: await makePng(30, 30) });
 
     // Releases, a page at a time.
     const page1 = await cliOk(t.env, ['release', 'list', '--limit', '2', '--json']);
@@ -124,7 +124,7 @@ describe(`the operator's CLI (${DIALECT})`, () => {
 
     // A release's images: the entries of its index.json.
     const art = await cliOk(t.env, ['art', 'list', a, '--json']);
-    assert.deepEqual(art, { release: a, images: (await readIndex(t, a)).images });
+    assert.deepEqual(art, { release: a, images: (await readIndex(t, a)).images, revision: 2, pending: [] });
     assert.deepEqual(art.images.map((i: { types: string[] }) => i.types), [['Front'], ['Back', 'Spine']]);
     const artText = await cliOk(t.env, ['art', 'list', a]);
     assert.match(artText, new RegExp(`^${art.images[0].id} +Front +yes +"the cover" +${art.images[0].image.replace(/[.]/g, '\\.')}$`, 'm'));
@@ -142,8 +142,8 @@ describe(`the operator's CLI (${DIALECT})`, () => {
     assert.deepEqual(
       users.users.map((u: Record<string, unknown>) => ({ ...u, id: typeof u.id, created: typeof u.created })),
       [
-        { id: 'number', name: 'alice', email: 'alice@example.com', email_verified: true, created: 'string' },
-        { id: 'number', name: 'bob', email: 'bob@example.com', email_verified: false, created: 'string' },
+        { id: 'number', name: 'alice', email: 'alice@example.com', email_verified: true, role: 'editor', created: 'string' },
+        { id: 'number', name: 'bob', email: 'bob@example.com', email_verified: false, role: 'editor', created: 'string' },
       ],
     );
     const apps = await cliOk(t.env, ['app', 'list', '--json']);

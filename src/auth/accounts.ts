@@ -30,6 +30,22 @@ export interface AddUserInput {
   zoneinfo?: string;
   birthDate?: string;
   country?: string;
+  /** `editor` (the default) or `approver`. */
+  role?: string;
+}
+
+/**
+ * What an account may do with cover art (docs/decisions.md, "Cover art edits and approval"):
+ * every account is an editor; an approver's changes apply at once under review, and an
+ * approver approves or rejects the changes of others.
+ */
+export type Role = 'editor' | 'approver';
+export const ROLES: readonly Role[] = ['editor', 'approver'];
+
+function parseRole(text: string): Role {
+  const role = text.trim().toLowerCase();
+  if (!(ROLES as readonly string[]).includes(role)) throw invalidInput(`role must be one of ${ROLES.join(', ')}`);
+  return role as Role;
 }
 
 /** Creates an account with an scrypt password hash. */
@@ -43,6 +59,7 @@ export async function addUser(deps: AuthDeps, input: AddUserInput): Promise<Acco
   if (input.website !== undefined && !/^https?:\/\/\S+$/.test(input.website)) throw invalidInput('website must be an http(s) URL');
   if (input.birthDate !== undefined && !/^\d{4}-\d{2}-\d{2}$/.test(input.birthDate)) throw invalidInput('birth date must be YYYY-MM-DD');
   if (input.country !== undefined && !/^[A-Z]{2}$/.test(input.country)) throw invalidInput('country must be a two-letter ISO 3166 code such as GB');
+  const role = parseRole(input.role ?? 'editor');
   if (input.zoneinfo !== undefined) {
     try {
       new Intl.DateTimeFormat('en', { timeZone: input.zoneinfo });
@@ -68,6 +85,7 @@ export async function addUser(deps: AuthDeps, input: AddUserInput): Promise<Acco
         birth_date: input.birthDate ?? null,
         country: input.country ?? null,
         created_at: deps.clock.now(),
+        role,
       })
       .returning(ACCOUNT_COLUMNS)
       .executeTakeFirstOrThrow();
@@ -78,6 +96,26 @@ export async function addUser(deps: AuthDeps, input: AddUserInput): Promise<Acco
     }
     throw err;
   }
+}
+
+/** The roles of an account (every account is an editor; some are approvers too); empty when there is no such account. */
+export async function accountRoles(deps: Pick<AuthDeps, 'db'>, accountId: number): Promise<Role[]> {
+  const row = await deps.db.selectFrom('account').select('role').where('id', '=', accountId).executeTakeFirst();
+  if (row === undefined) return [];
+  return row.role === 'approver' ? ['editor', 'approver'] : ['editor'];
+}
+
+/** Gives a user a role; returns the account and the role it had. */
+export async function setUserRole(deps: Pick<AuthDeps, 'db'>, name: string, roleText: string): Promise<{ account: Account; role: Role; previous: Role }> {
+  const role = parseRole(roleText);
+  const nameKey = name.normalize('NFC').trim().toLowerCase();
+  return deps.db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('account').select([...ACCOUNT_COLUMNS, 'role']).where('name_key', '=', nameKey).executeTakeFirst();
+    if (row === undefined) throw new AppError('NOT_FOUND', `no user ${name}`);
+    await trx.updateTable('account').set({ role }).where('id', '=', row.id).execute();
+    const { role: previous, ...account } = row;
+    return { account, role, previous: previous === 'approver' ? 'approver' : 'editor' };
+  });
 }
 
 export async function findAccountByName(deps: AuthDeps, name: string): Promise<Account | undefined> {

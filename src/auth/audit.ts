@@ -27,7 +27,9 @@ export type AuditEvent =
   /** A DPoP proof refused (bad signature, htm, htu, iat, ath, wrong key) or missing where required. */
   | 'dpop.rejected'
   /** A DPoP proof presented a second time (its jti seen before, in this process or, with Redis, any). */
-  | 'dpop.replayed';
+  | 'dpop.replayed'
+  /** A user's role changed (`reason`: the new role, editor or approver). */
+  | 'user.role_changed';
 
 /** The facts an audit line may carry. Anything else is left out, so nothing secret slips in. */
 export interface AuditFields {

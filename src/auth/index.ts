@@ -3,7 +3,7 @@
  * use. Its listener (buildAuthApp, and the TLS material it serves with) is app.ts: kept out
  * of here so that a command loads neither Fastify nor the certificate maker.
  */
-export { addUser, findAccountByName, type Account, type AddUserInput } from './accounts.js';
+export { accountRoles, addUser, findAccountByName, findAccount, setUserRole, ROLES, type Account, type AddUserInput, type Role } from './accounts.js';
 export { registerApp, operatorEditApp, type Application, type Registered } from './applications.js';
 export { audit, type AuditEvent, type AuditFields, type AuditLogger } from './audit.js';
 export { PasswordHasher, DEFAULT_HASH_QUEUE, defaultHashThreads, type PasswordHashingLimits } from './crypto.js';

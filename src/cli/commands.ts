@@ -48,7 +48,7 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
  * needs the store fails on its own). A command that changed the catalogue returns only
  * once every serving process shows the change (`afterChange`).
  */
-async function withRuntime<T>(
+export async function withRuntime<T>(
   ctx: CommandContext,
   fn: (rt: Runtime) => Promise<T>,
   /** `rewritesFiles`: the command rewrites index.json files without changing the catalogue (published when it succeeds). */
@@ -234,11 +234,26 @@ const setCover: Command = {
   },
 };
 
+/** --approved or --unapproved, or neither (undefined). */
+function approvedFlag(ctx: CommandContext): boolean | undefined {
+  if (ctx.options.approved === true && ctx.options.unapproved === true) throw invalidInput('--approved and --unapproved contradict each other');
+  return ctx.options.approved === true ? true : ctx.options.unapproved === true ? false : undefined;
+}
+
+/** --expect-revision N: the revision of the release (sleeve art list) the change is based on. */
+function expectedRevision(ctx: CommandContext): number | undefined {
+  const text = str(ctx, 'expect-revision');
+  if (text === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(text)) throw invalidInput('--expect-revision must be a whole number (the revision sleeve art list shows)');
+  return Number(text);
+}
+
 const artAdd: Command = {
   name: 'art add',
-  options: { type: { type: 'string', multiple: true }, comment: { type: 'string' }, edit: { type: 'string' }, approved: { type: 'boolean' } },
+  options: { type: { type: 'string', multiple: true }, comment: { type: 'string' }, edit: { type: 'string' }, approved: { type: 'boolean' }, unapproved: { type: 'boolean' } },
   async run(ctx) {
-    const [release = '', file = ''] = want(ctx, 2, 'art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved]');
+    const [release = '', file = ''] = want(ctx, 2, 'art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]');
+    const approved = approvedFlag(ctx);
     const editText = str(ctx, 'edit');
     if (editText !== undefined && !/^\d{1,10}$/.test(editText)) throw invalidInput('--edit must be a whole number');
     const config = ctx.config();
@@ -250,7 +265,7 @@ const artAdd: Command = {
         types: list(ctx, 'type'),
         comment: str(ctx, 'comment'),
         edit: editText === undefined ? undefined : Number(editText),
-        approved: ctx.options.approved === true,
+        approved,
       }),
     );
     ctx.out(describeImage('added', parseMbid(release) ?? release, image), image);
@@ -260,15 +275,21 @@ const artAdd: Command = {
 
 const artEdit: Command = {
   name: 'art edit',
-  options: { type: { type: 'string', multiple: true }, comment: { type: 'string' }, approved: { type: 'boolean' }, unapproved: { type: 'boolean' } },
+  options: {
+    type: { type: 'string', multiple: true },
+    comment: { type: 'string' },
+    approved: { type: 'boolean' },
+    unapproved: { type: 'boolean' },
+    'expect-revision': { type: 'string' },
+  },
   async run(ctx) {
-    const [release = '', id = ''] = want(ctx, 2, 'art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved]');
-    if (ctx.options.approved === true && ctx.options.unapproved === true) throw invalidInput('--approved and --unapproved contradict each other');
-    const approved = ctx.options.approved === true ? true : ctx.options.unapproved === true ? false : undefined;
+    const [release = '', id = ''] = want(ctx, 2, 'art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved] [--expect-revision N]');
+    const approved = approvedFlag(ctx);
+    const expectRevision = expectedRevision(ctx);
     const types = list(ctx, 'type');
     const comment = str(ctx, 'comment');
     if (types === undefined && comment === undefined && approved === undefined) throw invalidInput('nothing to change: give --type, --comment, --approved or --unapproved');
-    const image = await withRuntime(ctx, (rt) => editArt(rt.coverArt, { release, imageId: id, types, comment, approved }));
+    const image = await withRuntime(ctx, (rt) => editArt(rt.coverArt, { release, imageId: id, types, comment, approved }, { expectRevision }));
     ctx.out(describeImage('edited', parseMbid(release) ?? release, image), image);
     return 0;
   },
@@ -276,9 +297,11 @@ const artEdit: Command = {
 
 const artRemove: Command = {
   name: 'art remove',
+  options: { 'expect-revision': { type: 'string' } },
   async run(ctx) {
-    const [release = '', id = ''] = want(ctx, 2, 'art remove RELEASE_MBID IMAGE_ID');
-    const result = await withRuntime(ctx, (rt) => removeArt(rt.coverArt, release, id));
+    const [release = '', id = ''] = want(ctx, 2, 'art remove RELEASE_MBID IMAGE_ID [--expect-revision N]');
+    const expectRevision = expectedRevision(ctx);
+    const result = await withRuntime(ctx, (rt) => removeArt(rt.coverArt, release, id, { expectRevision }));
     ctx.out(`removed image ${result.id} from release ${parseMbid(release)}`, { removed: result.id, release: parseMbid(release) });
     return 0;
   },
@@ -286,10 +309,12 @@ const artRemove: Command = {
 
 const artReorder: Command = {
   name: 'art reorder',
+  options: { 'expect-revision': { type: 'string' } },
   async run(ctx) {
-    if (ctx.args.length < 2) throw invalidInput('usage: sleeve art reorder RELEASE_MBID IMAGE_ID...');
+    if (ctx.args.length < 2) throw invalidInput('usage: sleeve art reorder RELEASE_MBID IMAGE_ID... [--expect-revision N]');
     const [release = '', ...ids] = ctx.args;
-    const result = await withRuntime(ctx, (rt) => reorderArt(rt.coverArt, release, ids));
+    const expectRevision = expectedRevision(ctx);
+    const result = await withRuntime(ctx, (rt) => reorderArt(rt.coverArt, release, ids, { expectRevision }));
     ctx.out(`new order: ${result.order.join(' ')}`, { release: parseMbid(release), order: result.order });
     return 0;
   },
@@ -352,9 +377,14 @@ const userAdd: Command = {
     zoneinfo: { type: 'string' },
     'birth-date': { type: 'string' },
     country: { type: 'string' },
+    role: { type: 'string' },
   },
   async run(ctx) {
-    const [name = ''] = want(ctx, 1, 'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]');
+    const [name = ''] = want(
+      ctx,
+      1,
+      'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC] [--role editor|approver]',
+    );
     if (ctx.options['password-stdin'] !== true) throw invalidInput('--password-stdin is required: the password is read from standard input, never from the command line');
     const password = await readPassword();
     const { addUser } = await import('../auth/index.js');
@@ -369,10 +399,29 @@ const userAdd: Command = {
         zoneinfo: str(ctx, 'zoneinfo'),
         birthDate: str(ctx, 'birth-date'),
         country: str(ctx, 'country'),
+        role: str(ctx, 'role'),
       }),
     );
-    await cliAudit(ctx, 'user.created', { user: account.name });
-    ctx.out(`added user ${account.name}`, { id: account.id, name: account.name });
+    const role = str(ctx, 'role')?.trim().toLowerCase() ?? 'editor';
+    await cliAudit(ctx, 'user.created', { user: account.name, reason: role });
+    ctx.out(`added user ${account.name}${role === 'approver' ? ' (approver)' : ''}`, { id: account.id, name: account.name, role });
+    return 0;
+  },
+};
+
+const userEdit: Command = {
+  name: 'user edit',
+  options: { role: { type: 'string' } },
+  async run(ctx) {
+    const [name = ''] = want(ctx, 1, 'user edit NAME --role editor|approver');
+    const roleText = str(ctx, 'role');
+    if (roleText === undefined) throw invalidInput('nothing to change: give --role editor|approver');
+    const { setUserRole } = await import('../auth/index.js');
+    const result = await withRuntime(ctx, (rt) => setUserRole(rt.auth, name, roleText));
+    if (result.previous !== result.role) await cliAudit(ctx, 'user.role_changed', { user: result.account.name, reason: result.role });
+    const human =
+      result.previous === result.role ? `user ${result.account.name} is already ${result.role === 'approver' ? 'an approver' : 'an editor'}` : `user ${result.account.name} is now ${result.role === 'approver' ? 'an approver' : 'an editor'} (was ${result.previous})`;
+    ctx.out(human, { id: result.account.id, name: result.account.name, role: result.role, previous: result.previous });
     return 0;
   },
 };
@@ -501,6 +550,7 @@ export const COMMANDS: Record<string, Command> = Object.fromEntries(
     artReorder,
     artReindex,
     userAdd,
+    userEdit,
     appAdd,
     appEdit,
     importMusicBrainz,

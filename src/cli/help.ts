@@ -20,14 +20,20 @@ export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   release merge OLD_MBID INTO_MBID      the old MBID then resolves to the new one
   release list [--after MBID] [--limit N]
   release-group set-cover RG_MBID RELEASE_MBID
-  art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved]
-  art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved]
-  art remove RELEASE_MBID IMAGE_ID
-  art reorder RELEASE_MBID IMAGE_ID...
+  art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]
+  art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved] [--expect-revision N]
+  art remove RELEASE_MBID IMAGE_ID [--expect-revision N]
+  art reorder RELEASE_MBID IMAGE_ID... [--expect-revision N]
   art reindex [RELEASE_MBID]            rewrite index.json from the database
-  art list RELEASE_MBID                 the images of a release, in order
+  art list RELEASE_MBID                 the images of a release, in order, its revision and pending edits
+  edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]
+                                        the cover art edits, newest first
+  edit show ID                          one edit: who, when, what, before and after
+  edit approve ID [--note TEXT]         approve a pending edit and apply it
+  edit reject ID [--note TEXT]          reject a pending edit (a pending addition is removed)
   user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL]
-           [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]
+           [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC] [--role editor|approver]
+  user edit NAME --role editor|approver  give a user the approver role, or take it away
   user list
   app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]
   app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]
@@ -85,34 +91,76 @@ const HELP: Record<string, CommandHelp> = {
     about: "Makes the release the group's cover art comes from (it must be in the group).",
   },
   'art add': {
-    usage: 'art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved]',
+    usage: 'art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]',
     about:
       'Adds a JPEG, PNG or GIF image (FILE, or - for standard input) to a release: checks it, stores it\n' +
-      'with its 250/500/1200 px thumbnails and rewrites the release\'s index.json.',
+      'with its 250/500/1200 px thumbnails and rewrites the release\'s index.json. Recorded as an edit\n' +
+      'of the operator, applied and approved at once; the listing\'s edit is its id unless --edit names another.',
     options: {
       type: ['NAME', 'an art type (Front, Back, Booklet, Medium, …; case-insensitive); repeat for several'],
       comment: ['TEXT', 'a comment shown in the listing'],
-      edit: ['N', 'the MusicBrainz edit number (default 0)'],
-      approved: 'mark the image approved',
+      edit: ['N', "the listing's edit: a MusicBrainz edit number, below 1000000000 (default: the sleeve edit's id)"],
+      approved: 'mark the image approved (the default)',
+      unapproved: 'mark the image not approved',
     },
   },
   'art edit': {
-    usage: 'art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved]',
+    usage: 'art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved] [--expect-revision N]',
     about: "Changes an image's types (replacing them when given), comment or approval.",
-    options: { type: ['NAME', 'an art type; repeat for several (replaces all of them)'], comment: ['TEXT', 'the new comment'], approved: 'mark the image approved', unapproved: 'mark the image not approved' },
+    options: {
+      type: ['NAME', 'an art type; repeat for several (replaces all of them)'],
+      comment: ['TEXT', 'the new comment'],
+      approved: 'mark the image approved',
+      unapproved: 'mark the image not approved',
+      'expect-revision': ['N', 'refuse (conflict) unless the release is still at this revision (sleeve art list)'],
+    },
   },
-  'art remove': { usage: 'art remove RELEASE_MBID IMAGE_ID', about: 'Removes an image and its files.' },
-  'art reorder': { usage: 'art reorder RELEASE_MBID IMAGE_ID...', about: 'Puts the images of a release in this order (name every image once).' },
+  'art remove': {
+    usage: 'art remove RELEASE_MBID IMAGE_ID [--expect-revision N]',
+    about: 'Removes an image and its files.',
+    options: { 'expect-revision': ['N', 'refuse (conflict) unless the release is still at this revision (sleeve art list)'] },
+  },
+  'art reorder': {
+    usage: 'art reorder RELEASE_MBID IMAGE_ID... [--expect-revision N]',
+    about: 'Puts the images of a release in this order (name every image once).',
+    options: { 'expect-revision': ['N', 'refuse (conflict) unless the release is still at this revision (sleeve art list)'] },
+  },
   'art reindex': {
     usage: 'art reindex [RELEASE_MBID]',
     about: 'Rewrites index.json from the database (of one release, or of all), and removes files no image names any more.',
   },
   'art list': {
     usage: 'art list RELEASE_MBID',
-    about: "Lists a release's images in order: id, types, approval, comment and the image URL (--json: the listing's entries).",
+    about:
+      "Lists a release's images in order: id, types, approval, comment and the image URL (--json: the listing's entries),\n" +
+      'then the release\'s revision (every change moves it; give it as --expect-revision) and the ids of its pending edits.',
+  },
+  'edit list': {
+    usage: 'edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]',
+    about: 'Lists cover art edits, newest first: id, status, kind, release, image, editor and when.\nWith more than N, the last line (or "next" with --json) names the id to pass to --before for the next page.',
+    options: {
+      release: ['MBID', "only this release's edits (and those of releases merged into it)"],
+      editor: ['NAME', "only this user's edits"],
+      operator: "only the operator's edits (made with the CLI)",
+      pending: 'only edits waiting for an approver',
+      status: ['S', 'only edits with this status: applied, pending, approved or rejected'],
+      before: ['ID', 'only edits older than this one'],
+      limit: ['N', 'at most N edits (default 50, at most 1000)'],
+    },
+  },
+  'edit show': { usage: 'edit show ID', about: 'Shows one edit: its kind and status, who made it and when, the release and image, before and after, and who closed it.' },
+  'edit approve': {
+    usage: 'edit approve ID [--note TEXT]',
+    about: 'Approves a pending edit as the operator and applies it (conflict when what it changes changed since it was made).',
+    options: { note: ['TEXT', 'a note kept with the edit'] },
+  },
+  'edit reject': {
+    usage: 'edit reject ID [--note TEXT]',
+    about: 'Rejects a pending edit as the operator: nothing of it is applied, and a pending addition is removed with its files.',
+    options: { note: ['TEXT', 'a note kept with the edit'] },
   },
   'user add': {
-    usage: 'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC]',
+    usage: 'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC] [--role editor|approver]',
     about: 'Adds a user of the authorization service. The password is read from standard input, never from the command line.',
     options: {
       email: ['EMAIL', 'the e-mail address'],
@@ -123,9 +171,15 @@ const HELP: Record<string, CommandHelp> = {
       zoneinfo: ['TZ', 'a time zone such as Europe/Berlin (default UTC)'],
       'birth-date': ['YYYY-MM-DD', 'the date of birth'],
       country: ['CC', 'a two-letter country code'],
+      role: ['editor|approver', "the user's cover art role (default editor): an approver's changes apply at once and an approver decides others'"],
     },
   },
-  'user list': { usage: 'user list', about: 'Lists the users: id, name, e-mail address and whether it is verified (never a password hash).' },
+  'user edit': {
+    usage: 'user edit NAME --role editor|approver',
+    about: "Changes a user's cover art role (an audit line records it).",
+    options: { role: ['editor|approver', 'the new role'] },
+  },
+  'user list': { usage: 'user list', about: 'Lists the users: id, name, e-mail address, whether it is verified, and role (never a password hash).' },
   'app add': {
     usage: 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]',
     about: 'Registers an OAuth application and prints its client_id and client_secret (the secret only now).',

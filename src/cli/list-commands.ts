@@ -3,8 +3,7 @@
  * Each prints a line per row, or one JSON value with --json. They never show a secret or
  * a hash (client secrets, password hashes): only the columns named here are read.
  */
-import { buildListing, findRelease } from '../cover-art/index.js';
-import { listImages } from '../cover-art/repo.js';
+import { releaseArt } from '../cover-art/index.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
@@ -95,19 +94,23 @@ const artList: Command = {
     const text = ctx.args[0] as string;
     const mbid = parseMbid(text);
     if (mbid === undefined) throw invalidInput(`release ${JSON.stringify(text)} is not a valid MBID`);
-    const { release, images } = await withRuntime(ctx, async (rt) => {
-      const release = await findRelease(rt.database.db, mbid);
-      if (release === undefined) throw notFound(`no release ${mbid}`);
-      return { release, images: buildListing(rt.coverArt.urls, release.gid, await listImages(rt.database.db, release.id)).images };
+    const art = await withRuntime(ctx, async (rt) => {
+      const art = await releaseArt(rt.coverArt, mbid);
+      if (art === undefined) throw notFound(`no release ${mbid}`);
+      return art;
     });
+    const { images } = art.listing;
     const human =
-      images.length === 0
-        ? `release ${release.gid} has no images`
+      (images.length === 0
+        ? `release ${art.release} has no images`
         : table([
             ['ID', 'TYPES', 'APPROVED', 'COMMENT', 'IMAGE'],
             ...images.map((i) => [i.id, i.types.length === 0 ? '-' : i.types.join(','), i.approved ? 'yes' : 'no', i.comment === '' ? '-' : JSON.stringify(i.comment), i.image]),
-          ]);
-    ctx.out(human, { release: release.gid, images });
+          ])) +
+      `\nrevision ${art.revision}` +
+      (art.pending.length === 0 ? '' : `; pending edits: ${art.pending.map((e) => `${e.id} (${e.kind})`).join(', ')}`);
+    // `pending`: the ids of the edits waiting for an approver (sleeve edit show ID).
+    ctx.out(human, { release: art.release, images, revision: art.revision, pending: art.pending.map((e) => e.id) });
     return 0;
   },
 };
@@ -117,13 +120,13 @@ const userList: Command = {
   async run(ctx) {
     noArgs(ctx, 'user list');
     const rows = await withRuntime(ctx, (rt) =>
-      rt.database.db.selectFrom('account').select(['id', 'name', 'email', 'email_verified', 'created_at']).orderBy('id').execute(),
+      rt.database.db.selectFrom('account').select(['id', 'name', 'email', 'email_verified', 'role', 'created_at']).orderBy('id').execute(),
     );
-    const users = rows.map((r) => ({ id: r.id, name: r.name, email: r.email, email_verified: r.email_verified === 1, created: isoTime(r.created_at) }));
+    const users = rows.map((r) => ({ id: r.id, name: r.name, email: r.email, email_verified: r.email_verified === 1, role: r.role, created: isoTime(r.created_at) }));
     const human =
       users.length === 0
         ? 'no users'
-        : table([['ID', 'NAME', 'EMAIL', 'VERIFIED', 'CREATED'], ...users.map((u) => [String(u.id), u.name, u.email ?? '-', u.email_verified ? 'yes' : 'no', u.created])]);
+        : table([['ID', 'NAME', 'EMAIL', 'VERIFIED', 'ROLE', 'CREATED'], ...users.map((u) => [String(u.id), u.name, u.email ?? '-', u.email_verified ? 'yes' : 'no', u.role, u.created])]);
     ctx.out(human, { users });
     return 0;
   },

@@ -3,12 +3,13 @@ import { loadConfig, readConfigFile, type Config } from '../config/load.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
 import { reportError, UsageError } from './errors.js';
 import { commandHelp, groupHelp, USAGE, version } from './help.js';
+import { EDIT_COMMANDS } from './edit-command.js';
 import { KEYS_COMMANDS } from './keys-command.js';
 import { LIST_COMMANDS } from './list-commands.js';
 import { MIRROR_COMMANDS } from './mirror-command.js';
 
-/** Every command: the catalogue and account commands, the read-only listings, the signing keys' and the mirror's. */
-const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS };
+/** Every command: the catalogue and account commands, the read-only listings, the edits', the signing keys' and the mirror's. */
+const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...EDIT_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS };
 
 /**
  * A bad option as one line naming it and where its command's help is, instead of

@@ -83,6 +83,8 @@ export interface Config {
   uploadMaxPixels: number;
   /** Load the demo catalogue on `serve` when the database holds no release. */
   demo: boolean;
+  /** Whether ordinary editors' cover art changes wait for an approver (`review`) or apply at once (`auto`). */
+  approval: 'auto' | 'review';
   /** How often a serving process looks for catalogue changes made elsewhere, in ms. */
   changePollMs: number;
   /** The same while Redis notifies it of changes (the poll is then only the safety net), in ms. */
@@ -134,6 +136,7 @@ export const VARIABLES = {
   SLEEVE_UPLOAD_MAX_BYTES: 'largest accepted image file in bytes (default 52428800)',
   SLEEVE_UPLOAD_MAX_PIXELS: 'largest accepted image in pixels, width×height (default 100000000)',
   SLEEVE_DEMO: 'load the demo catalogue when the database is empty: on|off (default on)',
+  SLEEVE_APPROVAL: "cover art changes by editors without the approver role: auto (applied at once) or review (pending until an approver decides) (default auto)",
   SLEEVE_CHANGE_POLL_MS: 'how often a server checks for catalogue changes, ms (default 250)',
   SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
@@ -211,6 +214,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const upstream = upstreamConfig((n) => r.get(n), (n, fallback, schemes) => r.url(n, fallback, schemes), (n, fallback, min, max) => r.int(n, fallback, min, max));
   const logLevel = readLogLevel(r);
   const demo = readDemo(r);
+  const approval = readApproval(r);
   r.checkUnknown();
   r.throwIfAny();
   return Object.freeze({
@@ -232,6 +236,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     uploadMaxBytes: serving.uploadMaxBytes,
     uploadMaxPixels: serving.uploadMaxPixels,
     demo,
+    approval,
     changePollMs: serving.changePollMs,
     changePollRedisMs: serving.changePollRedisMs,
     shutdownDelayMs: serving.shutdownDelayMs,
@@ -436,6 +441,12 @@ function readLogLevel(r: SettingsReader): Config['logLevel'] {
   const logLevel = (r.get('SLEEVE_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) r.bad('SLEEVE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
   return logLevel;
+}
+
+function readApproval(r: SettingsReader): Config['approval'] {
+  const raw = (r.get('SLEEVE_APPROVAL') ?? 'auto').toLowerCase();
+  if (raw !== 'auto' && raw !== 'review') r.bad('SLEEVE_APPROVAL', 'must be auto or review');
+  return raw === 'review' ? 'review' : 'auto';
 }
 
 function readDemo(r: SettingsReader): boolean {

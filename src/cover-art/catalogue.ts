@@ -17,6 +17,7 @@ import {
   type Queryable,
   type ReleaseRef,
 } from './repo.js';
+import { appliesAtOnce, bumpRevision, FIRST_EDIT_ID, recordEdit, type ChangeOptions, type Edit, type Editor } from './edits.js';
 import { processImage } from './thumbnails.js';
 import { Upload } from './uploads.js';
 import { failpoint } from '../shared/failpoint.js';
@@ -27,7 +28,7 @@ function requireMbid(text: string, what: string): string {
   return mbid;
 }
 
-async function requireRelease(db: Queryable, text: string): Promise<ReleaseRef> {
+export async function requireRelease(db: Queryable, text: string): Promise<ReleaseRef> {
   const mbid = requireMbid(text, 'release');
   const release = await findRelease(db, mbid);
   if (release === undefined) throw notFound(`no release ${mbid}; add it first with: sleeve release add ${mbid} --release-group RG_MBID`);
@@ -91,28 +92,50 @@ export async function addRelease(deps: CoverArtDeps, input: AddReleaseInput): Pr
   });
 }
 
-/** Makes the editor-chosen release of a group (it must belong to the group). */
-export async function setGroupCover(deps: CoverArtDeps, groupText: string, releaseText: string): Promise<void> {
+/**
+ * Makes the editor-chosen release of a group (it must belong to the group). Recorded as an
+ * edit; under review by an ordinary editor it waits for an approver (cover-art/approval.ts).
+ */
+export async function setGroupCover(deps: CoverArtDeps, groupText: string, releaseText: string, options: ChangeOptions = {}): Promise<void> {
   const groupMbid = requireMbid(groupText, 'release group');
-  await deps.db.transaction().execute(async (trx) => {
+  const pending = !appliesAtOnce(deps.approval, options.editor);
+  const edit = await deps.db.transaction().execute(async (trx) => {
     const group = await findReleaseGroup(trx, groupMbid);
     if (group === undefined) throw notFound(`no release group ${groupMbid}`);
     const release = await requireRelease(trx, releaseText);
     if (release.release_group !== group.id) throw invalidInput(`release ${release.gid} is not in release group ${group.gid}`);
-    const updated = await trx
-      .updateTable('release_group_cover_art')
-      .set({ release: release.id })
-      .where('release_group', '=', group.id)
+    const chosen = await trx
+      .selectFrom('release_group_cover_art as c')
+      .innerJoin('release as r', 'r.id', 'c.release')
+      .select('r.gid')
+      .where('c.release_group', '=', group.id)
       .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) === 0) {
-      await trx.insertInto('release_group_cover_art').values({ release_group: group.id, release: release.id }).execute();
-    }
-    await bumpCatalogueVersion(trx);
+    if (!pending) await applyGroupCover(trx, group.id, release.id);
+    return recordEdit(trx, {
+      kind: 'set-cover',
+      release: release.gid,
+      releaseGroup: group.gid,
+      editor: options.editor,
+      before: { release: chosen?.gid ?? null },
+      after: { release: release.gid },
+      pending,
+      now: deps.clock.now(),
+    });
   });
+  options.onEdit?.(edit);
 }
 
-/** Resolves type names case-insensitively to art type ids, naming the valid ones on a miss. */
-async function resolveTypes(db: Queryable, names: string[]): Promise<number[]> {
+/** Stores a group's chosen release (inside the change's transaction). */
+export async function applyGroupCover(trx: Queryable, groupId: number, releaseId: number): Promise<void> {
+  const updated = await trx.updateTable('release_group_cover_art').set({ release: releaseId }).where('release_group', '=', groupId).executeTakeFirst();
+  if (Number(updated.numUpdatedRows) === 0) {
+    await trx.insertInto('release_group_cover_art').values({ release_group: groupId, release: releaseId }).execute();
+  }
+  await bumpCatalogueVersion(trx);
+}
+
+/** Resolves type names case-insensitively to art type ids (and their proper names), naming the valid ones on a miss. */
+async function resolveTypes(db: Queryable, names: string[]): Promise<{ ids: number[]; names: string[] }> {
   const all = await loadArtTypes(db);
   const ids = new Set<number>();
   for (const name of names) {
@@ -120,7 +143,13 @@ async function resolveTypes(db: Queryable, names: string[]): Promise<number[]> {
     if (hit === undefined) throw invalidInput(`unknown art type ${JSON.stringify(name)}; known types: ${all.map((t) => t.name).join(', ')}`);
     ids.add(hit.id);
   }
-  return [...ids].sort((a, b) => a - b);
+  const sorted = [...ids].sort((a, b) => a - b);
+  return { ids: sorted, names: sorted.map((id) => all.find((t) => t.id === id)?.name ?? String(id)) };
+}
+
+/** `approved` is the operator's to set by hand; an editor's changes get it from the approval policy. */
+function operatorOnly(editor: Editor | null | undefined, what: string, given: boolean): void {
+  if (given && editor !== null && editor !== undefined) throw invalidInput(`only the operator sets ${what}; an editor's change is approved by the approval policy`);
 }
 
 export interface AddArtInput {
@@ -128,7 +157,12 @@ export interface AddArtInput {
   bytes: Buffer;
   types?: string[];
   comment?: string;
+  /**
+   * The operator only: the listing's `edit` names this edit of another system (a MusicBrainz
+   * edit, below 1,000,000,000) instead of the sleeve edit that adds the image.
+   */
   edit?: number;
+  /** The operator only: approved or not (default: approved, as every change of the operator's). */
   approved?: boolean;
 }
 
@@ -139,17 +173,24 @@ export interface AddArtInput {
  * nothing else has changed; a process killed anywhere leaves work the next sweep finishes
  * or removes (cover-art/uploads.ts).
  */
-export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<ListingImage> {
+export async function addArt(deps: CoverArtDeps, input: AddArtInput, options: ChangeOptions = {}): Promise<ListingImage> {
   if (input.bytes.length > deps.limits.maxBytes) {
     throw invalidInput(`file of ${input.bytes.length} bytes exceeds the limit of ${deps.limits.maxBytes} bytes (SLEEVE_UPLOAD_MAX_BYTES)`);
   }
-  const edit = input.edit ?? 0;
-  if (!Number.isSafeInteger(edit) || edit < 0 || edit > 2_147_483_647) throw invalidInput('edit must be a whole number from 0 to 2147483647');
+  const external = input.edit;
+  if (external !== undefined && (!Number.isSafeInteger(external) || external < 0 || external >= FIRST_EDIT_ID - 1)) {
+    throw invalidInput(`edit must be a whole number from 0 to ${FIRST_EDIT_ID - 2} (from ${FIRST_EDIT_ID - 1} on, edit ids are sleeve's own)`);
+  }
+  operatorOnly(options.editor, 'edit', external !== undefined);
+  operatorOnly(options.editor, 'approved', input.approved !== undefined);
+  const pending = !appliesAtOnce(deps.approval, options.editor);
   const release = await requireRelease(deps.db, input.release);
-  const typeIds = await resolveTypes(deps.db, input.types ?? []);
+  const types = await resolveTypes(deps.db, input.types ?? []);
+  const typeIds = types.ids;
   const image = await processImage(input.bytes, deps.limits.maxPixels);
 
   const id = await allocateImageId(deps.db, idForTime(deps.clock.now()));
+  let recorded: Edit | undefined;
   // Staged under a leased folder nothing serves until the commit (cover-art/uploads.ts): a process
   // killed at any point leaves nothing public, and the next sweep cleans up or finishes.
   const upload = await Upload.begin(deps, id, image.suffix);
@@ -166,11 +207,21 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
     if (failed !== undefined) throw failed.reason;
     await failpoint('upload-staged', String(id));
     if (!(await upload.held())) throw new AppError('CONFLICT', `the upload of image ${id} was given up while this process was stopped; try again`);
-    await deps.db.transaction().execute(async (trx) => {
+    recorded = await deps.db.transaction().execute(async (trx) => {
       // First, so concurrent changes to the release take turns and read each other's orderings.
-      await markChanged(trx, release.id, deps.clock.now());
+      expectRevision(release, options.expectRevision, await markChanged(trx, release.id, deps.clock.now()));
       const current = await findRelease(trx, release.gid);
       if (current?.id !== release.id) throw new AppError('CONFLICT', `release ${release.gid} changed during the upload (merged?); try again`);
+      const approved = pending ? false : (input.approved ?? true);
+      const edit = await recordEdit(trx, {
+        kind: 'add',
+        release: release.gid,
+        image: id,
+        editor: options.editor,
+        after: { types: types.names, comment: input.comment ?? '', approved, ...(external === undefined ? {} : { edit: external }) },
+        pending,
+        now: deps.clock.now(),
+      });
       const last = await trx
         .selectFrom('cover_art')
         .select((eb) => eb.fn.max('ordering').as('max'))
@@ -182,9 +233,9 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
           id,
           release: release.id,
           comment: input.comment ?? '',
-          edit,
+          edit: external ?? edit.id,
           ordering: Number(last?.max ?? 0) + 1,
-          approved: input.approved === true ? 1 : 0,
+          approved: approved ? 1 : 0,
           mime_type: image.mime,
           date_uploaded: deps.clock.now(),
           filesize: input.bytes.length,
@@ -195,6 +246,7 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
         .execute();
       if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id, type_id }))).execute();
       await addToCounters(trx, { images: 1, uploads_total: 1, upload_bytes_total: input.bytes.length });
+      return edit;
     });
   } catch (err) {
     await upload.abandon();
@@ -211,6 +263,7 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
     );
   }
   await failpoint('upload-published', String(id));
+  if (recorded !== undefined) options.onEdit?.(recorded);
   await rewriteIndex(deps, release);
   return entryOf(deps, release, id);
 }
@@ -221,7 +274,7 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput): Promise<Li
  * which the next command or a serving process finishes once the store is back, and the
  * caller is warned. False then, so the caller leaves alone what the old index.json names.
  */
-async function rewriteIndex(deps: CoverArtDeps, release: { id: number; gid: string }): Promise<boolean> {
+export async function rewriteIndex(deps: CoverArtDeps, release: { id: number; gid: string }): Promise<boolean> {
   try {
     await writeIndex(deps, release.id);
     return true;
@@ -236,7 +289,7 @@ async function rewriteIndex(deps: CoverArtDeps, release: { id: number; gid: stri
 }
 
 /** Removes files nothing names any more after a commit; with the store away they stay, and the caller is told how to finish. */
-async function removeLeftovers(deps: CoverArtDeps, what: string, keys: string[], remedy: string): Promise<void> {
+export async function removeLeftovers(deps: CoverArtDeps, what: string, keys: string[], remedy: string): Promise<void> {
   try {
     for (const key of keys) await deps.store.delete(key);
   } catch (err) {
@@ -245,7 +298,7 @@ async function removeLeftovers(deps: CoverArtDeps, what: string, keys: string[],
   }
 }
 
-async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Promise<ListingImage> {
+export async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Promise<ListingImage> {
   const listing = buildListing(deps.urls, release.gid, await listImages(deps.db, release.id));
   const entry = listing.images.find((i) => i.id === String(id));
   if (entry === undefined) throw notFound(`cover image with id ${id} not found`);
@@ -261,9 +314,34 @@ async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Pro
  * image rows and the metric counters), so concurrent changes wait for each other instead
  * of deadlocking.
  */
-async function markChanged(trx: Queryable, releaseId: number, now: number): Promise<void> {
-  await trx.updateTable('release').set({ index_dirty: Math.max(1, now) }).where('id', '=', releaseId).execute();
+export async function markChanged(trx: Queryable, releaseId: number, now: number): Promise<number> {
+  const row = await trx
+    .updateTable('release')
+    .set((eb) => ({ index_dirty: Math.max(1, now), revision: eb('revision', '+', 1) }))
+    .where('id', '=', releaseId)
+    .returning('revision')
+    .executeTakeFirst();
   await bumpCatalogueVersion(trx);
+  return Number(row?.revision ?? 1) - 1;
+}
+
+/**
+ * Takes the release's row for a change that applies (markChanged) or one that waits for an
+ * approver (only the revision moves: the listing stays as it is); returns the revision the
+ * release had before, for expectRevision.
+ */
+async function takeRelease(trx: Queryable, releaseId: number, now: number, pending: boolean): Promise<number> {
+  if (!pending) return markChanged(trx, releaseId, now);
+  return bumpRevision(trx, releaseId);
+}
+
+/** Refuses a change based on another revision of the release than the one it had (`previous`). */
+export function expectRevision(release: { gid: string }, expected: number | undefined, previous: number): void {
+  if (expected === undefined) return;
+  if (!Number.isSafeInteger(expected) || expected < 0) throw invalidInput('the expected revision must be a whole number');
+  if (previous !== expected) {
+    throw new AppError('CONFLICT', `release ${release.gid} changed since revision ${expected} (it is at ${previous}): reload its images and try again`);
+  }
 }
 
 function parseImageId(text: string): number {
@@ -271,7 +349,7 @@ function parseImageId(text: string): number {
   return Number(text);
 }
 
-async function requireImage(db: Queryable, release: ReleaseRef, idText: string): Promise<{ id: number; suffix: string }> {
+export async function requireImage(db: Queryable, release: ReleaseRef, idText: string): Promise<{ id: number; suffix: string }> {
   const id = parseImageId(idText);
   const row = await findImage(db, release.id, id);
   if (row === undefined) throw notFound(`cover image with id ${id} not found on release ${release.gid}`);
@@ -283,48 +361,107 @@ export interface EditArtInput {
   imageId: string;
   types?: string[];
   comment?: string;
+  /** The operator only. */
   approved?: boolean;
 }
 
-/** Changes an image's types (replacing them when given), comment or approval. */
-export async function editArt(deps: CoverArtDeps, input: EditArtInput): Promise<ListingImage> {
+/** What an edit of an image changes (an edit's `after`), and what it was (its `before`). */
+export interface ImageFields {
+  types?: string[];
+  comment?: string;
+  approved?: boolean;
+}
+
+/** An image's current types, comment and approval. */
+export async function imageFields(db: Queryable, imageId: number): Promise<Required<ImageFields>> {
+  const row = await db.selectFrom('cover_art').select(['comment', 'approved']).where('id', '=', imageId).executeTakeFirstOrThrow();
+  const types = await db
+    .selectFrom('cover_art_type as t')
+    .innerJoin('art_type as a', 'a.id', 't.type_id')
+    .select('a.name')
+    .where('t.id', '=', imageId)
+    .orderBy('t.type_id')
+    .execute();
+  return { types: types.map((t) => t.name), comment: row.comment, approved: row.approved === 1 };
+}
+
+/** Writes an image's fields (inside the change's transaction, after markChanged). */
+export async function applyImageFields(trx: Queryable, imageId: number, fields: ImageFields): Promise<void> {
+  const set: { comment?: string; approved?: number } = {};
+  if (fields.comment !== undefined) set.comment = fields.comment;
+  if (fields.approved !== undefined) set.approved = fields.approved ? 1 : 0;
+  if (Object.keys(set).length > 0) await trx.updateTable('cover_art').set(set).where('id', '=', imageId).execute();
+  if (fields.types !== undefined) {
+    const typeIds = (await resolveTypes(trx, fields.types)).ids;
+    await trx.deleteFrom('cover_art_type').where('id', '=', imageId).execute();
+    if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id: imageId, type_id }))).execute();
+  }
+}
+
+/**
+ * Changes an image's types (replacing them when given), comment or approval (the operator
+ * only). Recorded as an edit; under review by an ordinary editor it waits for an approver and
+ * the image is answered as it still is.
+ */
+export async function editArt(deps: CoverArtDeps, input: EditArtInput, options: ChangeOptions = {}): Promise<ListingImage> {
+  operatorOnly(options.editor, 'approved', input.approved !== undefined);
+  const pending = !appliesAtOnce(deps.approval, options.editor);
   const release = await requireRelease(deps.db, input.release);
-  const typeIds = input.types === undefined ? undefined : await resolveTypes(deps.db, input.types);
-  const image = await deps.db.transaction().execute(async (trx) => {
-    await markChanged(trx, release.id, deps.clock.now());
+  const after: ImageFields = {};
+  if (input.types !== undefined) after.types = (await resolveTypes(deps.db, input.types)).names;
+  if (input.comment !== undefined) after.comment = input.comment;
+  if (input.approved !== undefined) after.approved = input.approved;
+  if (Object.keys(after).length === 0) throw invalidInput('nothing to change: give types, a comment or approved');
+  const { image, edit } = await deps.db.transaction().execute(async (trx) => {
+    expectRevision(release, options.expectRevision, await takeRelease(trx, release.id, deps.clock.now(), pending));
     const image = await requireImage(trx, release, input.imageId);
-    const set: { comment?: string; approved?: number } = {};
-    if (input.comment !== undefined) set.comment = input.comment;
-    if (input.approved !== undefined) set.approved = input.approved ? 1 : 0;
-    if (Object.keys(set).length > 0) await trx.updateTable('cover_art').set(set).where('id', '=', image.id).execute();
-    if (typeIds !== undefined) {
-      await trx.deleteFrom('cover_art_type').where('id', '=', image.id).execute();
-      if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id: image.id, type_id }))).execute();
-    }
-    return image;
+    const current = await imageFields(trx, image.id);
+    const before: ImageFields = {};
+    for (const key of Object.keys(after) as (keyof ImageFields)[]) Object.assign(before, { [key]: current[key] });
+    if (!pending) await applyImageFields(trx, image.id, after);
+    const edit = await recordEdit(trx, { kind: 'edit', release: release.gid, image: image.id, editor: options.editor, before, after, pending, now: deps.clock.now() });
+    return { image, edit };
   });
-  await rewriteIndex(deps, release);
+  options.onEdit?.(edit);
+  if (!pending) await rewriteIndex(deps, release);
   return entryOf(deps, release, image.id);
 }
 
-/** Removes an image: the row first, then the listing, then its files. */
-export async function removeArt(deps: CoverArtDeps, releaseText: string, imageIdText: string): Promise<{ id: string }> {
+/**
+ * Removes an image: the row first, then the listing, then its files. Recorded as an edit;
+ * under review by an ordinary editor it waits for an approver and the image stays.
+ */
+export async function removeArt(deps: CoverArtDeps, releaseText: string, imageIdText: string, options: ChangeOptions = {}): Promise<{ id: string }> {
+  const pending = !appliesAtOnce(deps.approval, options.editor);
   const release = await requireRelease(deps.db, releaseText);
-  const image = await deps.db.transaction().execute(async (trx) => {
-    await markChanged(trx, release.id, deps.clock.now());
+  const { image, edit } = await deps.db.transaction().execute(async (trx) => {
+    expectRevision(release, options.expectRevision, await takeRelease(trx, release.id, deps.clock.now(), pending));
     const image = await requireImage(trx, release, imageIdText);
-    await trx.deleteFrom('cover_art_type').where('id', '=', image.id).execute();
-    await trx.deleteFrom('cover_art').where('id', '=', image.id).execute();
-    await resequence(trx, release.id);
-    await addToCounters(trx, { images: -1, image_removals_total: 1 });
-    return image;
+    const before = await imageFields(trx, image.id);
+    if (!pending) await deleteImage(trx, release.id, image.id);
+    const edit = await recordEdit(trx, { kind: 'remove', release: release.gid, image: image.id, editor: options.editor, before, pending, now: deps.clock.now() });
+    return { image, edit };
   });
+  options.onEdit?.(edit);
+  if (!pending) await afterRemoval(deps, release, image);
+  return { id: String(image.id) };
+}
+
+/** Deletes an image's rows (inside the change's transaction, after markChanged). */
+export async function deleteImage(trx: Queryable, releaseId: number, imageId: number): Promise<void> {
+  await trx.deleteFrom('cover_art_type').where('id', '=', imageId).execute();
+  await trx.deleteFrom('cover_art').where('id', '=', imageId).execute();
+  await resequence(trx, releaseId);
+  await addToCounters(trx, { images: -1, image_removals_total: 1 });
+}
+
+/** After a removal committed: the listing, then the image's files. */
+export async function afterRemoval(deps: CoverArtDeps, release: { id: number; gid: string }, image: { id: number; suffix: string }): Promise<void> {
   // While the old index.json may still name the image, its files stay (art reindex removes them later).
   if (await rewriteIndex(deps, release)) {
     const keys = [undefined, ...THUMBNAIL_SIZES].map((size) => imageKey(release.gid, image.id, image.suffix, size));
     await removeLeftovers(deps, `the files of image ${image.id}`, keys, 'sleeve art reindex removes them once the store is back.');
   }
-  return { id: String(image.id) };
 }
 
 /** Renumbers a release's orderings 1..n, keeping their order. */
@@ -333,28 +470,42 @@ async function resequence(trx: Queryable, releaseId: number): Promise<void> {
   await setOrdering(trx, rows.map((r) => r.id), rows.map((r) => r.ordering));
 }
 
-async function setOrdering(trx: Queryable, ids: number[], current: number[] = []): Promise<void> {
+export async function setOrdering(trx: Queryable, ids: number[], current: number[] = []): Promise<void> {
   for (const [i, id] of ids.entries()) {
     if (current[i] !== i + 1) await trx.updateTable('cover_art').set({ ordering: i + 1 }).where('id', '=', id).execute();
   }
 }
 
-/** Puts a release's images in the given order; every image of the release must be named once. */
-export async function reorderArt(deps: CoverArtDeps, releaseText: string, idTexts: string[]): Promise<{ order: string[] }> {
+/** The ids of a release's images in listing order. */
+export async function currentOrder(db: Queryable, releaseId: number): Promise<number[]> {
+  const rows = await db.selectFrom('cover_art').select('id').where('release', '=', releaseId).orderBy('ordering').orderBy('id').execute();
+  return rows.map((r) => Number(r.id));
+}
+
+/**
+ * Puts a release's images in the given order; every image of the release must be named once.
+ * Recorded as an edit; under review by an ordinary editor it waits for an approver, and the
+ * order stays as it is.
+ */
+export async function reorderArt(deps: CoverArtDeps, releaseText: string, idTexts: string[], options: ChangeOptions = {}): Promise<{ order: string[] }> {
+  const pending = !appliesAtOnce(deps.approval, options.editor);
   const release = await requireRelease(deps.db, releaseText);
   const ids = idTexts.map(parseImageId);
-  await deps.db.transaction().execute(async (trx) => {
-    await markChanged(trx, release.id, deps.clock.now());
-    const existing = (await trx.selectFrom('cover_art').select('id').where('release', '=', release.id).execute()).map((r) => r.id);
+  const edit = await deps.db.transaction().execute(async (trx) => {
+    expectRevision(release, options.expectRevision, await takeRelease(trx, release.id, deps.clock.now(), pending));
+    const existing = await currentOrder(trx, release.id);
     const given = new Set(ids);
     if (given.size !== ids.length) throw invalidInput('an image id is named more than once');
     const missing = existing.filter((id) => !given.has(id));
     const unknown = ids.filter((id) => !existing.includes(id));
     if (unknown.length > 0) throw notFound(`cover image with id ${unknown.join(', ')} not found on release ${release.gid}`);
     if (missing.length > 0) throw invalidInput(`every image of the release must be named; missing: ${missing.join(' ')}`);
-    await setOrdering(trx, ids);
+    if (!pending) await setOrdering(trx, ids);
+    const before = { order: existing.map(String) };
+    return recordEdit(trx, { kind: 'reorder', release: release.gid, editor: options.editor, before, after: { order: ids.map(String) }, pending, now: deps.clock.now() });
   });
-  await rewriteIndex(deps, release);
+  options.onEdit?.(edit);
+  if (!pending) await rewriteIndex(deps, release);
   return { order: ids.map(String) };
 }
 
@@ -388,7 +539,9 @@ export async function mergeRelease(deps: CoverArtDeps, oldText: string, intoText
       // Locks in the order every change takes them: the release rows (here both, lowest id
       // first), then the catalogue counter.
       const dirty = Math.max(1, deps.clock.now());
-      for (const id of [old.id, into.id].sort((a, b) => a - b)) await trx.updateTable('release').set({ index_dirty: dirty }).where('id', '=', id).execute();
+      for (const id of [old.id, into.id].sort((a, b) => a - b)) {
+        await trx.updateTable('release').set((eb) => ({ index_dirty: dirty, revision: eb('revision', '+', 1) })).where('id', '=', id).execute();
+      }
       await bumpCatalogueVersion(trx);
       // An image added to the old release since the files were copied would go with its row (ON DELETE CASCADE).
       const current = (await trx.selectFrom('cover_art').select('id').where('release', '=', old.id).execute()).map((r) => r.id);

@@ -14,6 +14,12 @@ export interface CoverArtDeps {
   urls: ListingUrls;
   limits: { maxBytes: number; maxPixels: number };
   /**
+   * The operator's approval policy (SLEEVE_APPROVAL): `review` leaves the changes of editors
+   * without the approver role pending until an approver decides (cover-art/approval.ts).
+   * Absent: `auto`, every change applied at once.
+   */
+  approval?: 'auto' | 'review';
+  /**
    * Told of work a committed change left for later because the store was away (an
    * index.json to rewrite, files to remove); the change itself stands. Absent: silence.
    */

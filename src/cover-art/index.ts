@@ -11,7 +11,21 @@ export {
   setGroupCover,
   type AddArtInput,
   type EditArtInput,
+  type ImageFields,
 } from './catalogue.js';
+export { approveEdit, rejectEdit, releaseArt, type ReleaseArt } from './approval.js';
+export {
+  findEdit,
+  listEdits,
+  FIRST_EDIT_ID,
+  MAX_EDIT_PAGE,
+  type ChangeOptions,
+  type Edit,
+  type EditKind,
+  type Editor,
+  type EditQuery,
+  type EditStatus,
+} from './edits.js';
 export type { ApiDeps, CoverArtDeps, CoverArtRouteDeps } from './deps.js';
 export { loadDemo, DEMO } from './demo.js';
 export { finishPendingIndexes, reindex, writeIndex } from './indexer.js';

@@ -14,6 +14,7 @@ import * as m20261124T0500 from './migrations/20261124T0500_openid.js';
 import * as m20261125T0100 from './migrations/20261125T0100_refresh_rotation.js';
 import * as m20261125T0200 from './migrations/20261125T0200_device_codes.js';
 import * as m20261125T0300 from './migrations/20261125T0300_dpop.js';
+import * as m20261125T0400 from './migrations/20261125T0400_edits.js';
 
 /** Every migration, in order. A static list, so a bundled build finds them too. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261125T0100_refresh_rotation': m20261125T0100,
   '20261125T0200_device_codes': m20261125T0200,
   '20261125T0300_dpop': m20261125T0300,
+  '20261125T0400_edits': m20261125T0400,
 };
 
 function migrator(db: Db): Migrator {

@@ -28,6 +28,8 @@ export interface ReleaseTable {
   /** The version of the published URLs its index.json was written with (null: never written since 20261124T0300). */
   index_urls: Generated<number | null>;
   imported: Generated<number>;
+  /** Moved by every change to the release's art and by every edit of it opened or closed (migration 20261125T0400). */
+  revision: Generated<number>;
 }
 
 export interface GidRedirectTable {
@@ -114,6 +116,8 @@ export interface AccountTable {
   birth_date: string | null;
   country: string | null;
   created_at: number;
+  /** `editor` or `approver` (migration 20261125T0400). */
+  role: Generated<string>;
 }
 
 export interface WebSessionTable {
@@ -267,7 +271,29 @@ export interface SigningKeyTable {
   expires_at: number | null;
 }
 
+/** One change to cover art, applied or pending (migration 20261125T0400; cover-art/edits.ts). */
+export interface CoverArtEditTable {
+  id: number;
+  kind: 'add' | 'edit' | 'remove' | 'reorder' | 'set-cover';
+  release_gid: string | null;
+  release_group_gid: string | null;
+  image: number | null;
+  /** The account that made it; null: the operator (CLI). */
+  editor_id: number | null;
+  editor_name: string | null;
+  created_at: number;
+  /** JSON of what the change touches, before and after. */
+  before: string | null;
+  after: string | null;
+  status: 'applied' | 'pending' | 'approved' | 'rejected';
+  closed_by_id: number | null;
+  closed_by_name: string | null;
+  closed_at: number | null;
+  note: string | null;
+}
+
 export interface Database {
+  cover_art_edit: CoverArtEditTable;
   serving_process: ServingProcessTable;
   setting: SettingTable;
   release_group: ReleaseGroupTable;

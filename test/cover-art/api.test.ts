@@ -138,10 +138,10 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
     await cliOk(t.env, ['release', 'add', OLD, '--release-group', G4, '--date', '2010']);
     await cliOk(t.env, ['release', 'add', INTO, '--release-group', G3, '--date', '2011']);
     await addImage(R1, 'a1', jpeg1 as Buffer, 'jpg', ['--type', 'Front', '--type', 'Booklet', '--approved', '--edit', '101', '--comment', 'first front']);
-    await addImage(R1, 'a2', png2 as Buffer, 'png', ['--type', 'Back', '--edit', '102']);
+    await addImage(R1, 'a2', png2 as Buffer, 'png', ['--type', 'Back', '--edit', '102', '--unapproved']);
     await addImage(R1, 'a3', gif3 as Buffer, 'gif', ['--type', 'Front', '--approved', '--edit', '103', '--comment', ODD_COMMENT]);
-    await addImage(R1, 'a4', jpeg4 as Buffer, 'jpg', ['--type', 'Back', '--type', 'Spine', '--approved']);
-    await addImage(R1, 'a5', jpeg5 as Buffer, 'jpg', []);
+    await addImage(R1, 'a4', jpeg4 as Buffer, 'jpg', ['--type', 'Back', '--type', 'Spine', '--approved', '--edit', '0']);
+    await addImage(R1, 'a5', jpeg5 as Buffer, 'jpg', ['--unapproved', '--edit', '0']);
     // Listing order a3 a2 a1 a4 a5: front = a3 (GIF, added third), back = a2 (PNG, unapproved).
     await cliOk(t.env, ['art', 'reorder', R1, id.a3 as string, id.a2 as string, id.a1 as string, id.a4 as string, id.a5 as string]);
     await addImage(R3, 'b1', png6 as Buffer, 'png', ['--type', 'Back', '--approved']);

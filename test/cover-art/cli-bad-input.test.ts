@@ -128,7 +128,8 @@ describe(`sleeve CLI: bad input changes nothing (${DIALECT})`, () => {
     // Bad names and ids.
     { name: 'an unknown art type', args: async () => ['art', 'add', release, await input('ok.jpg', jpeg), '--type', 'Front', '--type', 'Frnt'], message: /unknown art type "Frnt"; known types: Front, Back, Booklet/ },
     { name: 'art edit with an unknown art type', args: async () => ['art', 'edit', release, ids[0] as string, '--type', 'Cover'], message: /unknown art type "Cover"/ },
-    { name: 'an --edit over 2147483647', args: async () => ['art', 'add', release, await input('ok.jpg', jpeg), '--edit', '9999999999'], message: /edit must be a whole number from 0 to 2147483647/ },
+    { name: 'an --edit over 2147483647', args: async () => ['art', 'add', release, await input('ok.jpg', jpeg), '--edit', '9999999999'], message: /edit must be a whole number from 0 to 999999999/ },
+    { name: "an --edit in sleeve's own range", args: async () => ['art', 'add', release, await input('ok.jpg', jpeg), '--edit', '1000000001'], message: /edit ids are sleeve's own/ },
     { name: 'art add to a malformed MBID', args: async () => ['art', 'add', 'not-a-uuid', await input('ok.jpg', jpeg)], message: /release "not-a-uuid" is not a valid MBID/ },
     { name: 'art add to an unknown release', args: async () => ['art', 'add', unknown, await input('ok.jpg', jpeg)], message: new RegExp(`no release ${unknown}; add it first`) },
     { name: 'art add of a missing file', args: async () => ['art', 'add', release, path.join(t.dir, 'nope.jpg')], message: /cannot read .*nope\.jpg: no such file/ },

@@ -1,0 +1,133 @@
+/*
+ * The cover art edit history and its approval from the command line: `edit list`, `edit show`,
+ * `edit approve`, `edit reject` (README, "Edits and approval"). The operator acts: approving
+ * or rejecting needs no role.
+ */
+import { approveEdit, findEdit, listEdits, MAX_EDIT_PAGE, rejectEdit, type Edit, type EditStatus } from '../cover-art/index.js';
+import { openRuntime, type Runtime } from '../runtime.js';
+import { invalidInput, notFound } from '../shared/errors.js';
+import { parseMbid } from '../shared/uuid.js';
+import type { Command, CommandContext } from './command.js';
+import { withRuntime as withChangingRuntime } from './commands.js';
+import { isoTime, table } from './list-commands.js';
+
+async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+  const rt = await openRuntime(ctx.config());
+  try {
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+const STATUSES: readonly EditStatus[] = ['applied', 'pending', 'approved', 'rejected'];
+
+function editorName(edit: Edit): string {
+  return edit.editor === null ? '(operator)' : edit.editor.name;
+}
+
+function oneId(ctx: CommandContext, usage: string): string {
+  const [id] = ctx.args;
+  if (ctx.args.length !== 1 || id === undefined) throw invalidInput(`usage: sleeve ${usage}`);
+  if (!/^\d{1,15}$/.test(id)) throw invalidInput(`edit id ${JSON.stringify(id)} must be a number`);
+  return id;
+}
+
+const editList: Command = {
+  name: 'edit list',
+  options: {
+    release: { type: 'string' },
+    editor: { type: 'string' },
+    operator: { type: 'boolean' },
+    pending: { type: 'boolean' },
+    status: { type: 'string' },
+    before: { type: 'string' },
+    limit: { type: 'string' },
+  },
+  async run(ctx) {
+    if (ctx.args.length !== 0) throw invalidInput('usage: sleeve edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]');
+    const opt = (name: string) => (typeof ctx.options[name] === 'string' ? (ctx.options[name] as string) : undefined);
+    const releaseText = opt('release');
+    const release = releaseText === undefined ? undefined : parseMbid(releaseText);
+    if (releaseText !== undefined && release === undefined) throw invalidInput(`--release ${JSON.stringify(releaseText)} is not a valid MBID`);
+    const statusText = ctx.options.pending === true ? 'pending' : opt('status');
+    if (ctx.options.pending === true && opt('status') !== undefined && opt('status') !== 'pending') throw invalidInput('--pending and --status contradict each other');
+    if (statusText !== undefined && !(STATUSES as readonly string[]).includes(statusText)) throw invalidInput(`--status must be one of ${STATUSES.join(', ')}`);
+    const limitText = opt('limit') ?? '50';
+    if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > MAX_EDIT_PAGE) throw invalidInput(`--limit must be a whole number from 1 to ${MAX_EDIT_PAGE}`);
+    const beforeText = opt('before');
+    if (beforeText !== undefined && !/^\d{1,15}$/.test(beforeText)) throw invalidInput('--before must be an edit id');
+    const editorText = opt('editor');
+    if (editorText !== undefined && ctx.options.operator === true) throw invalidInput('--editor and --operator contradict each other');
+    const page = await withRuntime(ctx, async (rt) => {
+      let editorId: number | null | undefined = ctx.options.operator === true ? null : undefined;
+      if (editorText !== undefined) {
+        const { findAccountByName } = await import('../auth/index.js');
+        const account = await findAccountByName(rt.auth, editorText);
+        if (account === undefined) throw notFound(`no user ${editorText}`);
+        editorId = account.id;
+      }
+      return listEdits(rt.database.db, {
+        release,
+        editorId,
+        status: statusText as EditStatus | undefined,
+        limit: Number(limitText),
+        before: beforeText === undefined ? undefined : Number(beforeText),
+      });
+    });
+    const human =
+      page.edits.length === 0
+        ? 'no edits'
+        : table([
+            ['ID', 'STATUS', 'KIND', 'RELEASE', 'IMAGE', 'EDITOR', 'CREATED'],
+            ...page.edits.map((e) => [String(e.id), e.status, e.kind, e.release ?? '-', e.image ?? '-', editorName(e), isoTime(e.created)]),
+          ]) + (page.next === null ? '' : `\n(more: add --before ${page.next})`);
+    ctx.out(human, page);
+    return 0;
+  },
+};
+
+function describeEdit(e: Edit): string {
+  const lines = [
+    `edit ${e.id}: ${e.kind}, ${e.status}`,
+    `  by:       ${editorName(e)}, ${isoTime(e.created)}`,
+    ...(e.release === null ? [] : [`  release:  ${e.release}`]),
+    ...(e.release_group === null ? [] : [`  group:    ${e.release_group}`]),
+    ...(e.image === null ? [] : [`  image:    ${e.image}`]),
+    ...(e.before === null ? [] : [`  before:   ${JSON.stringify(e.before)}`]),
+    ...(e.after === null ? [] : [`  after:    ${JSON.stringify(e.after)}`]),
+  ];
+  if (e.closed !== null && e.status !== 'applied') lines.push(`  ${e.status}: by ${e.closed.by === null ? '(operator)' : e.closed.by.name}, ${isoTime(e.closed.at)}`);
+  if (e.note !== null) lines.push(`  note:     ${e.note}`);
+  return lines.join('\n');
+}
+
+const editShow: Command = {
+  name: 'edit show',
+  async run(ctx) {
+    const id = oneId(ctx, 'edit show ID');
+    const edit = await withRuntime(ctx, (rt) => findEdit(rt.database.db, id));
+    if (edit === undefined) throw notFound(`no edit ${id}`);
+    ctx.out(describeEdit(edit), edit);
+    return 0;
+  },
+};
+
+function closing(verb: 'approve' | 'reject'): Command {
+  return {
+    name: `edit ${verb}`,
+    options: { note: { type: 'string' } },
+    async run(ctx) {
+      const id = oneId(ctx, `edit ${verb} ID [--note TEXT]`);
+      const note = typeof ctx.options.note === 'string' ? ctx.options.note : undefined;
+      if (note !== undefined && note.length > 1000) throw invalidInput('--note is at most 1000 characters');
+      const close = verb === 'approve' ? approveEdit : rejectEdit;
+      const edit = await withChangingRuntime(ctx, (rt) => close(rt.coverArt, id, null, note));
+      ctx.out(describeEdit(edit), edit);
+      return 0;
+    },
+  };
+}
+
+/** The edit commands by name, merged with the others' in main.ts. */
+export const EDIT_COMMANDS: Record<string, Command> = Object.fromEntries([editList, editShow, closing('approve'), closing('reject')].map((c) => [c.name, c]));

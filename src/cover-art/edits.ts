@@ -1,0 +1,203 @@
+/*
+ * Cover art edits (docs/decisions.md, "Cover art edits and approval"): every change to cover
+ * art, by the operator's CLI, a page or the write API, is one row of cover_art_edit, with who
+ * made it, when, what it touched before and after, and its status. This file keeps the
+ * records; catalogue.ts makes the changes and approval.ts closes pending edits.
+ */
+import { sql } from 'kysely';
+import type { CoverArtEditTable } from '../db/schema.js';
+import { AppError, invalidInput, notFound } from '../shared/errors.js';
+import type { Queryable } from './repo.js';
+
+/**
+ * Who makes a change: an account of the authorization service, as the website layer knows it
+ * (this module never reads accounts), with whether it holds the approver role. Null or absent
+ * wherever an editor is taken: the operator, through the CLI.
+ */
+export interface Editor {
+  id: number;
+  name: string;
+  approver: boolean;
+}
+
+export type EditKind = CoverArtEditTable['kind'];
+export type EditStatus = CoverArtEditTable['status'];
+
+/** An edit as the CLI, the pages and the API show it. */
+export interface Edit {
+  id: number;
+  kind: EditKind;
+  release: string | null;
+  release_group: string | null;
+  /** The image the edit is about (add, edit, remove), as a string like a listing's ids. */
+  image: string | null;
+  /** Null: the operator. */
+  editor: { id: number; name: string } | null;
+  created: number;
+  before: unknown;
+  after: unknown;
+  /** applied: applied at once; pending: waiting for an approver; approved or rejected by one. */
+  status: EditStatus;
+  closed: { by: { id: number; name: string } | null; at: number } | null;
+  note: string | null;
+}
+
+/** What a change may say besides its input: who makes it and which listing it was based on. */
+export interface ChangeOptions {
+  /** Who makes the change; null or absent: the operator. */
+  editor?: Editor | null | undefined;
+  /** The release's revision the change was based on (from releaseArt); another one: CONFLICT. */
+  expectRevision?: number | undefined;
+  /** Told of the edit the change recorded: its id, and whether it applied or waits (status). */
+  onEdit?: ((edit: Edit) => void) | undefined;
+}
+
+/** Sleeve's own edit ids start above this: no MusicBrainz edit id comes near (imported art carries those). */
+export const FIRST_EDIT_ID = 1_000_000_001;
+
+/** Whether the change applies at once: always for the operator and approvers, and for everyone under `auto`. */
+export function appliesAtOnce(policy: 'auto' | 'review' | undefined, editor: Editor | null | undefined): boolean {
+  return policy !== 'review' || editor === null || editor === undefined || editor.approver;
+}
+
+interface NewEdit {
+  kind: EditKind;
+  release?: string | null;
+  releaseGroup?: string | null;
+  image?: number | null;
+  editor: Editor | null | undefined;
+  before?: unknown;
+  after?: unknown;
+  pending: boolean;
+  now: number;
+}
+
+/**
+ * Records an edit inside the change's transaction: its id comes from the edit_id counter (a
+ * row taken after the release row and the catalogue counter, in the order every change takes
+ * its locks), so ids are unique across processes and a change rolled back leaves no gap.
+ */
+export async function recordEdit(trx: Queryable, e: NewEdit): Promise<Edit> {
+  const row = await sql<{ value: number }>`UPDATE counter SET value = value + 1 WHERE name = 'edit_id' RETURNING value`.execute(trx);
+  const value = row.rows[0]?.value;
+  if (value === undefined) throw new Error('counter edit_id is missing; run sleeve migrate');
+  const editor = e.editor ?? null;
+  const values = {
+    id: Number(value),
+    kind: e.kind,
+    release_gid: e.release ?? null,
+    release_group_gid: e.releaseGroup ?? null,
+    image: e.image ?? null,
+    editor_id: editor?.id ?? null,
+    editor_name: editor?.name ?? null,
+    created_at: e.now,
+    before: e.before === undefined ? null : JSON.stringify(e.before),
+    after: e.after === undefined ? null : JSON.stringify(e.after),
+    status: e.pending ? ('pending' as const) : ('applied' as const),
+    closed_by_id: e.pending ? null : (editor?.id ?? null),
+    closed_by_name: e.pending ? null : (editor?.name ?? null),
+    closed_at: e.pending ? null : e.now,
+    note: null,
+  };
+  await trx.insertInto('cover_art_edit').values(values).execute();
+  return toEdit(values);
+}
+
+/**
+ * Moves a release's revision for a pending edit opened or closed (a change that applies moves
+ * it in catalogue.ts's markChanged); returns the revision before. The update takes the
+ * release's row, as a change does, so two edits of one release take turns.
+ */
+export async function bumpRevision(trx: Queryable, releaseId: number): Promise<number> {
+  const row = await trx
+    .updateTable('release')
+    .set((eb) => ({ revision: eb('revision', '+', 1) }))
+    .where('id', '=', releaseId)
+    .returning('revision')
+    .executeTakeFirst();
+  return Number(row?.revision ?? 1) - 1;
+}
+
+function parseJson(text: string | null): unknown {
+  return text === null ? null : (JSON.parse(text) as unknown);
+}
+
+type EditRow = CoverArtEditTable;
+
+function toEdit(r: EditRow): Edit {
+  return {
+    id: Number(r.id),
+    kind: r.kind,
+    release: r.release_gid,
+    release_group: r.release_group_gid,
+    image: r.image === null ? null : String(r.image),
+    editor: r.editor_id === null ? null : { id: r.editor_id, name: r.editor_name ?? '' },
+    created: Number(r.created_at),
+    before: parseJson(r.before),
+    after: parseJson(r.after),
+    status: r.status,
+    closed: r.closed_at === null ? null : { by: r.closed_by_id === null ? null : { id: r.closed_by_id, name: r.closed_by_name ?? '' }, at: Number(r.closed_at) },
+    note: r.note,
+  };
+}
+
+/** The edit with this id (a number or its text), or undefined. */
+export async function findEdit(db: Queryable, id: number | string): Promise<Edit | undefined> {
+  const n = typeof id === 'number' ? id : /^\d{1,15}$/.test(id) ? Number(id) : undefined;
+  if (n === undefined || !Number.isSafeInteger(n)) return undefined;
+  const row = await db.selectFrom('cover_art_edit').selectAll().where('id', '=', n).executeTakeFirst();
+  return row === undefined ? undefined : toEdit(row);
+}
+
+/** The edit with this id, or NOT_FOUND. */
+export async function requireEdit(db: Queryable, id: number | string): Promise<Edit> {
+  const edit = await findEdit(db, id);
+  if (edit === undefined) throw notFound(`no edit ${String(id)}`);
+  return edit;
+}
+
+export interface EditQuery {
+  /** A release's MBID: its edits, and those of the releases merged into it. */
+  release?: string | undefined;
+  /** An account id, or null for the operator's edits. */
+  editorId?: number | null | undefined;
+  status?: EditStatus | undefined;
+  /** At most this many (1 to 1000; default 50). */
+  limit?: number | undefined;
+  /** Only edits with a smaller id (the `next` of the page before). */
+  before?: number | undefined;
+}
+
+export const MAX_EDIT_PAGE = 1000;
+
+/** Edits, newest first, a page at a time: `next` is the `before` of the next page, or null. */
+export async function listEdits(db: Queryable, query: EditQuery = {}): Promise<{ edits: Edit[]; next: number | null }> {
+  const limit = query.limit ?? 50;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_EDIT_PAGE) throw invalidInput(`the limit must be a whole number from 1 to ${MAX_EDIT_PAGE}`);
+  let q = db.selectFrom('cover_art_edit').selectAll().orderBy('id', 'desc').limit(limit + 1);
+  if (query.release !== undefined) {
+    const gids = [query.release];
+    const release = await db.selectFrom('release').select('id').where('gid', '=', query.release).executeTakeFirst();
+    if (release !== undefined) {
+      for (const r of await db.selectFrom('release_gid_redirect').select('gid').where('new_id', '=', release.id).execute()) gids.push(r.gid);
+    }
+    q = q.where('release_gid', 'in', gids);
+  }
+  if (query.editorId !== undefined) q = query.editorId === null ? q.where('editor_id', 'is', null) : q.where('editor_id', '=', query.editorId);
+  if (query.status !== undefined) q = q.where('status', '=', query.status);
+  if (query.before !== undefined) q = q.where('id', '<', query.before);
+  const rows = await q.execute();
+  const edits = rows.slice(0, limit).map(toEdit);
+  return { edits, next: rows.length > limit ? (edits[edits.length - 1]?.id ?? null) : null };
+}
+
+/** Marks a pending edit closed (inside the closing transaction); CONFLICT when someone closed it first. */
+export async function closeEdit(trx: Queryable, id: number, status: 'approved' | 'rejected', by: Editor | null, now: number, note: string | undefined): Promise<void> {
+  const done = await trx
+    .updateTable('cover_art_edit')
+    .set({ status, closed_by_id: by?.id ?? null, closed_by_name: by?.name ?? null, closed_at: now, note: note ?? null })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  if (Number(done.numUpdatedRows) === 0) throw new AppError('CONFLICT', `edit ${id} is no longer pending`);
+}
