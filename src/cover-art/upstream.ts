@@ -74,7 +74,19 @@ const FILES_XML_MAX_BYTES = 4 * 1024 * 1024;
 /** One upstream attempt: the bytes, a 404, or a failure (retryable or not). */
 type Attempt = { kind: 'bytes'; bytes: Buffer } | { kind: 'absent' } | { kind: 'failed'; status: 502 | 504; code: FailCode; reason: string; retry: boolean };
 
+/** What the pull-through did for the file server's misses (GET /metrics: sleeve_pull_through_total). */
+export interface PullThroughCounts {
+  /** Fetched from the upstream (or made from the original) and stored. */
+  stored: number;
+  /** Not upstream (a 404, or one remembered). */
+  notFound: number;
+  /** Failed, by FailCode (answered 502, 503 or 504). */
+  failed: Map<FailCode, number>;
+}
+
 export class Upstream {
+  /** Counted by fill, for the metrics listener. */
+  readonly counts: PullThroughCounts = { stored: 0, notFound: 0, failed: new Map() };
   private readonly deps: UpstreamDeps;
   private readonly base: string;
   private readonly inflight = new Map<string, Promise<Fetched>>();
@@ -121,8 +133,15 @@ export class Upstream {
     const file = await this.known(key);
     if (file === undefined) return undefined;
     const result = await this.fetchOrMake(file);
-    if (result.kind === 'stored') return 'stored';
-    if (result.kind === 'absent') return undefined;
+    if (result.kind === 'stored') {
+      this.counts.stored++;
+      return 'stored';
+    }
+    if (result.kind === 'absent') {
+      this.counts.notFound++;
+      return undefined;
+    }
+    this.counts.failed.set(result.code, (this.counts.failed.get(result.code) ?? 0) + 1);
     log.warn({ key, upstream: this.base, status: result.status, reason: result.reason }, 'upstream fetch failed');
     return failedResponse(result);
   }
