@@ -191,6 +191,8 @@ describe(`SLEEVE_IMAGE_RESPONSE=bytes on file storage (${DIALECT})`, () => {
     // 1 in flight and 64 waiting (SLEEVE_UPSTREAM_CONCURRENCY=1): the other 5 are refused at once.
     const { value } = await pollUntil(async () => answered, (n) => n >= 5, 10_000);
     assert.equal(value, 5);
+    const upstreamRequests = () => CAPPED.reduce((n, id) => n + up.count(orig(R3, id)), 0);
+    assert.equal(upstreamRequests(), 1, 'one request upstream at a time');
     for (const id of CAPPED) up.fault(orig(R3, id), undefined);
     up.release();
     const answers = await Promise.all(requests);
@@ -202,6 +204,7 @@ describe(`SLEEVE_IMAGE_RESPONSE=bytes on file storage (${DIALECT})`, () => {
     }
     const served = answers.filter((a) => a.status === 200);
     assert.equal(served.length, 65);
+    assert.equal(upstreamRequests(), 65);
     for (const a of served) assert.deepEqual(a.bytes, images.plain);
     const after = await metrics();
     assert.equal(countOf(after, 'sleeve_pull_through_total', { result: 'failed', reason: 'busy' }) - countOf(before, 'sleeve_pull_through_total', { result: 'failed', reason: 'busy' }), 5);
