@@ -1,6 +1,6 @@
 /**
  * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs redirect,
- * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files|soak`
+ * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files|soak|mirror`
  * runs some; `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
@@ -11,6 +11,7 @@ import { authBench } from './auth.js';
 import { clusterBench } from './cluster.js';
 import { filesBench } from './files.js';
 import { ingestBench } from './ingest.js';
+import { mirrorBench } from './mirror.js';
 import { importBench } from './import.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { parseOptions, type BenchName, type Options } from './lib/options.js';
@@ -19,7 +20,7 @@ import { scaleBench } from './scale.js';
 import { soakBench } from './soak.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

@@ -179,12 +179,14 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   const { commands, notifications } = openRedis(s);
   // Files the store lacks: listings written from the database, images fetched through (SLEEVE_UPSTREAM_URL).
   const misses = storeMisses(runtime.coverArt, config.upstream);
+  const files = new FileServer({ store: runtime.store, cache: fileCache, keeps: catalogueKeeps(runtime.database.db), fill: misses.fill });
   const app = buildCoverArtApp({
     routes: {
       api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, ensureListing: (id) => misses.listings.ensure(id) },
       cache,
       // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
-      files: new FileServer({ store: runtime.store, cache: fileCache, keeps: catalogueKeeps(runtime.database.db), fill: misses.fill }),
+      files,
+      imageBytes: config.imageResponse === 'bytes',
     },
     logger: s.logger,
     rateLimiter:
@@ -200,6 +202,8 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
     metrics.http.cacheEntries = () => cache.size;
     metrics.http.cacheBytes = () => cache.bytes;
     metrics.http.fileCache = fileCache;
+    metrics.http.storeReads = files.storeReads;
+    metrics.http.pullThrough = misses.upstream?.counts;
   }
   s.apps.push(app);
   const registration = await startClusterParts(s, [cache, fileCache], app.log);

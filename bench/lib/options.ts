@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
 /** What runs when no benchmark is named (import, files and soak only when asked: a while, nginx, ten minutes). */
 export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
@@ -51,13 +51,19 @@ export interface Options {
   minutes: number;
   /** Multiplier of the soak benchmark's request rates (1: about 100 requests/s). */
   rate: number;
+  /** Originals the mirror benchmark mirrors. */
+  mirrorImages: number;
+  /** Images a second its upstream serves at most. */
+  mirrorRate: number;
+  /** Concurrency of the mirror and of curl. */
+  mirrorConcurrency: number;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|all ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|soak|all ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|all ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|all ...] [options]
 
 With no benchmark named, redirect, ingest, scale, auth and cluster run; import, files and soak
-run when named (or with all). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
+run when named (or with all), as does mirror (against Debian's curl). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
 benchmark too. cluster and import take PostgreSQL from --postgres /
 SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
 is made and dropped per run.
@@ -85,6 +91,9 @@ options (environment variable in brackets):
   --no-import-sqlite   skip the one import into SQLite
   --minutes N       minutes of the soak benchmark       [SLEEVE_BENCH_MINUTES]   (10; --quick 2)
   --rate X          soak request rate multiplier        [SLEEVE_BENCH_RATE]      (1: about 100 requests/s)
+  --mirror-images N  originals the mirror benchmark mirrors [SLEEVE_BENCH_MIRROR_IMAGES] (5000; --quick 500)
+  --mirror-rate N    images/s its upstream serves at most    [SLEEVE_BENCH_MIRROR_RATE]   (1000)
+  --mirror-concurrency N  of sleeve mirror and of curl      [SLEEVE_BENCH_MIRROR_CONCURRENCY] (16)
   --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
   --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
   --keep            keep the temporary data directories
@@ -132,6 +141,9 @@ export function parseOptions(argv: string[]): Options | undefined {
       'pg-releases': { type: 'string' },
       minutes: { type: 'string' },
       rate: { type: 'string' },
+      'mirror-images': { type: 'string' },
+      'mirror-rate': { type: 'string' },
+      'mirror-concurrency': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -172,5 +184,8 @@ export function parseOptions(argv: string[]): Options | undefined {
     pgReleases: num('--pg-releases', values['pg-releases'], e.SLEEVE_BENCH_PG_RELEASES, 100_000),
     minutes: num('--minutes', values.minutes, e.SLEEVE_BENCH_MINUTES, quick ? 2 : 10),
     rate: num('--rate', values.rate, e.SLEEVE_BENCH_RATE, 1),
+    mirrorImages: Math.round(num('--mirror-images', values['mirror-images'], e.SLEEVE_BENCH_MIRROR_IMAGES, quick ? 500 : 5000)),
+    mirrorRate: num('--mirror-rate', values['mirror-rate'], e.SLEEVE_BENCH_MIRROR_RATE, 1000),
+    mirrorConcurrency: Math.round(num('--mirror-concurrency', values['mirror-concurrency'], e.SLEEVE_BENCH_MIRROR_CONCURRENCY, 16)),
   };
 }

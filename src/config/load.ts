@@ -105,6 +105,8 @@ export interface Config {
   fileCacheBytes: number;
   /** Pull-through of /download/ misses (config/upstream.ts); undefined when SLEEVE_UPSTREAM_URL is unset. */
   upstream: UpstreamConfig | undefined;
+  /** What the image endpoints answer: their 307 (`redirect`, the interface's) or the file itself (`bytes`). */
+  imageResponse: 'redirect' | 'bytes';
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -119,6 +121,7 @@ export const VARIABLES = {
   SLEEVE_BASE_URL: 'public URL of the cover art service (default http://localhost:8080)',
   SLEEVE_AUTH_URL: 'public URL of the authorization service (default https://localhost:8443)',
   SLEEVE_IMAGE_BASE_URL: "where redirects point (default $SLEEVE_BASE_URL/download, or the bucket's public URL with s3:// storage)",
+  SLEEVE_IMAGE_RESPONSE: 'redirect (default: the image endpoints answer 307) or bytes (they answer 200 with the file, fetched through SLEEVE_UPSTREAM_URL if the store lacks it)',
   SLEEVE_MUSICBRAINZ_URL: 'prefix of the release links in listings (default https://musicbrainz.org)',
   SLEEVE_TLS_CERT: 'PEM certificate for the auth listener (default: generated self-signed)',
   SLEEVE_TLS_KEY: 'PEM private key for the auth listener (default: generated)',
@@ -215,6 +218,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const logLevel = readLogLevel(r);
   const demo = readDemo(r);
   const approval = readApproval(r);
+  const imageResponse = readImageResponse(r);
   r.checkUnknown();
   r.throwIfAny();
   return Object.freeze({
@@ -247,6 +251,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     changeWaitMs: serving.changeWaitMs,
     fileCacheBytes: serving.fileCacheBytes,
     upstream: upstream === undefined ? undefined : Object.freeze(upstream),
+    imageResponse,
   });
 }
 
@@ -447,6 +452,13 @@ function readApproval(r: SettingsReader): Config['approval'] {
   const raw = (r.get('SLEEVE_APPROVAL') ?? 'auto').toLowerCase();
   if (raw !== 'auto' && raw !== 'review') r.bad('SLEEVE_APPROVAL', 'must be auto or review');
   return raw === 'review' ? 'review' : 'auto';
+}
+
+function readImageResponse(r: SettingsReader): Config['imageResponse'] {
+  const raw = (r.get('SLEEVE_IMAGE_RESPONSE') ?? 'redirect').toLowerCase();
+  if (raw === 'redirect' || raw === 'bytes') return raw;
+  r.bad('SLEEVE_IMAGE_RESPONSE', 'must be redirect or bytes');
+  return 'redirect';
 }
 
 function readDemo(r: SettingsReader): boolean {

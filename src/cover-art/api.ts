@@ -166,6 +166,11 @@ function imageUrl(deps: ApiDeps, key: string): string {
   return `${deps.imageBaseUrl}/${key}`;
 }
 
+/** The 307 to an image of the store, which names its key (SLEEVE_IMAGE_RESPONSE=bytes answers with the file instead). */
+function imageRedirect(deps: ApiDeps, key: string, cacheControl: string): ApiResponse {
+  return { ...redirect(307, imageUrl(deps, key), cacheControl), imageKey: key };
+}
+
 async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filename: string | undefined): Promise<ApiResponse> {
   if (filename === undefined) {
     if (!acceptsJson(req.accept)) return errorPage(406);
@@ -183,7 +188,7 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     const release = await findRelease(deps.db, mbid);
     const image = release === undefined || parsed.id === undefined ? undefined : await findImage(deps.db, release.id, parsed.id);
     if (release === undefined || image === undefined) return errorPage(404, `cover image with id ${parsed.digits} not found`, {}, true);
-    return redirect(307, imageUrl(deps, imageKey(release.gid, image.id, image.suffix, parsed.size)), IMAGE_ID_CACHE_CONTROL);
+    return imageRedirect(deps, imageKey(release.gid, image.id, image.suffix, parsed.size), IMAGE_ID_CACHE_CONTROL);
   }
   const found = await findReleaseAndPrimaryImage(deps.db, mbid, parsed.kind === 'front' ? FRONT_TYPE : BACK_TYPE);
   const release = found?.release;
@@ -191,7 +196,7 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
   if (release === undefined || image === undefined) {
     return errorPage(404, `No ${parsed.kind} cover image found for release with identifier ${mbid}`, {}, true);
   }
-  return redirect(307, imageUrl(deps, imageKey(release.gid, image.id, image.suffix, parsed.size)), CURATED_CACHE_CONTROL);
+  return imageRedirect(deps, imageKey(release.gid, image.id, image.suffix, parsed.size), CURATED_CACHE_CONTROL);
 }
 
 async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string | undefined): Promise<ApiResponse> {
@@ -206,5 +211,5 @@ async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string 
   const parsed = parseFilename(filename);
   const image = await findPrimaryImage(deps.db, chosen.id, FRONT_TYPE);
   if (image === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
-  return redirect(307, imageUrl(deps, imageKey(chosen.gid, image.id, image.suffix, parsed?.size)), CURATED_CACHE_CONTROL);
+  return imageRedirect(deps, imageKey(chosen.gid, image.id, image.suffix, parsed?.size), CURATED_CACHE_CONTROL);
 }

@@ -46,6 +46,8 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse,
  */
 export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   const { cache, files } = opts.routes;
+  // SLEEVE_IMAGE_RESPONSE=bytes: a replayed redirect to an image is answered with the file instead.
+  const imageFiles = opts.routes.imageBytes === true ? files : undefined;
   const { observer } = opts;
   const clientOf = (req: IncomingMessage): string => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
   const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
@@ -80,6 +82,10 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       return false;
     }
     observer.cacheLookup(true);
+    if (imageFiles !== undefined && hit.imageKey !== undefined) {
+      imageFiles.answerImage(req, res, hit.imageKey, hit.headers['cache-control'], observer.id(req), app.log);
+      return true;
+    }
     const inm = req.headers['if-none-match'];
     write(req, res, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit, observer);
     if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url, status: hit.status, cached: true }, 'request');

@@ -48,4 +48,9 @@ export interface CoverArtRouteDeps {
    * GET and HEAD (app.ts); the route answers the other methods.
    */
   files: FileServer | undefined;
+  /**
+   * SLEEVE_IMAGE_RESPONSE=bytes: the image endpoints answer with the file (through `files`,
+   * fetched through on a miss) instead of their 307. Absent or false: the 307.
+   */
+  imageBytes?: boolean;
 }

@@ -159,6 +159,8 @@ export class FileServer {
   private readonly fill: FileFill | undefined;
   private readonly readMax: number;
   private readonly scratch = new Scratch();
+  /** Reads of the store for files the memory cache lacked: found, or not (GET /metrics). */
+  readonly storeReads = { hits: 0, misses: 0 };
 
   constructor(opts: FileServerOptions) {
     this.store = opts.store;
@@ -178,7 +180,22 @@ export class FileServer {
     if (key === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
     const other = key === rest ? undefined : this.cache.get(key);
     if (other !== undefined) return sendFile(req, res, other, requestId);
-    this.miss(req, res, key, requestId, log).catch((err: unknown) => {
+    this.missOrFail(req, res, key, requestId, log, undefined);
+  }
+
+  /**
+   * Answers a GET or HEAD of an image endpoint with the file of `key` itself
+   * (SLEEVE_IMAGE_RESPONSE=bytes): the same answers as /download/{key} (ETag, ranges, 304,
+   * fetched through on a miss), with the endpoint's own Cache-Control (`/front` may change).
+   */
+  answerImage(req: IncomingMessage, res: ServerResponse, key: string, cacheControl: string | undefined, requestId: string, log: FileServerLog): void {
+    const hit = this.cache.get(key);
+    if (hit !== undefined) return sendFile(req, res, hit, requestId, cacheControl);
+    this.missOrFail(req, res, key, requestId, log, cacheControl);
+  }
+
+  private missOrFail(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, log: FileServerLog, cacheControl: string | undefined): void {
+    this.miss(req, res, key, requestId, log, cacheControl).catch((err: unknown) => {
       if (isStoreUnavailable(err)) {
         log.warn({ err, reqId: requestId }, 'file store unavailable');
         sendResponse(req, res, storeUnavailableResponse(), requestId);
@@ -190,7 +207,7 @@ export class FileServer {
     });
   }
 
-  private async miss(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, log: FileServerLog): Promise<void> {
+  private async miss(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, log: FileServerLog, cacheControl: string | undefined): Promise<void> {
     const generation = this.cache.generation;
     // Before the read (see catalogueKeeps); a catalogue that cannot answer keeps nothing.
     const keep = this.cache.mayKeep(key) && (this.keeps === undefined || (await this.keeps(key).catch(() => false)));
@@ -207,6 +224,8 @@ export class FileServer {
     let read;
     try {
       read = await this.store.read(key, this.readMax, alloc);
+      if (read === undefined) this.storeReads.misses++;
+      else this.storeReads.hits++;
       if (read === undefined && this.fill !== undefined) {
         // Not in the store: made or fetched now, then read like any other file.
         const filled = await this.fill(key, log);
@@ -218,14 +237,14 @@ export class FileServer {
       if (buf !== undefined) res.once('close', () => this.scratch.give(buf));
     }
     if (read === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
-    if (read.bytes === undefined) return this.stream(req, res, key, requestId);
+    if (read.bytes === undefined) return this.stream(req, res, key, requestId, cacheControl);
     const file = cachedFile(key, read.info, read.bytes);
     if (keep) this.cache.set(key, file, generation);
-    sendFile(req, res, file, requestId);
+    sendFile(req, res, file, requestId, cacheControl);
   }
 
   /** A file too large to read whole: described, then streamed (ranges too) from the store. */
-  private async stream(req: IncomingMessage, res: ServerResponse, key: string, requestId: string): Promise<void> {
+  private async stream(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, cacheControl: string | undefined): Promise<void> {
     const h = req.headers;
     const r = await serveFile(this.store, key, req.method as string, {
       ifNoneMatch: header(req, 'if-none-match'),
@@ -233,6 +252,7 @@ export class FileServer {
       range: h.range,
       ifRange: header(req, 'if-range'),
     });
+    if (cacheControl !== undefined && r.headers['cache-control'] !== undefined) r.headers['cache-control'] = cacheControl;
     sendResponse(req, res, r, requestId);
   }
 }
@@ -274,14 +294,19 @@ class Scratch {
   }
 }
 
-/** Answers from a file held in memory: 304, 206 or 416 for a range, else 200. */
-function sendFile(req: IncomingMessage, res: ServerResponse, f: CachedFile, requestId: string): void {
+/**
+ * Answers from a file held in memory: 304, 206 or 416 for a range, else 200. `cacheControl`
+ * replaces the file's own (an image endpoint answered with the file); the prepared lists are
+ * then copied, never changed.
+ */
+function sendFile(req: IncomingMessage, res: ServerResponse, f: CachedFile, requestId: string, cacheControl?: string): void {
   const h = req.headers;
   const inm = header(req, 'if-none-match');
   const ims = h['if-modified-since'];
   if (inm !== undefined ? etagMatches(inm, f.etag) : ims !== undefined && f.modifiedS <= Date.parse(ims) / 1000) {
-    f.notModified[f.notModified.length - 1] = requestId;
-    res.writeHead(304, f.notModified);
+    const list = withCacheControl(f.notModified, cacheControl);
+    list[list.length - 1] = requestId;
+    res.writeHead(304, list);
     res.end();
     return;
   }
@@ -289,14 +314,15 @@ function sendFile(req: IncomingMessage, res: ServerResponse, f: CachedFile, requ
   if (h.range !== undefined) {
     const ifRange = header(req, 'if-range');
     const range = ifRange === undefined || ifRange === f.etag ? parseRange(h.range, size) : undefined;
+    const common = withCacheControl(f.common, cacheControl);
     if (range === 'unsatisfiable') {
-      sendText(req, res, 416, [...f.common, 'content-range', `bytes */${size}`], 'Range Not Satisfiable\n', requestId);
+      sendText(req, res, 416, [...common, 'content-range', `bytes */${size}`], 'Range Not Satisfiable\n', requestId);
       return;
     }
     if (range !== undefined) {
       const part = f.bytes.subarray(range.start, range.end + 1);
       res.writeHead(206, [
-        ...f.common,
+        ...common,
         'content-type',
         f.contentType,
         'content-length',
@@ -310,10 +336,20 @@ function sendFile(req: IncomingMessage, res: ServerResponse, f: CachedFile, requ
       return;
     }
   }
-  f.ok[f.ok.length - 1] = requestId;
+  const ok = withCacheControl(f.ok, cacheControl);
+  ok[ok.length - 1] = requestId;
   // writeHead copies the list into the head at once, so one list serves every request.
-  res.writeHead(200, f.ok);
+  res.writeHead(200, ok);
   res.end(req.method === 'HEAD' ? undefined : f.bytes);
+}
+
+/** `list` (name, value, …) itself, or a copy whose Cache-Control is `cacheControl`. */
+function withCacheControl(list: string[], cacheControl: string | undefined): string[] {
+  if (cacheControl === undefined) return list;
+  const out = list.slice();
+  const i = out.indexOf('cache-control');
+  if (i !== -1) out[i + 1] = cacheControl;
+  return out;
 }
 
 /** A short text answer (404, 416, 500) after `before`, which starts with BASE. */

@@ -13,6 +13,8 @@ export interface ApiResponse {
   cacheable: boolean;
   /** When set, only a request whose Accept allows JSON may get this response from the cache. */
   needsJsonAccept?: boolean;
+  /** A redirect to an image of the store: its key, for SLEEVE_IMAGE_RESPONSE=bytes (which answers with the file). */
+  imageKey?: string;
 }
 
 export const ALLOW = 'GET, HEAD, OPTIONS';

@@ -63,6 +63,12 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
         const key = answerKey(req.url);
         // Never under a file's key: the front door sends those to the file server.
         if (!key.startsWith('/download/')) deps.cache.set(key, response, generation);
+        if (deps.imageBytes === true && deps.files !== undefined && response.imageKey !== undefined) {
+          // SLEEVE_IMAGE_RESPONSE=bytes: the file itself, answered by the file server on the raw response.
+          reply.hijack();
+          deps.files.answerImage(req.raw, reply.raw, response.imageKey, response.headers['cache-control'], req.headers['x-request-id'] as string, req.log);
+          return reply;
+        }
       }
       return sendApiResponse(reply, response, header(req, 'if-none-match'));
     },

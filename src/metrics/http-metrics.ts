@@ -113,6 +113,10 @@ export class HttpMetrics {
   cacheBytes: (() => number) | undefined;
   /** Files and bytes in the file server's cache now, when there is one. */
   fileCache: { readonly size: number; readonly bytes: number } | undefined;
+  /** The file server's reads of the store (what its memory cache missed), when there is one. */
+  storeReads: { readonly hits: number; readonly misses: number } | undefined;
+  /** What the pull-through did with the store's misses, when SLEEVE_UPSTREAM_URL is set. */
+  pullThrough: { readonly stored: number; readonly notFound: number; readonly failed: ReadonlyMap<string, number> } | undefined;
 
   listener(name: string): ListenerMetrics {
     let l = this.listeners.find((x) => x.listener === name);
@@ -160,6 +164,22 @@ export class HttpMetrics {
     if (this.fileCache !== undefined) {
       out.single('sleeve_file_cache_entries', 'gauge', 'Files held in memory by the built-in file server.', this.fileCache.size);
       out.single('sleeve_file_cache_bytes', 'gauge', 'Bytes those files take, with a fixed allowance per file (bounded by SLEEVE_FILE_CACHE_BYTES).', this.fileCache.bytes);
+    }
+    if (this.storeReads !== undefined) {
+      out
+        .family('sleeve_file_store_reads_total', 'counter', "The file server's reads of the store for files its memory cache lacked, by result (miss: not in the store).")
+        .sample('sleeve_file_store_reads_total', formatLabels([['result', 'hit']]), this.storeReads.hits)
+        .sample('sleeve_file_store_reads_total', formatLabels([['result', 'miss']]), this.storeReads.misses);
+    }
+    const p = this.pullThrough;
+    if (p !== undefined) {
+      out
+        .family('sleeve_pull_through_total', 'counter', "Store misses of imported images sent to the upstream (SLEEVE_UPSTREAM_URL), by result and a failure's reason.")
+        .sample('sleeve_pull_through_total', formatLabels([['result', 'stored']]), p.stored)
+        .sample('sleeve_pull_through_total', formatLabels([['result', 'not_found']]), p.notFound);
+      for (const [reason, n] of [...p.failed].sort((a, b) => a[0].localeCompare(b[0]))) {
+        out.sample('sleeve_pull_through_total', formatLabels([['result', 'failed'], ['reason', reason]]), n);
+      }
     }
     out.single('sleeve_rate_limited_total', 'counter', 'Requests refused with 503 by the rate limit (SLEEVE_RATE_LIMIT).', this.rateLimited);
   }
