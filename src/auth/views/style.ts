@@ -42,7 +42,7 @@ li.art h2{font-size:1.05rem;margin:.5rem 0 .25rem}
 li.art img,.group-cover img,.edit-preview img{display:block;max-width:100%;height:auto;border-radius:.25rem}
 li.art a.thumb{display:block}
 li.art dl{grid-template-columns:max-content minmax(0,1fr);font-size:.95rem}
-dd.files a{display:inline-block;margin-right:.5rem}
+dd.files a{display:inline-flex;align-items:center;min-height:2.75rem;min-width:2.75rem;margin-right:.75rem}
 .role{margin:.25rem 0}
 ul.recent{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(45%,9rem),1fr));gap:.75rem}
 ul.recent a{display:grid;gap:.25rem;text-decoration:none;overflow-wrap:anywhere}
