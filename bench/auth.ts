@@ -59,14 +59,14 @@ export async function prepareSleeve(dataDir: string, others: string[] = []): Pro
   }
 }
 
-interface Scenario {
+export interface Scenario {
   label: string;
   server: Server;
   path: string;
   script: string;
 }
 
-function writeScript(dir: string, name: string, lua: string): string {
+export function writeScript(dir: string, name: string, lua: string): string {
   const file = path.join(dir, `${name}.lua`);
   writeFileSync(file, lua);
   return file;
@@ -81,7 +81,7 @@ function userinfoLua(t: Tokens): string {
   return `wrk.method = "GET"\nwrk.headers["Authorization"] = ${JSON.stringify(`Bearer ${t.accessToken}`)}\n`;
 }
 
-async function wrkOnce(wrk: string, s: Scenario, durationS: number, connections: number): Promise<LoadResult> {
+export async function wrkOnce(wrk: string, s: Scenario, durationS: number, connections: number): Promise<LoadResult> {
   const cpu0 = s.server.cpuSeconds();
   const t0 = process.hrtime.bigint();
   const [cmd, args] = pinned(LOAD_CORE, wrk, ['-t1', `-c${connections}`, `-d${durationS}s`, '--latency', '-s', s.script, `${s.server.url}${s.path}`]);

@@ -1,7 +1,12 @@
+/** Characters of the layout around a body, about (header, stylesheet link). */
+const LAYOUT_CHARS = 1000;
+
 /** A page's title and the HTML of its body (inside the layout). */
 export interface CachedPage {
   title: string;
   body: string;
+  /** The whole page for a visitor (no viewer, no notice), ready to send: made once, on first use. */
+  visitorPage?: Buffer;
 }
 
 import { readCounter, type CoverArtDeps } from '../cover-art/index.js';
@@ -44,12 +49,13 @@ export class PageCache {
   }
 
   private put(key: string, page: CachedPage): void {
-    const chars = key.length + page.title.length + page.body.length;
+    // The visitor's page is counted too (made later, it is at most the body plus the layout).
+    const chars = key.length + page.title.length + 2 * page.body.length + LAYOUT_CHARS;
     if (chars > this.limits.maxChars) return;
     for (const [k, v] of this.entries) {
       if (this.held + chars <= this.limits.maxChars && this.entries.size < this.limits.maxEntries) break;
       this.entries.delete(k);
-      this.held -= k.length + v.title.length + v.body.length;
+      this.held -= k.length + v.title.length + 2 * v.body.length + LAYOUT_CHARS;
     }
     this.entries.set(key, page);
     this.held += chars;

@@ -33,7 +33,7 @@ export function originsOf(urls: string[]): string[] {
 }
 
 /** Sends a website page with the headers every page carries and the image origins allowed. */
-export function sendWebsitePage(reply: FastifyReply, csp: string, status: number, body: string): FastifyReply {
+export function sendWebsitePage(reply: FastifyReply, csp: string, status: number, body: string | Buffer): FastifyReply {
   return reply
     .code(status)
     .headers({ 'content-security-policy': csp, 'x-frame-options': 'DENY', 'cache-control': 'no-store' })

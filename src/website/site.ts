@@ -18,7 +18,7 @@ export interface Site {
   viewer(req: FastifyRequest, reply: FastifyReply): Promise<(Looker & { accountId: number }) | undefined>;
   /** The signed-in viewer, or undefined after redirecting to sign in (and back here). */
   editor(req: FastifyRequest, reply: FastifyReply): Promise<(Looker & { accountId: number }) | undefined>;
-  send(reply: FastifyReply, status: number, body: string): FastifyReply;
+  send(reply: FastifyReply, status: number, body: string | Buffer): FastifyReply;
 }
 
 export function makeSite(deps: WebsiteDeps): Site {

@@ -29,8 +29,13 @@ async function notice(site: Site, req: FastifyRequest, reply: FastifyReply, view
 
 /** A cached body in the layout, for this viewer, with the viewer's flash notice. */
 async function sendCached(site: Site, req: FastifyRequest, reply: FastifyReply, viewer: SignedInLooker | undefined, cached: CachedPage): Promise<FastifyReply> {
-  const flash = await notice(site, req, reply, viewer);
-  return site.send(reply, 200, layout(`Cover art: ${cached.title}`, html`${flash}${new SafeHtml(cached.body)}`, viewer));
+  const make = (flash: SafeHtml | string) => layout(`Cover art: ${cached.title}`, html`${flash}${new SafeHtml(cached.body)}`, viewer);
+  if (viewer === undefined) {
+    // A visitor's page is the same for every visitor: sent as made the first time.
+    cached.visitorPage ??= Buffer.from(make(''));
+    return site.send(reply, 200, cached.visitorPage);
+  }
+  return site.send(reply, 200, make(await notice(site, req, reply, viewer)));
 }
 
 /** The release and release group galleries, for everyone. */
