@@ -82,7 +82,7 @@ describe(`cover art pages (${DIALECT})`, () => {
     const { mbid } = await release(site, { title: 'Gallery <Test>' });
     const front = await art(site, mbid, { types: ['Front'], comment: 'the sleeve', width: 640, height: 480, edit: 42 });
     const back = await art(site, mbid, { types: ['Back', 'Spine'], png: true, width: 300, height: 200 });
-    const second = await art(site, mbid, { types: ['Front', 'Raw/Unedited'] });
+    const second = await art(site, mbid, { types: ['Front', 'Raw/Unedited'], approved: false });
     const page = await get(`/release/${mbid}/cover-art`);
     assert.equal(page.status, 200, page.body.slice(0, 500));
     assert.match(String(page.headers['content-type']), /^text\/html/);
@@ -98,6 +98,7 @@ describe(`cover art pages (${DIALECT})`, () => {
     assert.ok(page.body.includes('<dd>Back, Spine</dd>'));
     assert.ok(page.body.includes('<a href="/edit/42">edit #42</a>'));
     assert.ok(page.body.includes('<dd>Yes</dd>'), 'approved');
+    assert.ok(page.body.split('<li class="art"')[3]?.includes('<dd>No (pending)</dd>'), 'not approved');
     assert.ok(page.body.includes(`href="${site.api}/release/${mbid}/${front}.jpg"`), 'original as the listing names it');
     assert.ok(page.body.includes(`href="${site.api}/release/${mbid}/${back}-1200.jpg"`), 'a thumbnail link');
     assert.ok(page.body.includes(`${site.api}/download/mbid-${mbid}/mbid-${mbid}-${front}_thumb250.jpg 250w`), 'srcset from the files');

@@ -35,9 +35,9 @@ export async function release(site: Site, opts: { group?: string; title?: string
 }
 
 /** Adds an image (a JPEG of the size given, or a PNG) to a release; returns its id. */
-export async function art(site: Site, mbid: string, opts: { types?: string[]; comment?: string; width?: number; height?: number; png?: boolean; edit?: number } = {}): Promise<string> {
+export async function art(site: Site, mbid: string, opts: { types?: string[]; comment?: string; width?: number; height?: number; png?: boolean; edit?: number; approved?: boolean } = {}): Promise<string> {
   const [w, h] = [opts.width ?? 320, opts.height ?? 300];
   const bytes = opts.png === true ? await makePng(w, h) : await makeJpeg(w, h);
-  const entry = await addArt(site.server.runtime.coverArt, { release: mbid, bytes, types: opts.types, comment: opts.comment, edit: opts.edit, approved: true });
+  const entry = await addArt(site.server.runtime.coverArt, { release: mbid, bytes, types: opts.types, comment: opts.comment, edit: opts.edit, approved: opts.approved ?? true });
   return entry.id;
 }
