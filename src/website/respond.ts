@@ -11,12 +11,12 @@ export interface Looker {
 
 /**
  * The page CSP of the account pages, plus the origins the cover art images come from
- * (SLEEVE_IMAGE_BASE_URL's, and SLEEVE_BASE_URL's for the listing's own links): only those,
- * and scripts only from this origin (docs/decisions.md, "Cover art pages").
+ * (SLEEVE_IMAGE_BASE_URL's, and SLEEVE_BASE_URL's for the listing's own links): only those;
+ * no script, except on the page that has one (`script`: from this origin only) (docs/decisions.md, "Cover art pages").
  */
-export function pageCsp(imageOrigins: string[]): string {
+export function pageCsp(imageOrigins: string[], script = false): string {
   const img = ["'self'", ...imageOrigins].join(' ');
-  return `default-src 'none'; style-src 'self'; script-src 'self'; img-src ${img}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`;
+  return `default-src 'none'; style-src 'self';${script ? " script-src 'self';" : ''} img-src ${img}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`;
 }
 
 /** The origins of absolute URLs (a relative one is this origin: 'self' covers it). */

@@ -10,6 +10,8 @@ import { originsOf, pageCsp, sendWebsitePage, type Looker } from './respond.js';
 export interface Site {
   deps: WebsiteDeps;
   csp: string;
+  /** The CSP of a page with a script (same-origin only). */
+  scriptCsp: string;
   urls: ImageUrls;
   cache: PageCache;
   dimensions: DimensionCache;
@@ -18,12 +20,14 @@ export interface Site {
   viewer(req: FastifyRequest, reply: FastifyReply): Promise<(Looker & { accountId: number }) | undefined>;
   /** The signed-in viewer, or undefined after redirecting to sign in (and back here). */
   editor(req: FastifyRequest, reply: FastifyReply): Promise<(Looker & { accountId: number }) | undefined>;
-  send(reply: FastifyReply, status: number, body: string | Buffer): FastifyReply;
+  send(reply: FastifyReply, status: number, body: string | Buffer, opts?: { script?: boolean }): FastifyReply;
 }
 
 export function makeSite(deps: WebsiteDeps): Site {
   const urls: ImageUrls = { imageBaseUrl: deps.api.imageBaseUrl, listing: deps.api.urls };
-  const csp = pageCsp(originsOf([urls.imageBaseUrl, urls.listing.baseUrl]));
+  const origins = originsOf([urls.imageBaseUrl, urls.listing.baseUrl]);
+  const csp = pageCsp(origins);
+  const scriptCsp = pageCsp(origins, true);
   const seen = new WeakMap<FastifyRequest, Looker>();
   const remember = <T extends Looker | undefined>(req: FastifyRequest, v: T): T => {
     if (v !== undefined) seen.set(req, v);
@@ -32,12 +36,13 @@ export function makeSite(deps: WebsiteDeps): Site {
   return {
     deps,
     csp,
+    scriptCsp,
     urls,
     cache: new PageCache(),
     dimensions: new DimensionCache(deps.coverArt.store),
     viewerOf: (req) => seen.get(req),
     viewer: async (req, reply) => remember(req, await currentViewer(deps.pages, req, reply)),
     editor: async (req, reply) => remember(req, await requireViewer(deps.pages, req, reply)),
-    send: (reply, status, body) => sendWebsitePage(reply, csp, status, body),
+    send: (reply, status, body, opts) => sendWebsitePage(reply, opts?.script === true ? scriptCsp : csp, status, body),
   };
 }

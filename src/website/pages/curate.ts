@@ -27,6 +27,7 @@ function fingerprint(image: ImageWithTypes): string {
   return createHash('sha256').update(JSON.stringify([image.typeIds, image.comment])).digest('base64url').slice(0, 22);
 }
 
+const REORDER_TITLE = 'Reorder cover art';
 const STALE_ORDER = 'Someone changed the images of this release while you were reordering them. This is the order now: make your changes again, then save.';
 const STALE_IMAGE = 'Someone changed this image since you opened the form. These are its types and comment now: make your changes again, then save.';
 const STALE_COVER = "Someone changed the group's cover since you opened the form. This is the choice now: choose again, then save.";
@@ -57,7 +58,9 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     if (position === -1) throw notFound(`Release ${release.gid} has no image ${id}.`);
     return { image: images[position] as ImageWithTypes, position: position + 1, images };
   };
-  const show = (reply: FastifyReply, status: number, title: string, body: SafeHtml, editor: Editor) => site.send(reply, status, layout(title, body, editor));
+  const show = (reply: FastifyReply, status: number, title: string, body: SafeHtml, editor: Editor) =>
+    // The reorder page alone has a script (drag and drop).
+    site.send(reply, status, layout(title, body, editor), { script: title === REORDER_TITLE });
   const done = (req: FastifyRequest, reply: FastifyReply, editor: Editor, event: string, notice: string, location: string, facts: Record<string, unknown>) => {
     req.log.info({ event, account: editor.accountId, ...facts }, 'cover art changed on a page');
     return redirectWithFlash(reply, { a: editor.accountId, n: notice }, location);
@@ -124,7 +127,7 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     const current = images.map((i) => String(i.id)).join(',');
     const q = queryParams(req);
     const previous = q.get('previous') ?? current;
-    if (previous !== current) return show(reply, 409, 'Reorder cover art', reorderForm(site.urls, { release: release.gid, images, previous: current, csrf: editor.csrf, error: STALE_ORDER }), editor);
+    if (previous !== current) return show(reply, 409, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images, previous: current, csrf: editor.csrf, error: STALE_ORDER }), editor);
     const proposed = arrange(images, q.get('order'));
     const move = /^(up|down):(\d{1,15})$/.exec(q.get('move') ?? '');
     let moved: { id: number; direction: 'up' | 'down' } | undefined;
@@ -138,7 +141,7 @@ export function curationPages(app: FastifyInstance, site: Site): void {
         moved = { id: Number(move[2]), direction: (direction === 'up' && to === 0) || (direction === 'down' && to === proposed.length - 1) ? (direction === 'up' ? 'down' : 'up') : direction };
       }
     }
-    return show(reply, 200, 'Reorder cover art', reorderForm(site.urls, { release: release.gid, images: proposed, previous: current, moved, csrf: editor.csrf }), editor);
+    return show(reply, 200, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images: proposed, previous: current, moved, csrf: editor.csrf }), editor);
   });
   app.post('/release/:mbid/reorder-cover-art', async function reorder(req, reply) {
     const opened = await open(req, reply, reorderPath);
@@ -149,7 +152,7 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     const form = formParams(req);
     const order = (form.get('order') ?? '').split(',').filter((s) => s !== '');
     const again = (status: number, error: string, shown = arrange(images, form.get('order'))) =>
-      show(reply, status, 'Reorder cover art', reorderForm(site.urls, { release: release.gid, images: shown, previous: current, csrf: editor.csrf, error }), editor);
+      show(reply, status, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images: shown, previous: current, csrf: editor.csrf, error }), editor);
     if (!csrfValid(req)) return again(400, EXPIRED);
     if (form.get('previous') !== current) return again(409, STALE_ORDER, images);
     return formAction(async () => {
