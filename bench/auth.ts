@@ -86,7 +86,7 @@ function userinfoLua(t: Tokens): string {
   return `wrk.method = "GET"\nwrk.headers["Authorization"] = ${JSON.stringify(`Bearer ${t.accessToken}`)}\n`;
 }
 
-async function wrkOnce(wrk: string, s: Scenario, durationS: number, connections: number): Promise<LoadResult> {
+export async function wrkOnce(wrk: string, s: Scenario, durationS: number, connections: number): Promise<LoadResult> {
   await s.prepare?.(durationS);
   const cpu0 = s.server.cpuSeconds();
   const t0 = process.hrtime.bigint();

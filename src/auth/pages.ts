@@ -8,3 +8,5 @@ export { currentViewer, requireViewer, sendPage, pageErrors, formAction, EXPIRED
 export { html, SafeHtml } from './views/html.js';
 export { page, type PageOptions } from './views/layout.js';
 export { errorPage } from './views/pages.js';
+export { redirectWithFlash, takeFlash } from './routes/pages/flash.js';
+export { STYLESHEET } from './views/style.js';

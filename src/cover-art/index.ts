@@ -33,7 +33,27 @@ export { idForTime, timeOfId } from './ids.js';
 export { THUMBNAIL_SIZES, indexKey, imageKey, type ThumbnailSize } from './keys.js';
 export { buildListing, serializeListing, type Listing, type ListingImage, type ListingUrls } from './listing.js';
 export { publishUrls, readPublishedUrls, type PublishedUrls } from './public-urls.js';
-export { findRelease, readCounter, recountCatalogue } from './repo.js';
+export {
+  BACK_TYPE,
+  chooseGroupRelease,
+  findRelease,
+  findReleaseGroup,
+  FRONT_TYPE,
+  groupReleases,
+  listImages,
+  loadArtTypes,
+  readCounter,
+  recentImages,
+  recountCatalogue,
+  releaseDetails,
+  type GroupChoice,
+  type GroupChoiceReason,
+  type GroupRelease,
+  type ImageWithTypes,
+  type RecentImage,
+  type ReleaseRef,
+  type ReleaseDetails,
+} from './repo.js';
 export { ResponseCache, type ResponseCacheLimits } from './response-cache.js';
 export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 export { coverArtRoutes, sendApiResponse } from './routes.js';

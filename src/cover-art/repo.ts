@@ -24,6 +24,8 @@ export interface ImageRow {
   approved: number;
   mime_type: string;
   suffix: string;
+  /** Bytes of the original, when recorded. */
+  filesize?: number | null;
 }
 
 export interface ImageWithTypes extends ImageRow {
@@ -140,7 +142,7 @@ export async function listImages(db: Queryable, releaseId: number): Promise<Imag
   const rows = await db
     .selectFrom('cover_art as ca')
     .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
-    .select(['ca.id', 'ca.ordering', 'ca.comment', 'ca.edit', 'ca.approved', 'ca.mime_type', 'it.suffix'])
+    .select(['ca.id', 'ca.ordering', 'ca.comment', 'ca.edit', 'ca.approved', 'ca.mime_type', 'it.suffix', 'ca.filesize'])
     .where('ca.release', '=', releaseId)
     .orderBy('ca.ordering')
     .orderBy('ca.id')
@@ -183,7 +185,7 @@ interface Candidate {
  * Raw/Unedited, then the earliest date (NULLs last); then, where coverartarchive.org
  * leaves ties open, the lowest internal id so ties are stable.
  */
-export async function chooseGroupRelease(db: Queryable, groupId: number): Promise<{ id: number; gid: string } | undefined> {
+export async function chooseGroupRelease(db: Queryable, groupId: number): Promise<GroupChoice | undefined> {
   const candidates: Candidate[] = await db
     .selectFrom('release as r')
     .select((eb) => [
@@ -205,7 +207,7 @@ export async function chooseGroupRelease(db: Queryable, groupId: number): Promis
     .execute();
   const withFront = candidates.filter((c) => c.front_id !== null);
   if (withFront.length === 0) return undefined;
-  if (withFront.length === 1) return withFront[0];
+  if (withFront.length === 1) return { ...pick(withFront[0] as Candidate), reason: 'only' };
 
   const chosen = await db
     .selectFrom('release_group_cover_art')
@@ -233,7 +235,105 @@ export async function chooseGroupRelease(db: Queryable, groupId: number): Promis
     c.id,
   ];
   withFront.sort((a, b) => compareRanks(rank(a), rank(b)));
-  return withFront[0];
+  const [first, second] = withFront as [Candidate, Candidate];
+  // Why the first won: the first rank where it beats the runner-up.
+  const [a, b] = [rank(first), rank(second)];
+  const at = a.findIndex((v, i) => v !== b[i]);
+  const reason: GroupChoiceReason = at === 0 ? 'chosen' : at === 1 ? 'not-raw' : at < a.length - 1 ? 'earliest' : 'tie';
+  return { ...pick(first), reason };
+}
+
+function pick(c: Candidate): { id: number; gid: string } {
+  return { id: c.id, gid: c.gid };
+}
+
+/**
+ * Why a release represents its group: the only one with a front image, the editor's choice
+ * (set-cover), the only front not typed Raw/Unedited among the earliest ranks, the earliest
+ * date, or (all else equal) the release added first.
+ */
+export type GroupChoiceReason = 'only' | 'chosen' | 'not-raw' | 'earliest' | 'tie';
+
+export interface GroupChoice {
+  id: number;
+  gid: string;
+  reason: GroupChoiceReason;
+}
+
+/** A release with its title, date and group, for pages. */
+export interface ReleaseDetails {
+  id: number;
+  gid: string;
+  name: string;
+  date: string | undefined;
+  groupGid: string;
+  groupName: string;
+}
+
+function dateText(y: number | null, m: number | null, d: number | null): string | undefined {
+  if (y === null) return undefined;
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${String(y).padStart(4, '0')}${m === null ? '' : `-${two(m)}`}${m === null || d === null ? '' : `-${two(d)}`}`;
+}
+
+export async function releaseDetails(db: Queryable, releaseId: number): Promise<ReleaseDetails | undefined> {
+  const r = await db
+    .selectFrom('release as r')
+    .innerJoin('release_group as g', 'g.id', 'r.release_group')
+    .select(['r.id', 'r.gid', 'r.name', 'r.date_year', 'r.date_month', 'r.date_day', 'g.gid as group_gid', 'g.name as group_name'])
+    .where('r.id', '=', releaseId)
+    .executeTakeFirst();
+  if (r === undefined) return undefined;
+  return { id: r.id, gid: r.gid, name: r.name, date: dateText(r.date_year, r.date_month, r.date_day), groupGid: r.group_gid, groupName: r.group_name };
+}
+
+/** A release of a group, with its front image (the lowest-ordered one typed Front), if any. */
+export interface GroupRelease {
+  id: number;
+  gid: string;
+  name: string;
+  date: string | undefined;
+  front: { id: number; suffix: string } | undefined;
+}
+
+/** The group's releases (by date, NULLs last, then id), each with its front image, and the editor-chosen one. */
+export async function groupReleases(db: Queryable, groupId: number): Promise<{ releases: GroupRelease[]; chosen: string | undefined; name: string }> {
+  const group = await db.selectFrom('release_group').select('name').where('id', '=', groupId).executeTakeFirst();
+  const rows = await db.selectFrom('release').select(['id', 'gid', 'name', 'date_year', 'date_month', 'date_day']).where('release_group', '=', groupId).orderBy('id').limit(500).execute();
+  const releases: GroupRelease[] = [];
+  for (const r of rows) {
+    releases.push({ id: r.id, gid: r.gid, name: r.name, date: dateText(r.date_year, r.date_month, r.date_day), front: await findPrimaryImage(db, r.id, FRONT_TYPE) });
+  }
+  releases.sort((a, b) => (a.date ?? '\uffff').localeCompare(b.date ?? '\uffff') || a.id - b.id);
+  const chosen = await db
+    .selectFrom('release_group_cover_art as c')
+    .innerJoin('release as r', 'r.id', 'c.release')
+    .select('r.gid')
+    .where('c.release_group', '=', groupId)
+    .executeTakeFirst();
+  return { releases, chosen: chosen?.gid, name: group?.name ?? '' };
+}
+
+/** An image recently added, with its release. */
+export interface RecentImage {
+  id: number;
+  suffix: string;
+  release: string;
+  releaseName: string;
+  comment: string;
+}
+
+/** The most recently added images, newest first (ids grow with time). */
+export async function recentImages(db: Queryable, limit: number): Promise<RecentImage[]> {
+  const rows = await db
+    .selectFrom('cover_art as ca')
+    .innerJoin('release as r', 'r.id', 'ca.release')
+    .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+    .select(['ca.id', 'it.suffix', 'r.gid', 'r.name', 'ca.comment'])
+    .orderBy('ca.id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ id: r.id, suffix: r.suffix, release: r.gid, releaseName: r.name, comment: r.comment }));
 }
 
 function compareRanks(a: number[], b: number[]): number {

@@ -1,5 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { WebsiteDeps } from './deps.js';
+import { assetRoutes } from './pages/assets.js';
+import { curationPages } from './pages/curate.js';
+import { galleryPages } from './pages/gallery.js';
+import { homePages } from './pages/home.js';
+import { websiteErrors } from './respond.js';
+import { makeSite } from './site.js';
 
 export type { WebsiteDeps } from './deps.js';
 
@@ -9,6 +15,10 @@ export type { WebsiteDeps } from './deps.js';
  * Registered by serve() through buildAuthApp's `extend`.
  */
 export async function websiteRoutes(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
-  void app;
-  void deps;
+  const site = makeSite(deps);
+  app.setErrorHandler(websiteErrors(site.csp, site.viewerOf));
+  assetRoutes(app);
+  homePages(app, site);
+  galleryPages(app, site);
+  curationPages(app, site);
 }

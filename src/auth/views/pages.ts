@@ -9,12 +9,6 @@ export interface Viewer {
   csrf: string;
 }
 
-export function homePage(viewer: Viewer | undefined): string {
-  const body = html`<p>This is the authorization service of <strong>sleeve</strong>. Applications send you here to ask for access to your account; you decide what they may do.</p>
-${viewer ? html`<p><a href="/account/applications">Your applications</a>: the ones you authorized, and the ones you develop.</p>` : html`<p><a href="/login">Sign in</a> to manage your applications.</p>`}`;
-  return page({ title: 'sleeve accounts', body, user: viewer?.name, csrf: viewer?.csrf });
-}
-
 export function loginPage(opts: { csrf: string; returnTo: string; error?: string; notice?: string; name?: string }): string {
   const body = html`${opts.notice ? html`<p>${opts.notice}</p>` : ''}
 ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}

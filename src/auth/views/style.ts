@@ -38,4 +38,32 @@ dt{color:var(--muted)}
 dd{margin:0;min-width:0}
 form.inline{display:inline}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+ol.gallery,ul.recent,ol.reorder,ul.releases{list-style:none;padding:0;margin:1rem 0}
+ol.gallery{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,18rem),1fr));gap:1rem}
+li.art{border:1px solid var(--line);border-radius:.5rem;padding:.75rem;min-width:0}
+li.art h2{font-size:1.05rem;margin:.5rem 0 .25rem}
+li.art img,.group-cover img,.edit-preview img{display:block;max-width:100%;height:auto;border-radius:.25rem}
+li.art a.thumb{display:block}
+li.art dl{grid-template-columns:max-content minmax(0,1fr);font-size:.95rem}
+dd.files a{display:inline-flex;align-items:center;min-height:2.75rem;min-width:2.75rem;margin-right:.75rem}
+.role{margin:.25rem 0}
+ul.recent{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(45%,9rem),1fr));gap:.75rem}
+ul.recent a{display:grid;gap:.25rem;text-decoration:none;overflow-wrap:anywhere}
+ul.recent img{width:100%;height:auto;aspect-ratio:1;object-fit:cover;border-radius:.25rem}
+ul.releases li{margin:.35rem 0}
+.group-cover{margin:0}
+.group-cover img{max-width:min(100%,30rem)}
+.edit-preview img{max-width:10rem}
+fieldset{border:1px solid var(--line);border-radius:.4rem;padding:.5rem .9rem;margin:0;min-width:0}
+legend{font-weight:600;padding:0 .25rem}
+fieldset.types{display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:0 .5rem}
+label.check,label.choice{display:flex;gap:.5rem;align-items:center;font-weight:400;min-height:2.75rem}
+input[type=checkbox],input[type=radio]{width:1.25rem;height:1.25rem;accent-color:var(--accent)}
+label.choice img{width:4rem;height:4rem;object-fit:cover;border-radius:.25rem}
+ol.reorder li{display:flex;gap:.75rem;align-items:center;flex-wrap:wrap;border:1px solid var(--line);border-radius:.5rem;padding:.5rem;margin:.5rem 0;background:var(--bg)}
+ol.reorder li img{width:4.5rem;height:4.5rem;object-fit:cover;border-radius:.25rem}
+ol.reorder .reorder-label{flex:1 1 8rem;min-width:0;overflow-wrap:anywhere}
+ol.reorder .reorder-moves{display:flex;gap:.5rem}
+ol.reorder li.draggable{cursor:grab}
+ol.reorder li.dragging{opacity:.5}
 `;

@@ -25,9 +25,10 @@ export interface Flash {
   s?: string;
 }
 
-export function redirectWithFlash(reply: FastifyReply, flash: Flash): FastifyReply {
+/** Answers 303 to `location` (a path of this site; the applications page unless given), which shows the flash once. */
+export function redirectWithFlash(reply: FastifyReply, flash: Flash, location = '/account/applications'): FastifyReply {
   setCookie(reply, FLASH_COOKIE, Buffer.from(JSON.stringify(flash)).toString('base64url'), { maxAge: 300, sameSite: 'Strict' });
-  return reply.redirect('/account/applications', 303);
+  return reply.redirect(location, 303);
 }
 
 /** Drops an unread flash (at sign-in and sign-out: a new secret does not outlive its session). */

@@ -4,22 +4,17 @@ import { notFound } from '../../../shared/errors.js';
 import { findAccountByName } from '../../accounts.js';
 import { html } from '../../views/html.js';
 import { page } from '../../views/layout.js';
-import { homePage } from '../../views/pages.js';
 import { STYLESHEET } from '../../views/style.js';
 import { currentViewer, sendPage, type PageContext } from './shared.js';
 
 const ETAG = `"${createHash('sha256').update(STYLESHEET).digest('base64url').slice(0, 22)}"`;
 
-/** The pages anyone may see: the home page, user profiles, and the stylesheet. */
+/** The pages anyone may see: user profiles and the stylesheet (the home page is the website's, src/website). */
 export function publicPages(app: FastifyInstance, ctx: PageContext): void {
   app.get('/static/sleeve.css', async function stylesheet(req, reply) {
     reply.headers({ etag: ETAG, 'cache-control': 'public, max-age=86400' });
     if (req.headers['if-none-match'] === ETAG) return reply.code(304).send();
     return reply.type('text/css; charset=utf-8').send(STYLESHEET);
-  });
-
-  app.get('/', async function home(req, reply) {
-    return sendPage(reply, 200, homePage(await currentViewer(ctx, req, reply)));
   });
 
   app.get('/user/:name', async function profile(req, reply) {

@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { csrfValid, EXPIRED, formAction, formParams, queryParams, redirectWithFlash, type SafeHtml } from '../../auth/pages.js';
+import {
+  chooseGroupRelease,
+  editArt,
+  findRelease,
+  findReleaseGroup,
+  groupReleases,
+  listImages,
+  loadArtTypes,
+  removeArt,
+  reorderArt,
+  setGroupCover,
+  type ImageWithTypes,
+  type ReleaseRef,
+} from '../../cover-art/index.js';
+import { notFound } from '../../shared/errors.js';
+import { layout, mbidParam, type Looker } from '../respond.js';
+import type { Site } from '../site.js';
+import { editForm, removeForm, reorderForm, setCoverForm } from '../views/forms.js';
+
+type Editor = Looker & { accountId: number };
+
+/** What an edit form was made from: the image's types and comment (a changed image makes the post stale). */
+function fingerprint(image: ImageWithTypes): string {
+  return createHash('sha256').update(JSON.stringify([image.typeIds, image.comment])).digest('base64url').slice(0, 22);
+}
+
+const REORDER_TITLE = 'Reorder cover art';
+const STALE_ORDER = 'Someone changed the images of this release while you were reordering them. This is the order now: make your changes again, then save.';
+const STALE_IMAGE = 'Someone changed this image since you opened the form. These are its types and comment now: make your changes again, then save.';
+const STALE_COVER = "Someone changed the group's cover since you opened the form. This is the choice now: choose again, then save.";
+
+/** The editing pages of a release's art and of a group's cover, for signed-in users. */
+export function curationPages(app: FastifyInstance, site: Site): void {
+  const { coverArt } = site.deps;
+  const { db } = coverArt;
+
+  /** The signed-in editor and the release of the path (404 unknown, 400 malformed; a merged MBID's page redirects). */
+  const open = async (req: FastifyRequest, reply: FastifyReply, path: (gid: string) => string): Promise<{ editor: Editor; release: ReleaseRef } | undefined> => {
+    const editor = await site.editor(req, reply);
+    if (editor === undefined) return undefined;
+    const mbid = mbidParam(req, reply, site.csp, editor);
+    if (mbid === undefined) return undefined;
+    const release = await findRelease(db, mbid);
+    if (release === undefined) throw notFound(`There is no release ${mbid} here.`);
+    if (release.gid !== (req.params as { mbid: string }).mbid) {
+      reply.redirect(path(release.gid), req.method === 'GET' ? 301 : 307);
+      return undefined;
+    }
+    return { editor, release };
+  };
+  const imageOf = async (release: ReleaseRef, req: FastifyRequest): Promise<{ image: ImageWithTypes; position: number; images: ImageWithTypes[] }> => {
+    const id = (req.params as { id: string }).id;
+    const images = await listImages(db, release.id);
+    const position = images.findIndex((i) => String(i.id) === id);
+    if (position === -1) throw notFound(`Release ${release.gid} has no image ${id}.`);
+    return { image: images[position] as ImageWithTypes, position: position + 1, images };
+  };
+  const show = (reply: FastifyReply, status: number, title: string, body: SafeHtml, editor: Editor) =>
+    // The reorder page alone has a script (drag and drop).
+    site.send(reply, status, layout(title, body, editor), { script: title === REORDER_TITLE });
+  const done = (req: FastifyRequest, reply: FastifyReply, editor: Editor, event: string, notice: string, location: string, facts: Record<string, unknown>) => {
+    req.log.info({ event, account: editor.accountId, ...facts }, 'cover art changed on a page');
+    return redirectWithFlash(reply, { a: editor.accountId, n: notice }, location);
+  };
+
+  // Types and comment.
+  const editPath = (gid: string, req: FastifyRequest) => `/release/${gid}/edit-cover-art/${(req.params as { id: string }).id}`;
+  app.get('/release/:mbid/edit-cover-art/:id', async function editImageForm(req, reply) {
+    const opened = await open(req, reply, (gid) => editPath(gid, req));
+    if (opened === undefined) return reply;
+    const { editor, release } = opened;
+    const { image, position } = await imageOf(release, req);
+    const form = { release: release.gid, image, position, artTypes: await loadArtTypes(db), types: image.types, comment: image.comment, state: fingerprint(image), csrf: editor.csrf };
+    return show(reply, 200, `Edit image ${position}`, editForm(site.urls, form), editor);
+  });
+  app.post('/release/:mbid/edit-cover-art/:id', async function editImage(req, reply) {
+    const opened = await open(req, reply, (gid) => editPath(gid, req));
+    if (opened === undefined) return reply;
+    const { editor, release } = opened;
+    const { image, position } = await imageOf(release, req);
+    const form = formParams(req);
+    const posted = { types: form.getAll('type'), comment: form.get('comment') ?? '' };
+    const artTypes = await loadArtTypes(db);
+    const again = (status: number, error: string, values = posted) =>
+      show(reply, status, `Edit image ${position}`, editForm(site.urls, { release: release.gid, image, position, artTypes, ...values, state: fingerprint(image), csrf: editor.csrf, error }), editor);
+    if (!csrfValid(req)) return again(400, EXPIRED);
+    if (form.get('state') !== fingerprint(image)) return again(409, STALE_IMAGE, { types: image.types, comment: image.comment });
+    if (posted.comment.length > 255) return again(400, 'The comment is longer than 255 characters.');
+    return formAction(async () => {
+      await editArt(coverArt, { release: release.gid, imageId: String(image.id), types: posted.types, comment: posted.comment });
+      return done(req, reply, editor, 'cover_art.edited', `Saved the types and comment of image ${position}.`, `/release/${release.gid}/cover-art#image-${image.id}`, { release: release.gid, image: image.id });
+    }, again);
+  });
+
+  // Removal, after confirmation.
+  const removePath = (gid: string, req: FastifyRequest) => `/release/${gid}/remove-cover-art/${(req.params as { id: string }).id}`;
+  app.get('/release/:mbid/remove-cover-art/:id', async function removeImageForm(req, reply) {
+    const opened = await open(req, reply, (gid) => removePath(gid, req));
+    if (opened === undefined) return reply;
+    const { editor, release } = opened;
+    const { image, position } = await imageOf(release, req);
+    return show(reply, 200, `Remove image ${position}?`, removeForm(site.urls, { release: release.gid, image, position, csrf: editor.csrf }), editor);
+  });
+  app.post('/release/:mbid/remove-cover-art/:id', async function removeImage(req, reply) {
+    const opened = await open(req, reply, (gid) => removePath(gid, req));
+    if (opened === undefined) return reply;
+    const { editor, release } = opened;
+    const { image, position } = await imageOf(release, req);
+    const again = (status: number, error: string) => show(reply, status, `Remove image ${position}?`, removeForm(site.urls, { release: release.gid, image, position, csrf: editor.csrf, error }), editor);
+    if (!csrfValid(req)) return again(400, EXPIRED);
+    return formAction(async () => {
+      await removeArt(coverArt, release.gid, String(image.id));
+      return done(req, reply, editor, 'cover_art.removed', `Removed image ${position}.`, `/release/${release.gid}/cover-art`, { release: release.gid, image: image.id });
+    }, again);
+  });
+
+  // Order.
+  const reorderPath = (gid: string) => `/release/${gid}/reorder-cover-art`;
+  app.get('/release/:mbid/reorder-cover-art', async function reorderPage(req, reply) {
+    const opened = await open(req, reply, reorderPath);
+    if (opened === undefined) return reply;
+    const { editor, release } = opened;
+    const images = await listImages(db, release.id);
+    const current = images.map((i) => String(i.id)).join(',');
+    const q = queryParams(req);
+    const previous = q.get('previous') ?? current;
+    if (previous !== current) return show(reply, 409, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images, previous: current, csrf: editor.csrf, error: STALE_ORDER }), editor);
+    const proposed = arrange(images, q.get('order'));
+    const move = /^(up|down):(\d{1,15})$/.exec(q.get('move') ?? '');
+    let moved: { id: number; direction: 'up' | 'down' } | undefined;
+    if (move !== null) {
+      const at = proposed.findIndex((i) => String(i.id) === move[2]);
+      const to = at + (move[1] === 'up' ? -1 : 1);
+      if (at !== -1 && to >= 0 && to < proposed.length) {
+        [proposed[at], proposed[to]] = [proposed[to] as ImageWithTypes, proposed[at] as ImageWithTypes];
+        // Focus stays on the button pressed, unless the image reached the end that disables it.
+        const direction = move[1] as 'up' | 'down';
+        moved = { id: Number(move[2]), direction: (direction === 'up' && to === 0) || (direction === 'down' && to === proposed.length - 1) ? (direction === 'up' ? 'down' : 'up') : direction };
+      }
+    }
+    return show(reply, 200, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images: proposed, previous: current, moved, csrf: editor.csrf }), editor);
+  });
+  app.post('/release/:mbid/reorder-cover-art', async function reorder(req, reply) {
+    const opened = await open(req, reply, reorderPath);
+    if (opened === undefined) return reply;
+    const { editor, release } = opened;
+    const images = await listImages(db, release.id);
+    const current = images.map((i) => String(i.id)).join(',');
+    const form = formParams(req);
+    const order = (form.get('order') ?? '').split(',').filter((s) => s !== '');
+    const again = (status: number, error: string, shown = arrange(images, form.get('order'))) =>
+      show(reply, status, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images: shown, previous: current, csrf: editor.csrf, error }), editor);
+    if (!csrfValid(req)) return again(400, EXPIRED);
+    if (form.get('previous') !== current) return again(409, STALE_ORDER, images);
+    return formAction(async () => {
+      await reorderArt(coverArt, release.gid, order);
+      return done(req, reply, editor, 'cover_art.reordered', 'Saved the new order.', `/release/${release.gid}/cover-art`, { release: release.gid });
+    }, (status, error) => again(status, error, images));
+  });
+
+  // The group's cover.
+  const coverPath = (gid: string) => `/release-group/${gid}/set-cover-art`;
+  const openGroup = async (req: FastifyRequest, reply: FastifyReply) => {
+    const editor = await site.editor(req, reply);
+    if (editor === undefined) return undefined;
+    const mbid = mbidParam(req, reply, site.csp, editor);
+    if (mbid === undefined) return undefined;
+    const group = await findReleaseGroup(db, mbid);
+    if (group === undefined) throw notFound(`There is no release group ${mbid} here.`);
+    if (group.gid !== (req.params as { mbid: string }).mbid) {
+      reply.redirect(coverPath(group.gid), req.method === 'GET' ? 301 : 307);
+      return undefined;
+    }
+    const { releases, chosen } = await groupReleases(db, group.id);
+    const shown = (await chooseGroupRelease(db, group.id))?.gid;
+    return { editor, group, releases, chosen: chosen ?? '', shown };
+  };
+  app.get('/release-group/:mbid/set-cover-art', async function setCoverPage(req, reply) {
+    const g = await openGroup(req, reply);
+    if (g === undefined) return reply;
+    const f = { group: g.group.gid, releases: g.releases, selected: g.shown, previous: g.chosen, csrf: g.editor.csrf };
+    return show(reply, 200, "Choose the group's cover", setCoverForm(site.urls, f), g.editor);
+  });
+  app.post('/release-group/:mbid/set-cover-art', async function setCover(req, reply) {
+    const g = await openGroup(req, reply);
+    if (g === undefined) return reply;
+    const form = formParams(req);
+    const picked = form.get('release') ?? '';
+    const again = (status: number, error: string, selected: string | undefined = picked) =>
+      show(reply, status, "Choose the group's cover", setCoverForm(site.urls, { group: g.group.gid, releases: g.releases, selected, previous: g.chosen, csrf: g.editor.csrf, error }), g.editor);
+    if (!csrfValid(req)) return again(400, EXPIRED);
+    if (form.get('previous') !== g.chosen) return again(409, STALE_COVER, g.shown);
+    const release = g.releases.find((r) => r.gid === picked);
+    if (release === undefined) return again(400, picked === '' ? 'Choose a release.' : `Release ${picked} is not in this group.`);
+    if (release.front === undefined) return again(400, 'That release has no front cover, so it cannot represent the group.');
+    return formAction(async () => {
+      await setGroupCover(coverArt, g.group.gid, release.gid);
+      return done(req, reply, g.editor, 'cover_art.group_cover_set', `The group's cover now comes from ${release.name || release.gid}.`, `/release-group/${g.group.gid}/cover-art`, {
+        release_group: g.group.gid,
+        release: release.gid,
+      });
+    }, again);
+  });
+}
+
+/** The images in the order given (ids separated by commas), when it names each exactly once; else as they are. */
+function arrange(images: ImageWithTypes[], order: string | null): ImageWithTypes[] {
+  const ids = (order ?? '').split(',');
+  const byId = new Map(images.map((i) => [String(i.id), i]));
+  const out = ids.map((id) => byId.get(id)).filter((i): i is ImageWithTypes => i !== undefined);
+  return new Set(out).size === images.length && ids.length === images.length ? out : [...images];
+}

@@ -1,0 +1,110 @@
+import { html, type SafeHtml } from '../../auth/pages.js';
+import type { GroupChoiceReason, GroupRelease, ImageWithTypes, ListingImage, ReleaseDetails } from '../../cover-art/index.js';
+import type { Dimensions } from '../dimensions.js';
+import { fileUrl, sources, type ImageUrls } from '../images.js';
+import { formatBytes } from '../respond.js';
+
+export interface GalleryImage {
+  row: ImageWithTypes;
+  entry: ListingImage;
+  dimensions: Dimensions | undefined;
+}
+
+/** How a release is named on pages: its title, or its MBID when it has none. */
+export function releaseLabel(r: { name: string; gid: string }): string {
+  return r.name === '' ? `Release ${r.gid}` : r.name;
+}
+
+/** The thumbnail of an image, scaled by the browser from the 250/500/1200 thumbnails. */
+export function picture(urls: ImageUrls, release: string, image: { id: number; suffix: string }, alt: string, sizes = '(max-width: 40rem) 90vw, 20rem'): SafeHtml {
+  const s = sources(urls, release, image);
+  return html`<img src="${s.src}" srcset="${s.srcset}" sizes="${sizes}" alt="${alt}" loading="lazy" decoding="async">`;
+}
+
+function altText(image: GalleryImage, position: number): string {
+  const types = image.row.types.length > 0 ? image.row.types.join(', ') : 'untyped';
+  return `Image ${position} (${types})${image.row.comment ? `: ${image.row.comment}` : ''}`;
+}
+
+/** Why an image is, or is not, the release's front or back. */
+function roleText(image: GalleryImage, all: GalleryImage[]): SafeHtml[] {
+  const out: SafeHtml[] = [];
+  for (const [flag, type] of [['front', 'Front'], ['back', 'Back']] as const) {
+    if (image.entry[flag]) out.push(html`<p class="role"><strong>The ${flag} cover</strong>: the first image typed ${type} in this order.</p>`);
+    else if (image.row.types.includes(type)) {
+      const first = all.findIndex((i) => i.entry[flag]) + 1;
+      out.push(html`<p class="role muted">Typed ${type}, but image ${first} comes first, so that one is the ${flag} cover.</p>`);
+    }
+  }
+  return out;
+}
+
+function imageCard(urls: ImageUrls, release: string, image: GalleryImage, position: number, all: GalleryImage[], editor: boolean): SafeHtml {
+  const { row, entry } = image;
+  const original = { id: row.id, suffix: row.suffix };
+  const size = row.filesize === null || row.filesize === undefined ? 'unknown' : formatBytes(row.filesize);
+  const dims = image.dimensions === undefined ? 'unknown' : `${image.dimensions.width} × ${image.dimensions.height} px`;
+  return html`<li class="art" id="image-${row.id}">
+<a class="thumb" href="${fileUrl(urls, release, original)}">${picture(urls, release, original, altText(image, position))}</a>
+<h2>Image ${position}</h2>
+${roleText(image, all)}
+<dl>
+<dt>Types</dt><dd>${row.types.length > 0 ? row.types.join(', ') : html`<span class="muted">none</span>`}</dd>
+<dt>Comment</dt><dd>${row.comment !== '' ? row.comment : html`<span class="muted">none</span>`}</dd>
+<dt>Approved</dt><dd>${entry.approved ? 'Yes' : 'No (pending)'}</dd>
+<dt>Added by</dt><dd>${entry.edit > 0 ? html`<a href="/edit/${entry.edit}">edit #${entry.edit}</a>` : html`<span class="muted">no edit recorded</span>`}</dd>
+<dt>Size</dt><dd>${dims}, ${size}</dd>
+<dt>Files</dt><dd class="files"><a href="${entry.image}">original</a> <a href="${entry.thumbnails['250']}">250 px</a> <a href="${entry.thumbnails['500']}">500 px</a> <a href="${entry.thumbnails['1200']}">1200 px</a></dd>
+</dl>
+${editor ? html`<p class="actions"><a class="action" href="/release/${release}/edit-cover-art/${row.id}">Edit image ${position}</a><a class="action" href="/release/${release}/remove-cover-art/${row.id}">Remove image ${position}</a></p>` : ''}
+</li>`;
+}
+
+/** The gallery of a release, inside the layout (the same for every viewer of a kind: cached). */
+export function releaseGallery(urls: ImageUrls, release: ReleaseDetails, images: GalleryImage[], editor: boolean): SafeHtml {
+  const group = html`<p class="muted">Release group: <a href="/release-group/${release.groupGid}/cover-art">${release.groupName || release.groupGid}</a>${release.date ? html` · released ${release.date}` : ''}</p>`;
+  const tools = editor
+    ? html`<p class="actions"><a class="action" href="/release/${release.gid}/add-cover-art">Add cover art</a>${images.length > 1 ? html`<a class="action" href="/release/${release.gid}/reorder-cover-art">Reorder cover art</a>` : ''}</p>`
+    : '';
+  if (images.length === 0) {
+    return html`${group}<p>There is no cover art for this release yet.</p>
+${editor ? tools : html`<p><a href="/login?return_to=${encodeURIComponent(`/release/${release.gid}/cover-art`)}">Sign in</a> to add some.</p>`}`;
+  }
+  return html`${group}${tools}
+<p>${images.length === 1 ? '1 image' : `${images.length} images`}, in the order the cover art API lists them.</p>
+<ol class="gallery">${images.map((image, i) => imageCard(urls, release.gid, image, i + 1, images, editor))}</ol>`;
+}
+
+const REASONS: Record<GroupChoiceReason, string> = {
+  only: 'it is the only release of the group with a front cover.',
+  chosen: 'an editor chose it for the group.',
+  'not-raw': 'its front cover is not typed Raw/Unedited, and the others’ are.',
+  earliest: 'it has the earliest release date among the releases with a front cover.',
+  tie: 'the releases with a front cover tie on everything else, and it was added first.',
+};
+
+export interface GroupView {
+  gid: string;
+  name: string;
+  chosen: { release: GroupRelease; reason: GroupChoiceReason } | undefined;
+  releases: GroupRelease[];
+}
+
+/** The group's page: the chosen art, where it comes from and why, and the group's releases. */
+export function groupGallery(urls: ImageUrls, group: GroupView, editor: boolean): SafeHtml {
+  const list = html`<h2>Releases in this group</h2><ul class="releases">${group.releases.map(
+    (r) => html`<li><a href="/release/${r.gid}/cover-art">${releaseLabel(r)}</a>${r.date ? html` <span class="muted">(${r.date})</span>` : ''}${r.front ? '' : html` <span class="muted">· no front cover</span>`}</li>`,
+  )}</ul>`;
+  const tools = editor && group.releases.some((r) => r.front) ? html`<p class="actions"><a class="action" href="/release-group/${group.gid}/set-cover-art">Choose the group's cover</a></p>` : '';
+  if (group.chosen === undefined || group.chosen.release.front === undefined) {
+    return html`<p>No release of this group has a front cover yet, so the group has no cover art.</p>${list}`;
+  }
+  const { release, reason } = group.chosen;
+  const front = release.front as { id: number; suffix: string };
+  return html`<figure class="group-cover">
+<a href="/release/${release.gid}/cover-art">${picture(urls, release.gid, front, `Front cover of ${releaseLabel(release)}`, '(max-width: 40rem) 90vw, 30rem')}</a>
+<figcaption>The front cover of <a href="/release/${release.gid}/cover-art">${releaseLabel(release)}</a>${release.date ? ` (${release.date})` : ''}.</figcaption>
+</figure>
+<p class="reason">This release represents the group because ${REASONS[reason]}</p>
+${tools}${list}`;
+}
