@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import { API_PREFIX, coverArtApiRoutes } from './api/routes.js';
 import type { WebsiteDeps } from './deps.js';
+import { openApiRoute } from './openapi.js';
+import { uploadPageRoutes } from './upload-page.js';
 
 export type { WebsiteDeps } from './deps.js';
 
@@ -9,6 +12,7 @@ export type { WebsiteDeps } from './deps.js';
  * Registered by serve() through buildAuthApp's `extend`.
  */
 export async function websiteRoutes(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
-  void app;
-  void deps;
+  await app.register(coverArtApiRoutes, { ...deps, prefix: API_PREFIX });
+  await app.register(openApiRoute, deps);
+  await app.register(uploadPageRoutes, deps);
 }

@@ -8,39 +8,16 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import * as client from 'openid-client';
 import { addApp, addUser, authorize, Browser, request, startAuthServer, type AuthServer } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { fetchTrusting } from '../helpers/fetch-trusting.js';
 import { isConsent, signIn, type Client } from './support.js';
 
 const WEB_URI = 'https://client.example/callback';
-
-/** A Fetch API over node:https that trusts exactly this certificate (the listener's self-signed one). */
-function fetchTrusting(ca: string): client.CustomFetch {
-  return (url, options) =>
-    new Promise<Response>((resolve, reject) => {
-      const body = options.body == null ? undefined : String(options.body);
-      const req = https.request(url, { method: options.method, headers: options.headers, ca, signal: options.signal }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const headers = new Headers();
-          for (const [name, value] of Object.entries(res.headers)) {
-            for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
-          }
-          const status = res.statusCode ?? 0;
-          resolve(new Response(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers }));
-        });
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-}
 
 describe(`OpenID Connect with openid-client (${DIALECT})`, () => {
   let t: TestEnv;
