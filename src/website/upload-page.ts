@@ -119,23 +119,28 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
     let form: StreamedForm | undefined;
     const again = (status: number, error: string, headers: Record<string, string> = {}) =>
       sendUploadPage(reply.headers(headers), status, renderPage(viewer, uploadBody({ mbid, csrf: viewer.csrf, types, rows: rowValues(form), error })));
-    const done = await uploads.slots.run(async () => {
+    // The answer, once the temporary files are gone (a function: a reply is a thenable, which an await would unwrap).
+    const done = await uploads.slots.run(answer);
+    return done === undefined ? again(503, 'Too many uploads at once; try again shortly.', { 'retry-after': '2' }) : done.value();
+
+    async function answer(): Promise<() => FastifyReply> {
       try {
         form = await readStreamedForm(req, uploads.folder, uploads.limits);
       } catch (err) {
-        if (err instanceof BodyRefused) return again(err.status === 415 ? 400 : err.status, err.message, err.unread ? { connection: 'close' } : {});
+        if (err instanceof BodyRefused) return () => again(err.status === 415 ? 400 : err.status, err.message, err.unread ? { connection: 'close' } : {});
         throw err;
       }
       try {
         req.form = new URLSearchParams([...form.fields].flatMap(([k, vs]) => vs.map((v): [string, string] => [k, v])));
-        if (!csrfValid(req)) return again(403, EXPIRED);
+        if (!csrfValid(req)) return () => again(403, EXPIRED);
         const chosen = form.files.filter((f) => f.bytes > 0 || f.filename !== '');
-        if (chosen.length === 0) return again(400, 'Choose at least one image.');
+        if (chosen.length === 0) return () => again(400, 'Choose at least one image.');
+        const stray = chosen.find((f) => !/^file\.\d+$/.test(f.field));
+        if (stray !== undefined) return () => again(400, `Unknown field ${JSON.stringify(stray.field.slice(0, 40))}.`);
         const added: string[] = [];
         try {
           for (const file of chosen) {
-            const row = /^file\.(\d+)$/.exec(file.field)?.[1];
-            if (row === undefined) return again(400, `Unknown field ${JSON.stringify(file.field.slice(0, 40))}.`);
+            const row = file.field.slice('file.'.length);
             const entry = await addImage(deps, editor, {
               release: mbid,
               bytes: await readStreamed(file),
@@ -147,17 +152,16 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
         } catch (err) {
           // One form, one change: what this form added before the refusal goes again.
           for (const id of added.reverse()) await removeImage(deps, editor, mbid, id);
-          if (isAppError(err) && err.expose) return again(400, `${chosen.length > 1 ? 'Nothing was added: ' : ''}${err.message}`);
+          if (isAppError(err) && err.expose) return () => again(400, `${chosen.length > 1 ? 'Nothing was added: ' : ''}${err.message}`);
           throw err;
         }
         const notice = added.length === 1 ? `Added image ${added[0]}.` : `Added ${added.length} images: ${added.join(', ')}.`;
         setCookie(reply, FLASH_COOKIE, Buffer.from(notice).toString('base64url'), { maxAge: 300, sameSite: 'Strict' });
-        return reply.redirect(`/release/${mbid}/cover-art`, 303);
+        return () => reply.redirect(`/release/${mbid}/cover-art`, 303);
       } finally {
         if (form !== undefined) await discard(form);
       }
-    });
-    return done?.value ?? again(503, 'Too many uploads at once; try again shortly.', { 'retry-after': '2' });
+    }
   });
 }
 
