@@ -34,12 +34,14 @@ const TOKEN_REFUSALS = {
 };
 
 function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
-  const common = { servers: server, tags: ['Cover art (read)'] };
+  const common = { servers: server };
+  const tags = ['Cover art (read)'];
   return {
     '/release/{mbid}/': {
       ...common,
       get: {
         operationId: 'getReleaseListing',
+        tags,
         summary: "A release's listing: a redirect to its index.json",
         parameters: [mbid()],
         responses: { '307': redirect('To the listing (index.json)'), '400': { description: 'Not a valid MBID' }, '404': { description: 'No cover art for the release' }, '406': { description: 'Accept does not allow JSON' } },
@@ -49,6 +51,7 @@ function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
       ...common,
       get: {
         operationId: 'getReleaseImage',
+        tags,
         summary: 'An image or thumbnail: front, back or an image id, with -250, -500 or -1200',
         parameters: [mbid(), { name: 'image', in: 'path', required: true, schema: { type: 'string' }, description: 'front, back, or an id; optionally -250, -500, -1200' }],
         responses: { '307': redirect('To the image file'), '400': { description: 'Not a valid MBID or image name' }, '404': { description: 'No such image' } },
@@ -58,6 +61,7 @@ function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
       ...common,
       get: {
         operationId: 'getReleaseGroupListing',
+        tags,
         summary: "The listing of the release group's chosen release",
         parameters: [mbid('mbid', 'release group')],
         responses: { '200': json(ref('Listing'), 'The listing'), '400': { description: 'Not a valid MBID' }, '404': { description: 'No cover art for the release group' } },
@@ -67,6 +71,7 @@ function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
       ...common,
       get: {
         operationId: 'getReleaseGroupFront',
+        tags,
         summary: "The group's front image (front, front-250, front-500, front-1200)",
         parameters: [mbid('mbid', 'release group'), { name: 'image', in: 'path', required: true, schema: { type: 'string' } }],
         responses: { '307': redirect('To the image file'), '400': { description: 'Not front' }, '404': { description: 'No cover art for the release group' } },
