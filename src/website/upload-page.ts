@@ -202,8 +202,9 @@ const UPLOAD_SCRIPT = `'use strict';
         if (e.lengthComputable) bar.value = Math.round((e.loaded / e.total) * 100);
       });
       xhr.addEventListener('load', function () {
+        // Redirected (Post/Redirect/Get) only when the upload succeeded: on to the gallery.
         var url = xhr.responseURL || '';
-        if (xhr.status < 400 && url !== form.action) {
+        if (url !== '' && url !== form.action) {
           window.location.assign(url);
           return;
         }
