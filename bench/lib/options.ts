@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'upload'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
 /** What runs when no benchmark is named (import, files and soak only when asked: a while, nginx, ten minutes). */
 export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
@@ -53,11 +53,12 @@ export interface Options {
   rate: number;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|all ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|soak|all ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|upload|all ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|soak|upload|all ...] [options]
 
 With no benchmark named, redirect, ingest, scale, auth and cluster run; import, files and soak
-run when named (or with all). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
+run when named (or with all), and so does upload (the write API against sleeve art add; its
+rounds are --cli-rounds). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
 benchmark too. cluster and import take PostgreSQL from --postgres /
 SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
 is made and dropped per run.

@@ -192,11 +192,33 @@ export function readStreamed(file: StreamedFile): Promise<Buffer> {
   return readFile(file.path);
 }
 
-/** A bound on uploads handled at once (each holds up to the byte limit in memory while its image is checked and stored). */
+/**
+ * A bound on uploads handled at once: more are refused at once. Of those, `working` at most
+ * are decoded and stored at a time (each holds its file and decoded pixels in memory); the
+ * others wait their turn, their bodies already on disk.
+ */
 export class UploadSlots {
   private used = 0;
+  private busy = 0;
+  private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly max: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly working = 2,
+  ) {}
+
+  /** Runs `fn` when fewer than `working` others run (inside a slot). */
+  async work<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.busy >= this.working) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.busy++;
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next !== undefined) next();
+      else this.busy--;
+    }
+  }
 
   /** Runs `fn` in a slot, or returns undefined at once when all are taken. */
   async run<T>(fn: () => Promise<T>): Promise<{ value: T } | undefined> {

@@ -141,12 +141,8 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
         try {
           for (const file of chosen) {
             const row = file.field.slice('file.'.length);
-            const entry = await addImage(deps, editor, {
-              release: mbid,
-              bytes: await readStreamed(file),
-              types: form.fields.get(`types.${row}`) ?? [],
-              comment: form.fields.get(`comment.${row}`)?.[0] ?? '',
-            });
+            const fields = { types: form.fields.get(`types.${row}`) ?? [], comment: form.fields.get(`comment.${row}`)?.[0] ?? '' };
+            const entry = await uploads.slots.work(async () => addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), ...fields }));
             added.push(entry.id);
           }
         } catch (err) {

@@ -166,8 +166,8 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
         if (file === undefined || file.field !== 'file') throw new ApiRefusal(400, 'invalid_request', 'The image goes in the field "file"');
         const comments = form.fields.get('comment') ?? [];
         if (comments.length > 1) throw new ApiRefusal(400, 'invalid_request', 'Give the comment once');
-        const bytes = await readStreamed(file);
-        return await addImage(deps, editorOf(req), { release: mbid, bytes, types: form.fields.get('types') ?? [], comment: comments[0] ?? '' }, ifMatch(req));
+        const types = form.fields.get('types') ?? [];
+        return await uploads.slots.work(async () => addImage(deps, editorOf(req), { release: mbid, bytes: await readStreamed(file), types, comment: comments[0] ?? '' }, ifMatch(req)));
       } finally {
         await discard(form);
       }
