@@ -6,12 +6,13 @@
  * and nothing changed; tokens refused as RFC 6750 says.
  */
 import assert from 'node:assert/strict';
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, Browser, request } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
@@ -169,6 +170,28 @@ describe(`the cover art write API (${DIALECT})`, () => {
     assert.equal(await uploadsLeft(), 0, 'no temporary file stays');
     const files = await fetch(`${site.art}/release/${RELEASE}/`, { redirect: 'manual', headers: { accept: 'application/json' } });
     assert.equal(files.status, 307);
+  });
+
+  it('a client that goes away mid-upload leaves no temporary file and nothing changed', async () => {
+    const start = await listing();
+    const m = multipart([{ name: 'file', value: Buffer.concat([jpeg, Buffer.alloc(100_000)]), filename: 'cut.jpg' }]);
+    const req = https.request(api(`/release/${RELEASE}/images`), {
+      method: 'POST',
+      rejectUnauthorized: false,
+      headers: { ...auth(), 'content-type': m.type, 'content-length': String(m.body.length) },
+    });
+    req.on('error', () => {});
+    req.write(m.body.subarray(0, m.body.length >> 1));
+    // The server has the file part open: its temporary file exists until the client goes.
+    assert.equal((await pollUntil(uploadsLeft, (n) => n === 1)).value, 1, 'the upload streams to a temporary file');
+    const folder = path.join(t.dir, 'uploads');
+    const [part] = await readdir(folder);
+    assert.equal((await stat(path.join(folder, part as string))).mode & 0o777, 0o600, 'the temporary file is private');
+    assert.equal((await stat(folder)).mode & 0o777, 0o700);
+    req.destroy();
+    const { value } = await pollUntil(uploadsLeft, (n) => n === 0);
+    assert.equal(value, 0, 'the temporary file is removed');
+    assert.deepEqual((await listing()).body, start.body);
   });
 
   it('edits, reorders and removals that name the wrong things are refused, nothing changed', async () => {
