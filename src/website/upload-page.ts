@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { cookies, csrfValid, EXPIRED, html, page, pageErrors, requireViewer, setCookie, type SafeHtml, type SignedIn } from '../auth/pages.js';
+import { cookies, csrfValid, errorPage, EXPIRED, html, page, pageErrors, requireViewer, sendPage, setCookie, type SafeHtml, type SignedIn } from '../auth/pages.js';
 import { artTypeNames } from '../cover-art/index.js';
 import { isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
@@ -94,7 +94,15 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
   const uploads = makeUploads(deps, PAGE_FILES);
   const ctx = deps.pages;
   streamMultipart(app);
-  app.setErrorHandler(pageErrors);
+  app.setErrorHandler(async function uploadErrors(err: Error, req, reply) {
+    // A path that names no release (not an MBID) is a bad request; the store away, a 503; the rest as every page.
+    if (isAppError(err) && err.code === 'INVALID_INPUT') return sendPage(reply, 400, errorPage({ error: 'invalid_request', description: err.message }));
+    if (isAppError(err) && err.code === 'STORE_UNAVAILABLE') {
+      req.log.warn({ err }, 'the object store is unavailable');
+      return sendPage(reply.header('retry-after', '5'), 503, errorPage({ error: 'temporarily_unavailable', description: 'The image store cannot be used just now; try again shortly.' }));
+    }
+    return pageErrors(err, req, reply);
+  });
 
   app.get(SCRIPT_PATH, async function uploadScript(_req, reply) {
     return reply.headers({ 'cache-control': 'public, max-age=3600' }).type('text/javascript; charset=utf-8').send(UPLOAD_SCRIPT);

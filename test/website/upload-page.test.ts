@@ -74,6 +74,9 @@ describe(`the upload page (${DIALECT})`, () => {
     assert.match(script.body, /XMLHttpRequest/);
     const unknown = await alice.fetch(pageUrl(UNKNOWN));
     assert.equal(unknown.status, 404);
+    const notMbid = await alice.fetch(pageUrl('not-a-release'));
+    assert.equal(notMbid.status, 400);
+    assert.match(notMbid.body, /not a valid MBID/);
   });
 
   it('without its CSRF token the upload is refused and nothing changes', async () => {
