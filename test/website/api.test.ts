@@ -194,6 +194,30 @@ describe(`the cover art write API (${DIALECT})`, () => {
     assert.deepEqual((await listing()).body, start.body);
   });
 
+  it('more uploads at once than a process takes: 503 with Retry-After, the others unharmed', async () => {
+    const m = multipart([{ name: 'file', value: Buffer.concat([jpeg, Buffer.alloc(100_000)]), filename: 'slow.jpg' }]);
+    const held = Array.from({ length: 8 }, () => {
+      const req = https.request(api(`/release/${RELEASE}/images`), {
+        method: 'POST',
+        rejectUnauthorized: false,
+        headers: { ...auth(), 'content-type': m.type, 'content-length': String(m.body.length) },
+      });
+      req.on('error', () => {});
+      req.write(m.body.subarray(0, m.body.length >> 1));
+      return req;
+    });
+    assert.equal((await pollUntil(uploadsLeft, (n) => n === 8)).value, 8, 'eight uploads streaming');
+    const refused = await upload(RELEASE, [{ name: 'file', value: png, filename: 'ninth.png' }]);
+    assertError(refused, 503, 'temporarily_unavailable', /Too many uploads/);
+    assert.equal(refused.headers['retry-after'], '2');
+    for (const req of held) req.destroy();
+    assert.equal((await pollUntil(uploadsLeft, (n) => n === 0)).value, 0);
+    const after = await upload(RELEASE, [{ name: 'file', value: png, filename: 'later.png' }]);
+    assert.equal(after.status, 201, after.body);
+    const removed = await call(api(`/release/${RELEASE}/images/${after.json().id}`), { method: 'DELETE', headers: auth() });
+    assert.equal(removed.status, 204);
+  });
+
   it('edits, reorders and removals that name the wrong things are refused, nothing changed', async () => {
     const other = await upload(OTHER, [{ name: 'file', value: png, filename: 'o.png' }]);
     assert.equal(other.status, 201, other.body);
