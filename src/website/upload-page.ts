@@ -18,6 +18,17 @@ import { makeUploads } from './uploads.js';
 /** Images one form sends at most. */
 export const PAGE_FILES = 4;
 const SCRIPT_PATH = '/static/add-cover-art.js';
+const STYLE_PATH = '/static/add-cover-art.css';
+/** The page's own rules, beside the site's stylesheet: type checkboxes in rows that wrap, 44 px targets, previews that fit a phone. */
+const UPLOAD_STYLE = `fieldset.upload-row{display:grid;gap:.5rem}
+fieldset.types{display:flex;flex-wrap:wrap;gap:0 1rem;border:0;padding:0;margin:.25rem 0}
+fieldset.types legend{font-weight:600;padding:0;margin-bottom:.25rem}
+label.check{display:inline-flex;align-items:center;gap:.4rem;font-weight:400;min-height:2.75rem;min-width:2.75rem}
+label.check input{width:1.25rem;height:1.25rem;margin:0}
+input[type=file]{font:inherit;min-height:2.75rem;max-width:100%}
+.preview img{display:block;max-width:100%;height:auto;border:1px solid var(--line);border-radius:.25rem}
+.upload-status progress{width:100%;height:1rem}
+`;
 const FLASH_COOKIE = '__Host-sleeve-cover-flash';
 /** The upload page's policy: the page's own, plus its script, previews of chosen files (blob:) and its upload (connect-src). */
 const UPLOAD_CSP = "default-src 'none'; style-src 'self'; img-src 'self' blob:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -79,8 +90,11 @@ ${rows}
 }
 
 function renderPage(viewer: SignedIn, body: SafeHtml): string {
-  // The layout has no slot for scripts: the page's one same-origin script goes at the end of its head.
-  return page({ title: 'Add cover art', body, user: viewer.name, csrf: viewer.csrf }).replace('</head>', `<script src="${SCRIPT_PATH}" defer></script>\n</head>`);
+  // The layout has no slot for them: the page's own stylesheet and script go at the end of its head.
+  return page({ title: 'Add cover art', body, user: viewer.name, csrf: viewer.csrf }).replace(
+    '</head>',
+    `<link rel="stylesheet" href="${STYLE_PATH}">\n<script src="${SCRIPT_PATH}" defer></script>\n</head>`,
+  );
 }
 
 function rowValues(form: StreamedForm | undefined): RowValues[] {
@@ -106,6 +120,10 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
 
   app.get(SCRIPT_PATH, async function uploadScript(_req, reply) {
     return reply.headers({ 'cache-control': 'public, max-age=3600' }).type('text/javascript; charset=utf-8').send(UPLOAD_SCRIPT);
+  });
+
+  app.get(STYLE_PATH, async function uploadStyle(_req, reply) {
+    return reply.headers({ 'cache-control': 'public, max-age=3600' }).type('text/css; charset=utf-8').send(UPLOAD_STYLE);
   });
 
   app.get<{ Params: { mbid: string } }>('/release/:mbid/add-cover-art', async function uploadForm(req, reply) {
