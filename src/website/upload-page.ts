@@ -20,14 +20,16 @@ export const PAGE_FILES = 4;
 const SCRIPT_PATH = '/static/add-cover-art.js';
 const STYLE_PATH = '/static/add-cover-art.css';
 /** The page's own rules, beside the site's stylesheet: type checkboxes in rows that wrap, 44 px targets, previews that fit a phone. */
-const UPLOAD_STYLE = `fieldset.upload-row{display:grid;gap:.5rem}
-fieldset.types{display:flex;flex-wrap:wrap;gap:0 1rem;border:0;padding:0;margin:.25rem 0}
+const UPLOAD_STYLE = `fieldset.upload-row{display:grid;gap:.5rem;min-width:0;margin:.75rem 0}
+fieldset.types{display:flex;flex-wrap:wrap;gap:0 1rem;border:0;padding:0;margin:.25rem 0;min-width:0}
 fieldset.types legend{font-weight:600;padding:0;margin-bottom:.25rem}
 label.check{display:inline-flex;align-items:center;gap:.4rem;font-weight:400;min-height:2.75rem;min-width:2.75rem}
 label.check input{width:1.25rem;height:1.25rem;margin:0}
 input[type=file]{font:inherit;min-height:2.75rem;max-width:100%}
+fieldset.upload-row input[type=text]{box-sizing:border-box}
 .preview img{display:block;max-width:100%;height:auto;border:1px solid var(--line);border-radius:.25rem}
 .upload-status progress{width:100%;height:1rem}
+form#add-cover-art{max-width:100%;min-width:0}
 `;
 const FLASH_COOKIE = '__Host-sleeve-cover-flash';
 /** The upload page's policy: the page's own, plus its script, previews of chosen files (blob:) and its upload (connect-src). */
