@@ -19,9 +19,10 @@ import { parseOptions, type BenchName, type Options } from './lib/options.js';
 import { redirectBench } from './redirect.js';
 import { scaleBench } from './scale.js';
 import { soakBench } from './soak.js';
+import { uploadBench } from './upload.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

@@ -1,3 +1,5 @@
+import path from 'node:path';
+import { publishChange } from './cluster/freshness.js';
 import type { Server as HttpServer } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
 import { sql } from 'kysely';
@@ -314,12 +316,37 @@ async function startAuth(s: Serving): Promise<string> {
     observer: new RequestObserver('auth', s.requestIds, s.metrics?.http),
     accessLog: s.accessLog,
     connections: config.connections,
-    extend: (app, pages) => void app.register(websiteRoutes, { pages, coverArt: runtime.coverArt, api: websiteApi(s) }),
+    extend: (app, pages) =>
+      void app.register(websiteRoutes, { pages, coverArt: runtime.coverArt, api: websiteApi(s), uploadDir: path.join(config.dataDir, 'uploads'), afterChange: () => publishWebsiteChange(s) }),
   });
   s.apps.push(app);
   dpopRedis?.start(app.log);
   await app.listen({ host: config.authListen.host, port: config.authListen.port });
   return addressOf(app.server, 'https');
+}
+
+/** After a change made on the website: read-your-writes as for a CLI command (cluster/freshness.ts); a failure only warns. */
+async function publishWebsiteChange(s: Serving): Promise<void> {
+  const { config } = s;
+  const warn = (message: string) => s.apps[0]?.log.warn(message);
+  try {
+    const announcer = config.redisUrl === undefined ? undefined : new (await import('./cluster/notify.js')).ChangeAnnouncer(config.redisUrl);
+    try {
+      await publishChange({
+        db: s.runtime.database.db,
+        database: config.database,
+        announcer,
+        waitMs: config.changeWaitMs,
+        pollMs: config.changePollMs,
+        pollRedisMs: config.changePollRedisMs,
+        warn,
+      });
+    } finally {
+      announcer?.close();
+    }
+  } catch (err) {
+    warn(`a change from the website is saved, but serving processes could not be told of it (${(err as Error).message}); they see it at their next look at the database`);
+  }
 }
 
 /** What the website reads listings with: the cover art API's view of the catalogue. */

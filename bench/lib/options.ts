@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror', 'gallery'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror', 'gallery', 'upload'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
 /** What runs when no benchmark is named (import, files and soak only when asked: a while, nginx, ten minutes). */
 export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
@@ -59,11 +59,12 @@ export interface Options {
   mirrorConcurrency: number;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|all ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|all ...] [options]
+export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|upload|all ...] [options]
+   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|upload|all ...] [options]
 
 With no benchmark named, redirect, ingest, scale, auth and cluster run; import, files and soak
-run when named (or with all), as do gallery and mirror (against Debian's curl). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
+run when named (or with all), as do gallery, mirror (against Debian's curl) and upload (the write
+API against sleeve art add; its rounds are --cli-rounds). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
 benchmark too. cluster and import take PostgreSQL from --postgres /
 SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
 is made and dropped per run.

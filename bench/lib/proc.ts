@@ -63,22 +63,23 @@ export interface RunResult {
 }
 
 /** Runs a command to completion, collecting its output. */
-export function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+export function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; stdin?: string } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
-    const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     track(child);
+    child.stdin?.end(opts.stdin);
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.once('error', reject);
     child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr, ms: Number(process.hrtime.bigint() - start) / 1e6 }));
   });
 }
 
 /** Like run, but throws with the output when the exit code is not 0. */
-export async function runOk(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+export async function runOk(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; stdin?: string } = {}): Promise<RunResult> {
   const r = await run(cmd, args, opts);
   if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.code ?? r.signal}\n${r.stdout}\n${r.stderr}`);
   return r;

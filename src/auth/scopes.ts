@@ -11,12 +11,15 @@ export const SCOPES = [
   { name: 'collection', bit: 16, text: 'View and modify your private collections' },
   { name: 'submit_isrc', bit: 64, text: 'Submit new ISRCs to the database' },
   { name: 'submit_barcode', bit: 128, text: 'Submit new barcodes to the database' },
+  { name: 'cover_art', bit: 512, text: 'Add, edit and reorder cover art' },
 ] as const;
 
 export const PROFILE = 1;
 export const EMAIL = 2;
 /** OpenID Connect: the token response carries an id_token, userinfo its standard claims. */
 export const OPENID = 256;
+/** sleeve's own: the cover art write API (README, "The cover art API for tools"). */
+export const COVER_ART = 512;
 
 /**
  * The names today's MetaBrainz provider gives the classic scopes, accepted as the same scopes

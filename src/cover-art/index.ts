@@ -61,3 +61,4 @@ export { FileCache, catalogueKeeps } from './file-cache.js';
 export { FileServer } from './file-server.js';
 export { storeMisses, type StoreMisses } from './fill.js';
 export { Upstream, type Fetched, type KnownFile } from './upstream.js';
+export { artTypeNames, currentGroupListing, currentReleaseListing } from './current.js';

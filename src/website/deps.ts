@@ -11,4 +11,11 @@ export interface WebsiteDeps {
   coverArt: CoverArtDeps;
   /** The read API's deps: listings as the cover art API serves them. */
   api: ApiDeps;
+  /** Where uploads stream to before they are checked (a folder of the data directory); the system's temporary folder when absent. */
+  uploadDir?: string;
+  /**
+   * Called after each change the website made (committed, index.json written): tells the serving
+   * processes, and waits until they show it, as a CLI command does (read-your-writes). Never throws.
+   */
+  afterChange?: () => Promise<void>;
 }

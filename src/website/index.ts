@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { API_PREFIX, coverArtApiRoutes } from './api/routes.js';
 import type { WebsiteDeps } from './deps.js';
 import { assetRoutes } from './pages/assets.js';
 import { curationPages } from './pages/curate.js';
@@ -6,6 +7,8 @@ import { galleryPages } from './pages/gallery.js';
 import { homePages } from './pages/home.js';
 import { websiteErrors } from './respond.js';
 import { makeSite } from './site.js';
+import { openApiRoute } from './openapi.js';
+import { uploadPageRoutes } from './upload-page.js';
 
 export type { WebsiteDeps } from './deps.js';
 
@@ -21,4 +24,7 @@ export async function websiteRoutes(app: FastifyInstance, deps: WebsiteDeps): Pr
   homePages(app, site);
   galleryPages(app, site);
   curationPages(app, site);
+  await app.register(coverArtApiRoutes, { ...deps, prefix: API_PREFIX });
+  await app.register(openApiRoute, deps);
+  await app.register(uploadPageRoutes, deps);
 }

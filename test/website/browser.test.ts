@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser as PwBrowser, type Page } from 'playwright-core';
 import { addUser, PASSWORD } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
-import { art, release, startSite, type Site } from './support.js';
+import { art, release, startSite, type Site } from './page-support.js';
 
 const CHROMIUM = process.env.SLEEVE_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

@@ -10,7 +10,7 @@ import { mergeRelease } from '../../src/cover-art/index.js';
 import { addUser, Browser, type HttpsResponse } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { signIn } from '../auth/support.js';
-import { art, release, startSite, type Site } from './support.js';
+import { art, release, startSite, type Site } from './page-support.js';
 
 /** The image ids of a gallery page, in the order shown. */
 function shownOrder(page: HttpsResponse): string[] {

@@ -1,43 +1,105 @@
-/*
- * Helpers of the website tests: sleeve with both listeners (the website on HTTPS, the cover
- * art API and its file server on HTTP), releases and art loaded through the cover art domain.
- */
-import { randomUUID } from 'node:crypto';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import * as client from 'openid-client';
 import { loadConfig } from '../../src/config/load.js';
-import { addArt, addRelease } from '../../src/cover-art/index.js';
 import { serve, type Server } from '../../src/serve.js';
-import { makeJpeg, makePng } from '../helpers/images.js';
+import type { Clock } from '../../src/shared/clock.js';
+import { authorize, Browser, type HttpsResponse } from '../helpers/auth.js';
 import { freePort, type TestEnv } from '../helpers/env.js';
+import { fetchTrusting } from '../helpers/openid-fetch.js';
+
+export const REDIRECT_URI = 'https://tool.example/callback';
 
 export interface Site {
   server: Server;
-  /** https://127.0.0.1:PORT: the website. */
-  base: string;
-  /** http://127.0.0.1:PORT: the cover art API, SLEEVE_BASE_URL (and its /download the image base). */
-  api: string;
+  /** https://127.0.0.1:PORT: the website (write API, pages, OAuth). */
+  web: string;
+  /** http://127.0.0.1:PORT: the cover art API. */
+  art: string;
+  /** The website's self-signed certificate. */
+  ca: string;
 }
 
-export async function startSite(t: TestEnv): Promise<Site> {
-  const [authPort, apiPort] = [await freePort(), await freePort()];
-  const base = `https://127.0.0.1:${authPort}`;
-  const api = `http://127.0.0.1:${apiPort}`;
-  Object.assign(t.env, { SLEEVE_AUTH_LISTEN: `127.0.0.1:${authPort}`, SLEEVE_AUTH_URL: base, SLEEVE_COVERART_LISTEN: `127.0.0.1:${apiPort}`, SLEEVE_BASE_URL: api });
-  const server = await serve(loadConfig(t.env));
-  return { server, base, api };
+/** Starts both listeners in this process on free ports. */
+export async function startSite(t: TestEnv, extra: Record<string, string> = {}, clock?: Clock): Promise<Site> {
+  const [webPort, artPort] = [await freePort(), await freePort()];
+  const web = `https://127.0.0.1:${webPort}`;
+  const art = `http://127.0.0.1:${artPort}`;
+  Object.assign(t.env, { SLEEVE_AUTH_LISTEN: `127.0.0.1:${webPort}`, SLEEVE_AUTH_URL: web, SLEEVE_COVERART_LISTEN: `127.0.0.1:${artPort}`, SLEEVE_BASE_URL: art, ...extra });
+  const server = await serve(loadConfig(t.env), { clock });
+  const ca = readFileSync(path.join(t.env.SLEEVE_DATA_DIR as string, 'tls', 'self-signed-cert.pem'), 'utf8');
+  return { server, web, art, ca };
 }
 
-/** A new release (in a new group unless given) with a title and date. */
-export async function release(site: Site, opts: { group?: string; title?: string; date?: string } = {}): Promise<{ mbid: string; group: string }> {
-  const mbid = randomUUID();
-  const group = opts.group ?? randomUUID();
-  await addRelease(site.server.runtime.coverArt, { mbid, releaseGroup: group, title: opts.title ?? `Album ${mbid.slice(0, 4)}`, date: opts.date });
-  return { mbid, group };
+/** An access token for `scope`, obtained the way a tool does: openid-client's discovery, authorization code with PKCE, exchange. */
+export async function toolToken(site: Site, browser: Browser, app: { client_id: string; client_secret: string }, scope: string): Promise<string> {
+  const config = await client.discovery(new URL(site.web), app.client_id, app.client_secret, undefined, { [client.customFetch]: fetchTrusting(site.ca) });
+  const verifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope, state, code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+  const res = await authorize(browser, site.web, Object.fromEntries(url.searchParams));
+  assert.equal(res.status, 302, res.body.slice(0, 300));
+  const tokens = await client.authorizationCodeGrant(config, new URL(String(res.headers.location)), { pkceCodeVerifier: verifier, expectedState: state });
+  return tokens.access_token;
 }
 
-/** Adds an image (a JPEG of the size given, or a PNG) to a release; returns its id. */
-export async function art(site: Site, mbid: string, opts: { types?: string[]; comment?: string; width?: number; height?: number; png?: boolean; edit?: number; approved?: boolean } = {}): Promise<string> {
-  const [w, h] = [opts.width ?? 320, opts.height ?? 300];
-  const bytes = opts.png === true ? await makePng(w, h) : await makeJpeg(w, h);
-  const entry = await addArt(site.server.runtime.coverArt, { release: mbid, bytes, types: opts.types, comment: opts.comment, edit: opts.edit, approved: opts.approved ?? true });
-  return entry.id;
+export interface Part {
+  name: string;
+  value: string | Buffer;
+  filename?: string;
+  type?: string;
+}
+
+/** A multipart/form-data body. */
+export function multipart(parts: Part[]): { body: Buffer; type: string } {
+  const boundary = `----sleeve${Math.random().toString(16).slice(2)}`;
+  const chunks: Buffer[] = [];
+  for (const p of parts) {
+    const disposition = `form-data; name="${p.name}"${p.filename === undefined ? '' : `; filename="${p.filename}"`}`;
+    const head = `--${boundary}\r\nContent-Disposition: ${disposition}\r\n${p.filename === undefined ? '' : `Content-Type: ${p.type ?? 'application/octet-stream'}\r\n`}\r\n`;
+    chunks.push(Buffer.from(head), Buffer.isBuffer(p.value) ? p.value : Buffer.from(p.value), Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), type: `multipart/form-data; boundary=${boundary}` };
+}
+
+/** One HTTPS request with a Buffer or string body (self-signed certificate accepted); a write cut short by the server is not an error once its answer is read. */
+export function call(url: string, opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string; json?: unknown } = {}): Promise<HttpsResponse> {
+  const headers = { ...opts.headers };
+  let body = opts.body;
+  if (opts.json !== undefined) {
+    body = JSON.stringify(opts.json);
+    headers['content-type'] ??= 'application/json';
+  }
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { method: opts.method ?? (body === undefined ? 'GET' : 'POST'), headers, rejectUnauthorized: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: () => JSON.parse(text) });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** GET of a cover art API path (the other listener), following nothing; the body parsed when JSON. */
+export async function coverArtApi(site: Site, pathname: string): Promise<{ status: number; location: string | undefined; body: string }> {
+  const res = await fetch(`${site.art}${pathname}`, { redirect: 'manual', headers: { accept: 'application/json' } });
+  return { status: res.status, location: res.headers.get('location') ?? undefined, body: await res.text() };
+}
+
+/** The release's listing as the public cover art API serves it now: its redirect followed to index.json. */
+export async function publicListing(site: Site, release: string): Promise<{ images: { id: string; types: string[]; comment: string }[] } | undefined> {
+  const first = await coverArtApi(site, `/release/${release}/`);
+  if (first.status === 404) return undefined;
+  assert.equal(first.status, 307, first.body);
+  const res = await fetch(first.location as string, { headers: { accept: 'application/json' } });
+  assert.equal(res.status, 200);
+  return (await res.json()) as { images: { id: string; types: string[]; comment: string }[] };
 }

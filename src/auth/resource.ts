@@ -1,0 +1,53 @@
+import type { AuthDeps } from './deps.js';
+import { findAccessToken } from './grants.js';
+import { SCOPES } from './scopes.js';
+
+/** A scope a protected resource of sleeve's own may ask for. */
+export type ResourceScope = (typeof SCOPES)[number]['name'];
+
+/** Who a valid access token speaks for. */
+export interface TokenHolder {
+  account: { id: number; name: string };
+  clientId: string;
+  grantId: number;
+}
+
+/** A refusal as RFC 6750 §3 words it: the status, the error code, a text, and the WWW-Authenticate challenge. */
+export interface TokenRefusal {
+  status: 400 | 401 | 403;
+  error: 'invalid_token' | 'insufficient_scope';
+  description: string;
+  challenge: string;
+}
+
+const TOKEN_PATTERN = /^bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i;
+
+function refusal(status: TokenRefusal['status'], error: TokenRefusal['error'] | undefined, description: string, scope?: string): TokenRefusal {
+  let challenge = 'Bearer realm="sleeve"';
+  if (error !== undefined) challenge += `, error="${error}", error_description="${description.replace(/"/g, "'")}"`;
+  if (scope !== undefined) challenge += `, scope="${scope}"`;
+  return { status, error: error ?? 'invalid_token', description, challenge };
+}
+
+/**
+ * Checks the access token of a request to one of sleeve's own protected resources (the cover
+ * art write API), as userinfo does: the token only in the Authorization header (Bearer), found
+ * by its grant id and compared with its stored hash in constant time, unexpired on the
+ * injected clock, its grant not revoked. No header at all is 401 without an error code (RFC
+ * 6750 §3.1); a malformed or unknown, expired or revoked token 401 `invalid_token`; a valid
+ * token without `scope` 403 `insufficient_scope`.
+ */
+export async function checkAccessToken(deps: AuthDeps, authorization: string | undefined, scope: ResourceScope): Promise<TokenHolder | TokenRefusal> {
+  if (authorization === undefined || authorization === '') return refusal(401, undefined, 'An access token is required (Authorization: Bearer …)', scope);
+  const m = TOKEN_PATTERN.exec(authorization);
+  if (m === null) return refusal(401, 'invalid_token', 'The Authorization header must be "Bearer" and an access token', scope);
+  const active = await findAccessToken(deps, m[1] as string);
+  if (active === undefined) return refusal(401, 'invalid_token', 'The access token is invalid, expired or revoked', scope);
+  const bit = SCOPES.find((s) => s.name === scope)?.bit ?? 0;
+  if ((active.scope & bit) === 0) return refusal(403, 'insufficient_scope', `The access token lacks the ${scope} scope`, scope);
+  return { account: { id: active.account.id, name: active.account.name }, clientId: active.clientId, grantId: active.grantId };
+}
+
+export function isRefusal(result: TokenHolder | TokenRefusal): result is TokenRefusal {
+  return 'challenge' in result;
+}

@@ -1,0 +1,114 @@
+import { createHash } from 'node:crypto';
+import { addArt, currentReleaseListing, editArt, removeArt, reorderArt, setGroupCover, type Listing, type ListingImage } from '../cover-art/index.js';
+import { AppError } from '../shared/errors.js';
+import { parseMbid } from '../shared/uuid.js';
+import type { WebsiteDeps } from './deps.js';
+
+/*
+ * The changes the website makes (from its pages and its write API), in one place: each names
+ * the editor who makes it, and runs the cover art module's own add, edit, remove and reorder
+ * (the CLI's code path: its checks, id allocation, thumbnails, index.json). Changes to one
+ * release take turns in this process, so a stale-listing check (If-Match) and the change it
+ * guards are one step.
+ */
+
+/** Who makes a change: the signed-in account, or the account an access token speaks for. */
+export interface Editor {
+  id: number;
+  name: string;
+}
+
+/**
+ * The listing's version, for If-Match: a hash of what an editor sees and acts on (the images
+ * in order, with their types, comment and approval). It changes with every add, edit,
+ * removal and reorder.
+ */
+export function listingTag(listing: Listing): string {
+  const seen = listing.images.map((i) => [i.id, i.types, i.comment, i.approved]);
+  return `"${createHash('sha256').update(JSON.stringify(seen)).digest('base64url').slice(0, 27)}"`;
+}
+
+/** Whether an If-Match header (RFC 9110 §13.1.1, strong comparison) lets a change of this listing go ahead. */
+export function ifMatchHolds(header: string | undefined, listing: Listing): boolean {
+  if (header === undefined) return true;
+  const trimmed = header.trim();
+  if (trimmed === '*') return true;
+  const tag = listingTag(listing);
+  return trimmed.split(',').some((t) => t.trim() === tag);
+}
+
+export const STALE = 'The listing changed since you read it (If-Match does not match its ETag); read it again and retry';
+
+/** Changes to one release take turns (a bounded map: one entry per release being changed). */
+const turns = new Map<string, Promise<unknown>>();
+
+async function inTurn<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const before = turns.get(key) ?? Promise.resolve();
+  const mine = before.catch(() => {}).then(fn);
+  turns.set(key, mine);
+  try {
+    return await mine;
+  } finally {
+    if (turns.get(key) === mine) turns.delete(key);
+  }
+}
+
+function releaseKey(text: string): string {
+  return parseMbid(text) ?? text;
+}
+
+/** The release's current listing, or NOT_FOUND. */
+export async function releaseListing(deps: WebsiteDeps, release: string): Promise<Listing> {
+  const mbid = parseMbid(release);
+  if (mbid === undefined) throw new AppError('INVALID_INPUT', `release ${JSON.stringify(release)} is not a valid MBID (a UUID such as 76df3287-6cda-33eb-8e9a-044b5e15ffdd)`);
+  const listing = await currentReleaseListing(deps.api, mbid);
+  if (listing === undefined) throw new AppError('NOT_FOUND', `no release ${mbid}`);
+  return listing;
+}
+
+/** Runs a change of a release, in its turn, after checking the If-Match precondition against its listing. */
+async function guarded<T>(deps: WebsiteDeps, release: string, ifMatch: string | undefined, fn: () => Promise<T>): Promise<T> {
+  const result = await inTurn(releaseKey(release), async () => {
+    if (ifMatch !== undefined && !ifMatchHolds(ifMatch, await releaseListing(deps, release))) throw new AppError('CONFLICT', STALE);
+    return fn();
+  });
+  await deps.afterChange?.();
+  return result;
+}
+
+export interface AddInput {
+  release: string;
+  bytes: Buffer;
+  types: string[];
+  comment: string;
+}
+
+export function addImage(deps: WebsiteDeps, editor: Editor, input: AddInput, ifMatch?: string): Promise<ListingImage> {
+  void editor;
+  return guarded(deps, input.release, ifMatch, () => addArt(deps.coverArt, { release: input.release, bytes: input.bytes, types: input.types, comment: input.comment }));
+}
+
+export function editImage(deps: WebsiteDeps, editor: Editor, input: { release: string; id: string; types?: string[]; comment?: string }, ifMatch?: string): Promise<ListingImage> {
+  void editor;
+  return guarded(deps, input.release, ifMatch, () => editArt(deps.coverArt, { release: input.release, imageId: input.id, types: input.types, comment: input.comment }));
+}
+
+export function removeImage(deps: WebsiteDeps, editor: Editor, release: string, id: string, ifMatch?: string): Promise<void> {
+  void editor;
+  return guarded(deps, release, ifMatch, async () => {
+    await removeArt(deps.coverArt, release, id);
+  });
+}
+
+export function reorderImages(deps: WebsiteDeps, editor: Editor, release: string, ids: string[], ifMatch?: string): Promise<void> {
+  void editor;
+  return guarded(deps, release, ifMatch, async () => {
+    await reorderArt(deps.coverArt, release, ids);
+  });
+}
+
+export async function chooseGroupCover(deps: WebsiteDeps, editor: Editor, group: string, release: string): Promise<void> {
+  void editor;
+  await setGroupCover(deps.coverArt, group, release);
+  await deps.afterChange?.();
+}

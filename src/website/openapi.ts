@@ -1,0 +1,392 @@
+import type { FastifyInstance } from 'fastify';
+import type { WebsiteDeps } from './deps.js';
+
+/*
+ * The OpenAPI 3.1 description of sleeve's public HTTP API: the cover art read API (on the
+ * cover art listener), the write API for tools and the OAuth 2.0 / OpenID Connect endpoints
+ * (on the website's listener). Served at /api/openapi.json; the tests check real answers
+ * against its schemas.
+ */
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object, description: string) => ({ description, content: { 'application/json': { schema } } });
+const apiError = (description: string) => json(ref('ApiError'), description);
+const oauthError = (description: string) => json(ref('OAuthError'), description);
+const mbid = (name = 'mbid', what = 'release') => ({ name, in: 'path', required: true, description: `The ${what}'s MBID`, schema: { type: 'string', format: 'uuid' } });
+const imageId = { name: 'id', in: 'path', required: true, description: 'The image id', schema: { type: 'string', pattern: '^[0-9]+$' } };
+const ifMatch = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  description: 'The ETag of the listing the change is based on; when it no longer matches, the answer is 409 conflict',
+  schema: { type: 'string' },
+};
+const redirect = (description: string) => ({ description, headers: { Location: { schema: { type: 'string', format: 'uri' } } } });
+const formBody = (properties: Record<string, object>, required: string[]) => ({
+  required: true,
+  content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties, required } } },
+});
+
+/** The write API's refusals of a token (RFC 6750), common to every operation. */
+const TOKEN_REFUSALS = {
+  '401': { ...apiError('No token, or a token invalid, expired or revoked (invalid_token); WWW-Authenticate carries the challenge'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } },
+  '403': { ...apiError('The token lacks the cover_art scope (insufficient_scope)'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } },
+};
+
+function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
+  const common = { servers: server };
+  const tags = ['Cover art (read)'];
+  return {
+    '/release/{mbid}/': {
+      ...common,
+      get: {
+        operationId: 'getReleaseListing',
+        tags,
+        summary: "A release's listing: a redirect to its index.json",
+        parameters: [mbid()],
+        responses: { '307': redirect('To the listing (index.json)'), '400': { description: 'Not a valid MBID' }, '404': { description: 'No cover art for the release' }, '406': { description: 'Accept does not allow JSON' } },
+      },
+    },
+    '/release/{mbid}/{image}': {
+      ...common,
+      get: {
+        operationId: 'getReleaseImage',
+        tags,
+        summary: 'An image or thumbnail: front, back or an image id, with -250, -500 or -1200',
+        parameters: [mbid(), { name: 'image', in: 'path', required: true, schema: { type: 'string' }, description: 'front, back, or an id; optionally -250, -500, -1200' }],
+        responses: { '307': redirect('To the image file'), '400': { description: 'Not a valid MBID or image name' }, '404': { description: 'No such image' } },
+      },
+    },
+    '/release-group/{mbid}/': {
+      ...common,
+      get: {
+        operationId: 'getReleaseGroupListing',
+        tags,
+        summary: "The listing of the release group's chosen release",
+        parameters: [mbid('mbid', 'release group')],
+        responses: { '200': json(ref('Listing'), 'The listing'), '400': { description: 'Not a valid MBID' }, '404': { description: 'No cover art for the release group' } },
+      },
+    },
+    '/release-group/{mbid}/{image}': {
+      ...common,
+      get: {
+        operationId: 'getReleaseGroupFront',
+        tags,
+        summary: "The group's front image (front, front-250, front-500, front-1200)",
+        parameters: [mbid('mbid', 'release group'), { name: 'image', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { '307': redirect('To the image file'), '400': { description: 'Not front' }, '404': { description: 'No cover art for the release group' } },
+      },
+    },
+  };
+}
+
+function writePaths(): Record<string, object> {
+  const tags = ['Cover art (write)'];
+  const security = [{ bearer: ['cover_art'] }];
+  const listingAnswer = (description: string) => ({ ...json(ref('Listing'), description), headers: { ETag: { schema: { type: 'string' } } } });
+  return {
+    '/api/cover-art/release/{mbid}/images': {
+      get: {
+        operationId: 'listImages',
+        tags,
+        security,
+        summary: "The release's listing as the cover art API serves it, with its ETag",
+        parameters: [mbid()],
+        responses: { '200': listingAnswer('The listing'), ...TOKEN_REFUSALS, '400': apiError('Not a valid MBID'), '404': apiError('No such release') },
+      },
+      post: {
+        operationId: 'addImage',
+        tags,
+        security,
+        summary: 'Adds an image (streamed; at most SLEEVE_UPLOAD_MAX_BYTES)',
+        parameters: [mbid(), ifMatch],
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: ['file'],
+                properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' }, types: { type: 'array', items: { type: 'string' } }, comment: { type: 'string' } },
+              },
+            },
+          },
+        },
+        responses: {
+          '201': { ...json(ref('ListingImage'), 'The new entry'), headers: { Location: { schema: { type: 'string', format: 'uri' } }, ETag: { schema: { type: 'string' } } } },
+          ...TOKEN_REFUSALS,
+          '400': apiError('Not an image, truncated, too many pixels, an unknown type, a bad field'),
+          '404': apiError('No such release'),
+          '409': apiError('The listing changed (If-Match)'),
+          '413': apiError('The file is larger than the limit'),
+          '415': apiError('Not multipart/form-data'),
+          '503': apiError('Too many uploads at once, or the store is unavailable'),
+        },
+      },
+    },
+    '/api/cover-art/release/{mbid}/images/{id}': {
+      get: {
+        operationId: 'getImage',
+        tags,
+        security,
+        summary: 'One entry of the listing',
+        parameters: [mbid(), imageId],
+        responses: { '200': json(ref('ListingImage'), 'The entry'), ...TOKEN_REFUSALS, '404': apiError('No such release or image') },
+      },
+      patch: {
+        operationId: 'editImage',
+        tags,
+        security,
+        summary: "Changes an image's types (replacing them) or comment",
+        parameters: [mbid(), imageId, ifMatch],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: { type: 'object', additionalProperties: false, properties: { types: { type: 'array', items: { type: 'string' } }, comment: { type: 'string' } } },
+            },
+          },
+        },
+        responses: { '200': json(ref('ListingImage'), 'The entry'), ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an unknown type'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
+      },
+      delete: {
+        operationId: 'removeImage',
+        tags,
+        security,
+        summary: 'Removes an image',
+        parameters: [mbid(), imageId, ifMatch],
+        responses: { '204': { description: 'Removed' }, ...TOKEN_REFUSALS, '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
+      },
+    },
+    '/api/cover-art/release/{mbid}/order': {
+      put: {
+        operationId: 'reorderImages',
+        tags,
+        security,
+        summary: "Puts the release's images in this order (every image once)",
+        parameters: [mbid(), ifMatch],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { type: 'object', required: ['images'], additionalProperties: false, properties: { images: { type: 'array', items: { type: 'string' } } } } } },
+        },
+        responses: {
+          '200': listingAnswer('The listing in its new order'),
+          ...TOKEN_REFUSALS,
+          '400': apiError('An image missing or named twice'),
+          '404': apiError('No such release, or an image of another release'),
+          '409': apiError('The listing changed (If-Match)'),
+        },
+      },
+    },
+    '/api/cover-art/release-group/{mbid}/cover': {
+      put: {
+        operationId: 'setGroupCover',
+        tags,
+        security,
+        summary: "Chooses the release whose art is the group's",
+        parameters: [mbid('mbid', 'release group')],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { type: 'object', required: ['release'], additionalProperties: false, properties: { release: { type: 'string', format: 'uuid' } } } } },
+        },
+        responses: { '200': json(ref('Listing'), "The group's listing"), ...TOKEN_REFUSALS, '400': apiError('A release of another group'), '404': apiError('No such group or release') },
+      },
+    },
+    '/api/openapi.json': {
+      get: { operationId: 'openApi', tags: ['Documentation'], summary: 'This document', security: [], responses: { '200': json({ type: 'object' }, 'OpenAPI 3.1') } },
+    },
+  };
+}
+
+function oauthPaths(): Record<string, object> {
+  const tags = ['OAuth 2.0 and OpenID Connect'];
+  const clientAuth = [{ clientBasic: [] }, {}];
+  return {
+    '/oauth2/authorize': {
+      get: {
+        operationId: 'authorize',
+        tags,
+        summary: 'The authorization endpoint (a page: sign-in and consent)',
+        parameters: ['response_type', 'client_id', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'access_type', 'approval_prompt', 'nonce', 'response_mode'].map(
+          (name) => ({ name, in: 'query', required: ['response_type', 'client_id'].includes(name), schema: { type: 'string' } }),
+        ),
+        responses: { '200': { description: 'The sign-in or consent page', content: { 'text/html': {} } }, '302': redirect('Back to the client with a code or an error'), '400': { description: 'An error page' } },
+      },
+    },
+    '/oauth2/token': {
+      post: {
+        operationId: 'token',
+        tags,
+        security: clientAuth,
+        summary: 'Exchanges a code or a refresh token for tokens',
+        requestBody: formBody(
+          Object.fromEntries(['grant_type', 'code', 'redirect_uri', 'refresh_token', 'code_verifier', 'client_id', 'client_secret'].map((n) => [n, { type: 'string' }])),
+          ['grant_type'],
+        ),
+        responses: { '200': json(ref('TokenResponse'), 'Tokens'), '400': oauthError('A bad request or grant'), '401': oauthError('Client authentication failed') },
+      },
+    },
+    '/oauth2/revoke': {
+      post: {
+        operationId: 'revoke',
+        tags,
+        security: clientAuth,
+        summary: 'Revokes a token (RFC 7009)',
+        requestBody: formBody({ token: { type: 'string' }, token_type_hint: { type: 'string' }, client_id: { type: 'string' }, client_secret: { type: 'string' } }, ['token']),
+        responses: { '200': { description: 'Revoked (or unknown)' }, '400': oauthError('A bad request'), '401': oauthError('Client authentication failed') },
+      },
+    },
+    '/oauth2/introspect': {
+      post: {
+        operationId: 'introspect',
+        tags,
+        security: clientAuth,
+        summary: 'Token introspection (RFC 7662)',
+        requestBody: formBody({ token: { type: 'string' }, token_type_hint: { type: 'string' }, client_id: { type: 'string' }, client_secret: { type: 'string' } }, ['token']),
+        responses: { '200': json(ref('Introspection'), 'Whether the token is active, and its facts'), '400': oauthError('A bad request'), '401': oauthError('Client authentication failed') },
+      },
+    },
+    '/oauth2/userinfo': {
+      get: {
+        operationId: 'userinfo',
+        tags,
+        security: [{ bearer: ['profile'] }, { bearer: ['openid'] }],
+        summary: "The token's user (profile or openid scope)",
+        responses: { '200': json(ref('Userinfo'), 'The claims'), '401': oauthError('No token, or an invalid one'), '403': oauthError('The token lacks the profile scope') },
+      },
+    },
+    '/.well-known/oauth-authorization-server': {
+      get: { operationId: 'metadata', tags, summary: 'Authorization server metadata (RFC 8414)', responses: { '200': json(ref('Metadata'), 'The metadata') } },
+    },
+    '/.well-known/openid-configuration': {
+      get: { operationId: 'openidConfiguration', tags, summary: 'OpenID Connect discovery (the same document)', responses: { '200': json(ref('Metadata'), 'The metadata') } },
+    },
+    '/.well-known/jwks.json': {
+      get: { operationId: 'jwks', tags, summary: 'The id_token signing keys (public)', responses: { '200': json(ref('Jwks'), 'The JWK Set') } },
+    },
+  };
+}
+
+const SCHEMAS = {
+  ListingImage: {
+    type: 'object',
+    required: ['approved', 'back', 'comment', 'edit', 'front', 'id', 'image', 'thumbnails', 'types'],
+    additionalProperties: false,
+    properties: {
+      approved: { type: 'boolean' },
+      back: { type: 'boolean' },
+      comment: { type: 'string' },
+      edit: { type: 'integer', minimum: 0 },
+      front: { type: 'boolean' },
+      id: { type: 'string', pattern: '^[0-9]+$' },
+      image: { type: 'string', format: 'uri' },
+      thumbnails: {
+        type: 'object',
+        required: ['1200', '250', '500', 'large', 'small'],
+        additionalProperties: false,
+        properties: Object.fromEntries(['1200', '250', '500', 'large', 'small'].map((k) => [k, { type: 'string', format: 'uri' }])),
+      },
+      types: { type: 'array', items: { type: 'string' } },
+    },
+  },
+  Listing: {
+    type: 'object',
+    required: ['images', 'release'],
+    additionalProperties: false,
+    properties: { images: { type: 'array', items: ref('ListingImage') }, release: { type: 'string', format: 'uri' } },
+  },
+  ApiError: {
+    type: 'object',
+    required: ['error', 'error_description'],
+    additionalProperties: false,
+    properties: {
+      error: { type: 'string', enum: ['invalid_request', 'invalid_token', 'insufficient_scope', 'not_found', 'conflict', 'too_large', 'temporarily_unavailable'] },
+      error_description: { type: 'string' },
+    },
+  },
+  OAuthError: { type: 'object', required: ['error'], properties: { error: { type: 'string' }, error_description: { type: 'string' } } },
+  TokenResponse: {
+    type: 'object',
+    required: ['access_token', 'token_type', 'expires_in'],
+    properties: { access_token: { type: 'string' }, token_type: { type: 'string' }, expires_in: { type: 'integer' }, refresh_token: { type: 'string' }, scope: { type: 'string' }, id_token: { type: 'string' } },
+  },
+  Introspection: {
+    type: 'object',
+    required: ['active'],
+    properties: {
+      active: { type: 'boolean' },
+      scope: { type: 'string' },
+      client_id: { type: 'string' },
+      username: { type: 'string' },
+      sub: { type: 'string' },
+      iss: { type: 'string' },
+      token_type: { type: 'string' },
+      exp: { type: 'integer' },
+      iat: { type: 'integer' },
+    },
+  },
+  Userinfo: {
+    type: 'object',
+    required: ['sub'],
+    properties: { sub: { type: 'string' }, profile: { type: 'string' }, metabrainz_user_id: { type: 'integer' }, email: { type: 'string' }, email_verified: { type: 'boolean' }, zoneinfo: { type: 'string' } },
+  },
+  Metadata: {
+    type: 'object',
+    required: ['issuer', 'authorization_endpoint', 'token_endpoint', 'scopes_supported', 'response_types_supported'],
+    properties: {
+      issuer: { type: 'string', format: 'uri' },
+      authorization_endpoint: { type: 'string', format: 'uri' },
+      token_endpoint: { type: 'string', format: 'uri' },
+      jwks_uri: { type: 'string', format: 'uri' },
+      scopes_supported: { type: 'array', items: { type: 'string' } },
+      response_types_supported: { type: 'array', items: { type: 'string' } },
+    },
+  },
+  Jwks: {
+    type: 'object',
+    required: ['keys'],
+    properties: { keys: { type: 'array', items: { type: 'object', required: ['kty', 'kid'], properties: { kty: { type: 'string' }, kid: { type: 'string' }, alg: { type: 'string' }, use: { type: 'string' } } } } },
+  },
+};
+
+/** The document, for the website's origin and the cover art listener's. */
+export function openApiDocument(websiteUrl: string, coverArtUrl: string): Record<string, unknown> {
+  const coverArt = [{ url: coverArtUrl, description: 'The cover art API (the cover art listener)' }];
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'sleeve',
+      version: '1',
+      summary: 'A self-hosted Cover Art Archive with a MusicBrainz-style OAuth 2.0 authorization server',
+      description: 'The cover art read API, the write API for tools (README, "The cover art API for tools") and the OAuth 2.0 and OpenID Connect endpoints.',
+    },
+    servers: [{ url: websiteUrl, description: 'The website: the write API and the authorization service' }, ...coverArt],
+    paths: { ...coverArtReadPaths(coverArt), ...writePaths(), ...oauthPaths() },
+    components: {
+      schemas: SCHEMAS,
+      securitySchemes: {
+        bearer: {
+          type: 'oauth2',
+          description: 'An access token from this authorization server (Authorization: Bearer)',
+          flows: {
+            authorizationCode: {
+              authorizationUrl: `${websiteUrl}/oauth2/authorize`,
+              tokenUrl: `${websiteUrl}/oauth2/token`,
+              refreshUrl: `${websiteUrl}/oauth2/token`,
+              scopes: { cover_art: 'Add, edit and reorder cover art', profile: 'View your public account information', openid: 'Know who you are (your account name)' },
+            },
+          },
+        },
+        clientBasic: { type: 'http', scheme: 'basic', description: 'client_id and client_secret (or in the form)' },
+      },
+    },
+    security: [],
+  };
+}
+
+export async function openApiRoute(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
+  const body = JSON.stringify(openApiDocument(deps.pages.deps.authUrl, deps.api.urls.baseUrl));
+  app.get('/api/openapi.json', async function openApi(_req, reply) {
+    return reply.headers({ 'cache-control': 'public, max-age=3600', 'access-control-allow-origin': '*' }).type('application/json; charset=utf-8').send(body);
+  });
+}

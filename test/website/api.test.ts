@@ -1,0 +1,295 @@
+/*
+ * The write API for tools, through its public surface: a token obtained with openid-client
+ * (authorization code, PKCE) carrying cover_art, then add (multipart, real JPEG and PNG
+ * bytes), edit, reorder, remove and the group's cover, each seen at once through the public
+ * cover art API on the other listener; every bad input refused with its documented status
+ * and nothing changed; tokens refused as RFC 6750 says.
+ */
+import assert from 'node:assert/strict';
+import { readdir, stat } from 'node:fs/promises';
+import https from 'node:https';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { addApp, addUser, Browser, request } from '../helpers/auth.js';
+import { ShiftedClock } from '../helpers/clock.js';
+import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { makeJpeg, makePng } from '../helpers/images.js';
+import { signIn } from '../auth/support.js';
+import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
+
+const RELEASE = '11111111-2222-4333-8444-555555555501';
+const OTHER = '11111111-2222-4333-8444-555555555502';
+const GROUP = '11111111-2222-4333-8444-5555555555a1';
+const OTHER_GROUP = '11111111-2222-4333-8444-5555555555a2';
+const UNKNOWN = '11111111-2222-4333-8444-5555555555ff';
+const MAX_BYTES = 300_000;
+
+describe(`the cover art write API (${DIALECT})`, () => {
+  let t: TestEnv;
+  let site: Site;
+  let alice: Browser;
+  let app: { client_id: string; client_secret: string };
+  let tok: string;
+  let jpeg: Buffer;
+  let png: Buffer;
+  const clock = new ShiftedClock();
+
+  const api = (p: string) => `${site.web}/api/cover-art${p}`;
+  const auth = (token = tok) => ({ authorization: `Bearer ${token}` });
+  const upload = (release: string, parts: Parameters<typeof multipart>[0], headers: Record<string, string> = {}, token = tok) => {
+    const m = multipart(parts);
+    return call(api(`/release/${release}/images`), { method: 'POST', headers: { ...auth(token), 'content-type': m.type, ...headers }, body: m.body });
+  };
+  const listing = async (release = RELEASE) => {
+    const res = await call(api(`/release/${release}/images`), { headers: auth() });
+    assert.equal(res.status, 200, res.body);
+    return { body: res.json() as { images: { id: string; types: string[]; comment: string; front: boolean }[]; release: string }, etag: String(res.headers.etag) };
+  };
+  const assertError = (res: { status: number; body: string }, status: number, error: string, text?: RegExp) => {
+    assert.equal(res.status, status, res.body);
+    const body = JSON.parse(res.body) as { error: string; error_description: string };
+    assert.equal(body.error, error, res.body);
+    assert.equal(typeof body.error_description, 'string');
+    if (text !== undefined) assert.match(body.error_description, text);
+  };
+  const uploadsLeft = async () => (await readdir(path.join(t.dir, 'uploads')).catch(() => [])).length;
+
+  before(async () => {
+    t = await makeTestEnv({ SLEEVE_UPLOAD_MAX_BYTES: String(MAX_BYTES), SLEEVE_UPLOAD_MAX_PIXELS: String(1000 * 1000) });
+    site = await startSite(t, {}, clock);
+    await addUser(t, 'alice');
+    app = await addApp(t, 'alice', 'confidential', REDIRECT_URI, 'Tagger');
+    await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
+    await cliOk(t.env, ['release', 'add', OTHER, '--release-group', OTHER_GROUP]);
+    alice = await signIn(site.web, 'alice');
+    tok = await toolToken(site, alice, app, 'cover_art');
+    [jpeg, png] = await Promise.all([makeJpeg(400, 400), makePng(300, 200)]);
+  });
+
+  after(async () => {
+    await site?.server.close();
+    await t?.cleanup();
+  });
+
+  it('the consent page and the metadata name the cover_art scope', async () => {
+    const meta = await request(`${site.web}/.well-known/oauth-authorization-server`);
+    assert.ok(meta.json().scopes_supported.includes('cover_art'));
+    const consent = await alice.fetch(`${site.web}/oauth2/authorize?${new URLSearchParams({ client_id: app.client_id, response_type: 'code', redirect_uri: REDIRECT_URI, scope: 'cover_art', approval_prompt: 'force' })}`);
+    assert.equal(consent.status, 200);
+    assert.match(consent.body, /Add, edit and reorder cover art/);
+  });
+
+  it('add, edit, reorder, remove and the group cover, each seen at once by the public cover art API', async () => {
+    const empty = await listing();
+    assert.deepEqual(empty.body.images, []);
+    assert.equal(await publicListing(site, RELEASE), undefined, 'no art yet');
+
+    const first = await upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'front.jpg', type: 'image/jpeg' }, { name: 'types', value: 'Front' }, { name: 'types', value: 'Booklet' }, { name: 'comment', value: 'scan' }]);
+    assert.equal(first.status, 201, first.body);
+    const a = first.json();
+    assert.deepEqual(a.types, ['Front', 'Booklet']);
+    assert.equal(a.comment, 'scan');
+    assert.equal(a.front, true);
+    assert.equal(first.headers.location, api(`/release/${RELEASE}/images/${a.id}`));
+    const shown = await call(String(first.headers.location), { headers: auth() });
+    assert.deepEqual(shown.json(), a);
+    assert.deepEqual((await publicListing(site, RELEASE))?.images.map((i) => i.id), [a.id]);
+
+    const second = await upload(RELEASE, [{ name: 'file', value: png, filename: 'back.png', type: 'image/png' }, { name: 'types', value: 'back' }]);
+    assert.equal(second.status, 201, second.body);
+    const b = second.json();
+    assert.deepEqual(b.types, ['Back']);
+    assert.match(b.image, /\.png$/);
+    assert.deepEqual((await publicListing(site, RELEASE))?.images.map((i) => i.id), [a.id, b.id]);
+
+    const edited = await call(api(`/release/${RELEASE}/images/${b.id}`), { method: 'PATCH', headers: auth(), json: { comment: 'the back', types: ['Back', 'Spine'] } });
+    assert.equal(edited.status, 200, edited.body);
+    assert.deepEqual(edited.json().types, ['Back', 'Spine']);
+    const pub = await publicListing(site, RELEASE);
+    assert.equal(pub?.images[1]?.comment, 'the back');
+
+    const before = await listing();
+    const reordered = await call(api(`/release/${RELEASE}/order`), { method: 'PUT', headers: { ...auth(), 'if-match': before.etag }, json: { images: [b.id, a.id] } });
+    assert.equal(reordered.status, 200, reordered.body);
+    assert.deepEqual(reordered.json().images.map((i: { id: string }) => i.id), [b.id, a.id]);
+    assert.notEqual(reordered.headers.etag, before.etag);
+    assert.deepEqual((await publicListing(site, RELEASE))?.images.map((i) => i.id), [b.id, a.id]);
+
+    // The group's cover: the other group's release is refused; this group's is chosen.
+    const wrongGroup = await call(api(`/release-group/${GROUP}/cover`), { method: 'PUT', headers: auth(), json: { release: OTHER } });
+    assertError(wrongGroup, 400, 'invalid_request', /not in release group/);
+    const cover = await call(api(`/release-group/${GROUP}/cover`), { method: 'PUT', headers: auth(), json: { release: RELEASE } });
+    assert.equal(cover.status, 200, cover.body);
+    assert.equal(cover.json().release, `https://musicbrainz.org/release/${RELEASE}`);
+    const group = await fetch(`${site.art}/release-group/${GROUP}/`, { headers: { accept: 'application/json' } });
+    assert.equal(group.status, 200);
+    assert.deepEqual(((await group.json()) as { images: { id: string }[] }).images.map((i) => i.id), [b.id, a.id]);
+
+    const removed = await call(api(`/release/${RELEASE}/images/${b.id}`), { method: 'DELETE', headers: auth() });
+    assert.equal(removed.status, 204);
+    assert.deepEqual((await publicListing(site, RELEASE))?.images.map((i) => i.id), [a.id]);
+    assert.equal(await uploadsLeft(), 0, 'no temporary file stays');
+  });
+
+  it('bad uploads are refused with their reason, and nothing changes (database, files, index.json)', async () => {
+    const start = await listing();
+    const startPublic = await publicListing(site, RELEASE);
+    const cases: [string, Promise<{ status: number; body: string }>, number, string, RegExp][] = [
+      ['not an image', upload(RELEASE, [{ name: 'file', value: Buffer.from('hello, not an image'), filename: 'x.jpg' }]), 400, 'invalid_request', /format|image/i],
+      ['truncated', upload(RELEASE, [{ name: 'file', value: jpeg.subarray(0, jpeg.length >> 1), filename: 'half.jpg' }]), 400, 'invalid_request', /./],
+      ['too many pixels', upload(RELEASE, [{ name: 'file', value: await makeJpeg(1200, 1000, 30), filename: 'big.jpg' }]), 400, 'invalid_request', /pixels/],
+      ['unknown type', upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'a.jpg' }, { name: 'types', value: 'Frontish' }]), 400, 'invalid_request', /unknown art type "Frontish"/],
+      ['wrong release', upload(UNKNOWN, [{ name: 'file', value: jpeg, filename: 'a.jpg' }]), 404, 'not_found', /no release/],
+      ['not an MBID', upload('not-a-release', [{ name: 'file', value: jpeg, filename: 'a.jpg' }]), 400, 'invalid_request', /MBID/],
+      ['no file', upload(RELEASE, [{ name: 'types', value: 'Front' }]), 400, 'invalid_request', /field "file"/],
+      ['unknown field', upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'a.jpg' }, { name: 'note', value: 'x' }]), 400, 'invalid_request', /Unknown field "note"/],
+      ['two files', upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'a.jpg' }, { name: 'file', value: png, filename: 'b.png' }]), 400, 'invalid_request', /At most 1 files/],
+      [
+        'not multipart',
+        call(api(`/release/${RELEASE}/images`), { method: 'POST', headers: auth(), json: { file: 'x' } }),
+        415,
+        'invalid_request',
+        /multipart/,
+      ],
+      ['stale If-Match', upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'a.jpg' }], { 'if-match': '"stale"' }), 409, 'conflict', /changed/],
+    ];
+    for (const [what, res, status, error, text] of cases) {
+      const r = await res;
+      assert.equal(r.status, status, `${what}: ${r.body}`);
+      assertError(r, status, error, text);
+    }
+    // Streamed past the byte limit: refused while streaming, its temporary file gone.
+    const big = Buffer.concat([jpeg, Buffer.alloc(MAX_BYTES)]);
+    const tooBig = await upload(RELEASE, [{ name: 'file', value: big, filename: 'huge.jpg' }]);
+    assertError(tooBig, 413, 'too_large', /larger than the limit of 300000 bytes/);
+
+    const end = await listing();
+    assert.deepEqual(end.body, start.body);
+    assert.equal(end.etag, start.etag);
+    assert.deepEqual(await publicListing(site, RELEASE), startPublic);
+    assert.equal(await uploadsLeft(), 0, 'no temporary file stays');
+    const files = await fetch(`${site.art}/release/${RELEASE}/`, { redirect: 'manual', headers: { accept: 'application/json' } });
+    assert.equal(files.status, 307);
+  });
+
+  it('a client that goes away mid-upload leaves no temporary file and nothing changed', async () => {
+    const start = await listing();
+    const m = multipart([{ name: 'file', value: Buffer.concat([jpeg, Buffer.alloc(100_000)]), filename: 'cut.jpg' }]);
+    const req = https.request(api(`/release/${RELEASE}/images`), {
+      method: 'POST',
+      rejectUnauthorized: false,
+      headers: { ...auth(), 'content-type': m.type, 'content-length': String(m.body.length) },
+    });
+    req.on('error', () => {});
+    req.write(m.body.subarray(0, m.body.length >> 1));
+    // The server has the file part open: its temporary file exists until the client goes.
+    assert.equal((await pollUntil(uploadsLeft, (n) => n === 1)).value, 1, 'the upload streams to a temporary file');
+    const folder = path.join(t.dir, 'uploads');
+    const [part] = await readdir(folder);
+    assert.equal((await stat(path.join(folder, part as string))).mode & 0o777, 0o600, 'the temporary file is private');
+    assert.equal((await stat(folder)).mode & 0o777, 0o700);
+    req.destroy();
+    const { value } = await pollUntil(uploadsLeft, (n) => n === 0);
+    assert.equal(value, 0, 'the temporary file is removed');
+    assert.deepEqual((await listing()).body, start.body);
+  });
+
+  it('more uploads at once than a process takes: 503 with Retry-After, the others unharmed', async () => {
+    const m = multipart([{ name: 'file', value: Buffer.concat([jpeg, Buffer.alloc(100_000)]), filename: 'slow.jpg' }]);
+    const held = Array.from({ length: 8 }, () => {
+      const req = https.request(api(`/release/${RELEASE}/images`), {
+        method: 'POST',
+        rejectUnauthorized: false,
+        headers: { ...auth(), 'content-type': m.type, 'content-length': String(m.body.length) },
+      });
+      req.on('error', () => {});
+      req.write(m.body.subarray(0, m.body.length >> 1));
+      return req;
+    });
+    assert.equal((await pollUntil(uploadsLeft, (n) => n === 8)).value, 8, 'eight uploads streaming');
+    const refused = await upload(RELEASE, [{ name: 'file', value: png, filename: 'ninth.png' }]);
+    assertError(refused, 503, 'temporarily_unavailable', /Too many uploads/);
+    assert.equal(refused.headers['retry-after'], '2');
+    for (const req of held) req.destroy();
+    assert.equal((await pollUntil(uploadsLeft, (n) => n === 0)).value, 0);
+    const after = await upload(RELEASE, [{ name: 'file', value: png, filename: 'later.png' }]);
+    assert.equal(after.status, 201, after.body);
+    const removed = await call(api(`/release/${RELEASE}/images/${after.json().id}`), { method: 'DELETE', headers: auth() });
+    assert.equal(removed.status, 204);
+  });
+
+  it('edits, reorders and removals that name the wrong things are refused, nothing changed', async () => {
+    const other = await upload(OTHER, [{ name: 'file', value: png, filename: 'o.png' }]);
+    assert.equal(other.status, 201, other.body);
+    const otherId = other.json().id as string;
+    const extra = await upload(RELEASE, [{ name: 'file', value: png, filename: 'p.png' }, { name: 'types', value: 'Medium' }]);
+    assert.equal(extra.status, 201, extra.body);
+    const start = await listing();
+    const ids = start.body.images.map((i) => i.id);
+    assert.equal(ids.length, 2);
+    const put = (json: unknown, headers: Record<string, string> = {}) => call(api(`/release/${RELEASE}/order`), { method: 'PUT', headers: { ...auth(), ...headers }, json });
+    const cases: [string, Promise<{ status: number; body: string }>, number, string, RegExp][] = [
+      ['an id of another release (edit)', call(api(`/release/${RELEASE}/images/${otherId}`), { method: 'PATCH', headers: auth(), json: { comment: 'x' } }), 404, 'not_found', /not found on release/],
+      ['an id of another release (remove)', call(api(`/release/${RELEASE}/images/${otherId}`), { method: 'DELETE', headers: auth() }), 404, 'not_found', /not found/],
+      ['unknown type (edit)', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { types: ['Nope'] } }), 400, 'invalid_request', /unknown art type/],
+      ['unknown member (edit)', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { approved: true } }), 400, 'invalid_request', /Unknown member/],
+      ['empty edit', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: {} }), 400, 'invalid_request', /types, comment/],
+      ['malformed JSON', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: { ...auth(), 'content-type': 'application/json' }, body: '{"comment": ' }), 400, 'invalid_request', /not valid JSON/],
+      ['a NUL', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { comment: 'a\u0000b' } }), 400, 'invalid_request', /NUL/],
+      ['oversize JSON', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { comment: 'x'.repeat(70_000) } }), 413, 'too_large', /larger/],
+      ['reorder missing one', put({ images: [ids[0]] }), 400, 'invalid_request', /every image/],
+      ['reorder naming one twice', put({ images: [ids[0], ids[0], ids[1]] }), 400, 'invalid_request', /more than once/],
+      ['reorder with another release id', put({ images: [...ids, otherId] }), 404, 'not_found', /not found on release/],
+      ['reorder not an array', put({ images: 'all' }), 400, 'invalid_request', /array/],
+      ['stale If-Match (reorder)', put({ images: [...ids].reverse() }, { 'if-match': '"0000"' }), 409, 'conflict', /changed since you read it/],
+      ['stale If-Match (edit)', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: { ...auth(), 'if-match': '"0000"' }, json: { comment: 'x' } }), 409, 'conflict', /changed/],
+      ['unknown release (order)', call(api(`/release/${UNKNOWN}/order`), { method: 'PUT', headers: auth(), json: { images: [] } }), 404, 'not_found', /no release/],
+    ];
+    for (const [what, res, status, error, text] of cases) {
+      const r = await res;
+      assert.equal(r.status, status, `${what}: ${r.body}`);
+      assertError(r, status, error, text);
+    }
+    const end = await listing();
+    assert.deepEqual(end.body, start.body);
+
+    // Two editors reorder from the same listing: the first wins, the second gets a conflict.
+    const [x, y] = await Promise.all([put({ images: [...ids].reverse() }, { 'if-match': start.etag }), put({ images: [...ids].reverse() }, { 'if-match': start.etag })]);
+    assert.deepEqual([x.status, y.status].sort(), [200, 409]);
+  });
+
+  it('tokens: without cover_art 403 insufficient_scope; none, garbage and revoked 401 invalid_token, each with WWW-Authenticate', async () => {
+    const profileOnly = await toolToken(site, alice, app, 'profile');
+    const noScope = await call(api(`/release/${RELEASE}/images`), { headers: auth(profileOnly) });
+    assertError(noScope, 403, 'insufficient_scope', /cover_art/);
+    assert.match(String(noScope.headers['www-authenticate']), /^Bearer realm="sleeve", error="insufficient_scope", .*scope="cover_art"/);
+    const refusedUpload = await upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'a.jpg' }], {}, profileOnly);
+    assert.equal(refusedUpload.status, 403);
+
+    const none = await call(api(`/release/${RELEASE}/images`));
+    assertError(none, 401, 'invalid_token');
+    assert.match(String(none.headers['www-authenticate']), /^Bearer realm="sleeve"/);
+    const garbage = await call(api(`/release/${RELEASE}/images`), { headers: auth('garbage.garbage') });
+    assertError(garbage, 401, 'invalid_token', /invalid, expired or revoked/);
+    assert.match(String(garbage.headers['www-authenticate']), /error="invalid_token"/);
+    const basic = await call(api(`/release/${RELEASE}/images`), { headers: { authorization: 'Basic Zm9vOmJhcg==' } });
+    assertError(basic, 401, 'invalid_token');
+
+    const doomed = await toolToken(site, alice, app, 'cover_art');
+    assert.equal((await call(api(`/release/${RELEASE}/images`), { headers: auth(doomed) })).status, 200);
+    const revoked = await request(`${site.web}/oauth2/revoke`, { form: { token: doomed, client_id: app.client_id, client_secret: app.client_secret } });
+    assert.equal(revoked.status, 200, revoked.body);
+    const after = await call(api(`/release/${RELEASE}/images`), { headers: auth(doomed) });
+    assertError(after, 401, 'invalid_token');
+    assert.match(String(after.headers['www-authenticate']), /error="invalid_token"/);
+  });
+
+  it('an expired token (the clock moved past its lifetime) is refused with 401 invalid_token', async () => {
+    const fresh = await toolToken(site, alice, app, 'cover_art');
+    assert.equal((await call(api(`/release/${RELEASE}/images`), { headers: auth(fresh) })).status, 200);
+    clock.advance(3601_000);
+    const expired = await call(api(`/release/${RELEASE}/images`), { headers: auth(fresh) });
+    assertError(expired, 401, 'invalid_token');
+    assert.match(String(expired.headers['www-authenticate']), /error="invalid_token"/);
+  });
+});
