@@ -3,6 +3,7 @@ import { API_PREFIX, coverArtApiRoutes } from './api/routes.js';
 import type { WebsiteDeps } from './deps.js';
 import { assetRoutes } from './pages/assets.js';
 import { curationPages } from './pages/curate.js';
+import { editPages } from './pages/edits.js';
 import { galleryPages } from './pages/gallery.js';
 import { homePages } from './pages/home.js';
 import { websiteErrors } from './respond.js';
@@ -24,6 +25,7 @@ export async function websiteRoutes(app: FastifyInstance, deps: WebsiteDeps): Pr
   homePages(app, site);
   galleryPages(app, site);
   curationPages(app, site);
+  editPages(app, site);
   await app.register(coverArtApiRoutes, { ...deps, prefix: API_PREFIX });
   await app.register(openApiRoute, deps);
   await app.register(uploadPageRoutes, deps);

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { html, SafeHtml, takeFlash } from '../../auth/pages.js';
 import type { CachedPage } from '../page-cache.js';
-import { chooseGroupRelease, findRelease, findReleaseGroup, groupReleases, imageKey, listImages, releaseDetails } from '../../cover-art/index.js';
+import { chooseGroupRelease, findRelease, findReleaseGroup, groupReleases, imageKey, listEdits, listImages, releaseDetails } from '../../cover-art/index.js';
 import { notFound } from '../../shared/errors.js';
 import { entries } from '../images.js';
 import { layout, mbidParam, type Looker } from '../respond.js';
@@ -21,7 +21,7 @@ export async function galleryImages(site: Site, releaseId: number, gid: string):
 }
 
 /** The flash notice for a signed-in viewer, as a paragraph (read once). */
-async function notice(site: Site, req: FastifyRequest, reply: FastifyReply, viewer: SignedInLooker | undefined) {
+export async function notice(site: Site, req: FastifyRequest, reply: FastifyReply, viewer: SignedInLooker | undefined) {
   if (viewer === undefined) return '';
   const flash = await takeFlash(site.deps.pages.deps, req, reply, { ...viewer, signedInAt: 0 });
   return flash.notice === undefined ? '' : html`<p class="notice" role="status">${flash.notice}</p>`;
@@ -38,6 +38,15 @@ async function sendCached(site: Site, req: FastifyRequest, reply: FastifyReply, 
   return site.send(reply, 200, make(await notice(site, req, reply, viewer)));
 }
 
+const MAX_PENDING_SHOWN = 100;
+
+/** How many edits of the release wait for an approver, with a link to them; the link to the history always. */
+function pendingNote(gid: string, count: string): SafeHtml {
+  const history = html`<a href="/release/${gid}/edits">Edit history</a>`;
+  if (count === '0') return html`<p class="muted">${history}</p>`;
+  return html`<p class="notice"><a href="/release/${gid}/edits?status=pending">${count === '1' ? '1 pending edit' : `${count} pending edits`}</a> wait for an approver. ${history}</p>`;
+}
+
 /** The release and release group galleries, for everyone. */
 export function galleryPages(app: FastifyInstance, site: Site): void {
   const { db } = site.deps.coverArt;
@@ -50,10 +59,14 @@ export function galleryPages(app: FastifyInstance, site: Site): void {
     if (release === undefined) throw notFound(`There is no release ${mbid} here.`);
     if (release.gid !== (req.params as { mbid: string }).mbid) return reply.redirect(`/release/${release.gid}/cover-art`, 301);
     const editor = viewer !== undefined;
-    const cached = await site.cache.body(db, `release ${release.gid} ${editor}`, async () => {
+    // Pending edits other than additions do not move the catalogue version: their count is read per request and is part of the key.
+    const pending = await listEdits(db, { release: release.gid, status: 'pending', limit: MAX_PENDING_SHOWN });
+    const count = pending.next === null ? String(pending.edits.length) : `${MAX_PENDING_SHOWN}+`;
+    const cached = await site.cache.body(db, `release ${release.gid} ${editor} ${count}`, async () => {
       const details = await releaseDetails(db, release.id);
       if (details === undefined) throw notFound(`There is no release ${mbid} here.`);
-      return { title: releaseLabel(details), body: releaseGallery(site.urls, details, await galleryImages(site, release.id, release.gid), editor).value };
+      const gallery = releaseGallery(site.urls, details, await galleryImages(site, release.id, release.gid), editor);
+      return { title: releaseLabel(details), body: html`${pendingNote(release.gid, count)}${gallery}`.value };
     });
     return sendCached(site, req, reply, viewer, cached);
   });

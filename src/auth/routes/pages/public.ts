@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { notFound } from '../../../shared/errors.js';
-import { findAccountByName } from '../../accounts.js';
+import { accountRoles, findAccountByName } from '../../accounts.js';
 import { html } from '../../views/html.js';
 import { page } from '../../views/layout.js';
 import { STYLESHEET } from '../../views/style.js';
@@ -21,7 +21,10 @@ export function publicPages(app: FastifyInstance, ctx: PageContext): void {
     const viewer = await currentViewer(ctx, req, reply);
     const account = await findAccountByName(ctx.deps, (req.params as { name: string }).name);
     if (account === undefined) throw notFound('There is no such user.');
-    const body = html`<dl><dt>User name</dt><dd>${account.name}</dd>${account.website ? html`<dt>Website</dt><dd>${account.website}</dd>` : ''}</dl>`;
+    const role = (await accountRoles(ctx.deps, account.id)).includes('approver') ? 'Editor and approver (decides the pending cover art edits of others)' : 'Editor';
+    const edits = `/user/${encodeURIComponent(account.name)}/edits`;
+    const body = html`<dl><dt>User name</dt><dd>${account.name}</dd><dt>Role</dt><dd>${role}</dd>${account.website ? html`<dt>Website</dt><dd>${account.website}</dd>` : ''}</dl>
+<p><a href="${edits}">Cover art edits by ${account.name}</a></p>`;
     return sendPage(reply, 200, page({ title: account.name, body, user: viewer?.name, csrf: viewer?.csrf }));
   });
 }

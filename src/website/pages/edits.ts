@@ -1,0 +1,123 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { accountRoles, csrfValid, EXPIRED, findAccountByName, formParams, html, queryParams, redirectWithFlash, type SafeHtml } from '../../auth/pages.js';
+import { approveEdit, findEdit, findRelease, listEdits, listImages, rejectEdit, type Edit } from '../../cover-art/index.js';
+import { isAppError, notFound } from '../../shared/errors.js';
+import { layout, mbidParam, problemPage, type Looker } from '../respond.js';
+import type { Site } from '../site.js';
+import { editPage, historyPage } from '../views/edits.js';
+import { notice } from './gallery.js';
+
+type Viewer = Looker & { accountId: number };
+
+const PAGE_SIZE = 50;
+const STATUS_OF: Record<string, number> = { CONFLICT: 409, NOT_FOUND: 404 };
+
+/** The edit pages: one per edit (with Approve and Reject for approvers), and the histories of a release and of an editor. */
+export function editPages(app: FastifyInstance, site: Site): void {
+  const { coverArt } = site.deps;
+  const { db } = coverArt;
+
+  const editOf = async (req: FastifyRequest): Promise<Edit> => {
+    const id = (req.params as { id: string }).id;
+    const edit = /^\d{1,15}$/.test(id) ? await findEdit(db, id) : undefined;
+    if (edit === undefined) throw notFound(`There is no edit ${id} here.`);
+    return edit;
+  };
+  /** What the viewer may do with a pending edit: approvers decide others' edits; an editor may withdraw their own. */
+  const mayOf = async (edit: Edit, viewer: Viewer | undefined) => {
+    if (viewer === undefined || edit.status !== 'pending') return { approve: false, reject: false, withdraw: false, approver: false };
+    const approver = (await accountRoles(site.deps.pages.deps, viewer.accountId)).includes('approver');
+    const own = edit.editor?.id === viewer.accountId;
+    return { approve: approver && !own, reject: approver && !own, withdraw: own, approver };
+  };
+  const show = async (reply: FastifyReply, status: number, edit: Edit, viewer: Viewer | undefined, extra: { flash?: SafeHtml | string; error?: string; note?: string } = {}) => {
+    const release = edit.release === null ? undefined : await findRelease(db, edit.release);
+    const image = release === undefined || edit.image === null ? undefined : (await listImages(db, release.id)).find((i) => String(i.id) === edit.image);
+    const may = await mayOf(edit, viewer);
+    const body = editPage(site.urls, { edit, image, may, csrf: viewer?.csrf, error: extra.error, note: extra.note });
+    return site.send(reply, status, layout(`Edit #${edit.id}`, html`${extra.flash ?? ''}${body}`, viewer));
+  };
+
+  app.get('/edit/:id', async function editPageRoute(req, reply) {
+    const viewer = await site.viewer(req, reply);
+    const edit = await editOf(req);
+    return show(reply, 200, edit, viewer, { flash: await notice(site, req, reply, viewer) });
+  });
+
+  for (const verb of ['approve', 'reject'] as const) {
+    app.post(`/edit/:id/${verb}`, async function closeEditRoute(req, reply) {
+      const viewer = await site.editor(req, reply);
+      if (viewer === undefined) return reply;
+      const edit = await editOf(req);
+      const note = (formParams(req).get('note') ?? '').trim();
+      if (!csrfValid(req)) return show(reply, 400, edit, viewer, { error: EXPIRED, note });
+      if (edit.status !== 'pending') return show(reply, 409, edit, viewer, { error: `Edit #${edit.id} is no longer pending: it was ${edit.status}.` });
+      const may = await mayOf(edit, viewer);
+      if (verb === 'approve' ? !may.approve : !may.reject && !may.withdraw) {
+        req.log.warn({ event: 'cover_art.edit_refused', account: viewer.accountId, edit: edit.id, verb }, 'closing an edit refused');
+        const why = edit.editor?.id === viewer.accountId ? 'Nobody approves their own edit: another approver decides it.' : `Only approvers ${verb} the edits of others.`;
+        return show(reply, edit.editor?.id === viewer.accountId ? 400 : 403, edit, viewer, { error: why, note });
+      }
+      if (note.length > 255) return show(reply, 400, edit, viewer, { error: 'The note is longer than 255 characters.', note });
+      const by = { id: viewer.accountId, name: viewer.name, approver: may.approver };
+      let closed: Edit;
+      try {
+        closed = verb === 'approve' ? await approveEdit(coverArt, edit.id, by, note || undefined) : await rejectEdit(coverArt, edit.id, by, note || undefined);
+      } catch (err) {
+        if (!isAppError(err) || !err.expose) throw err;
+        return show(reply, STATUS_OF[err.code] ?? 400, (await findEdit(db, edit.id)) ?? edit, viewer, { error: capitalised(err.message), note });
+      }
+      await site.deps.afterChange?.();
+      req.log.info({ event: `cover_art.edit_${closed.status}`, account: viewer.accountId, edit: edit.id, release: edit.release }, 'a pending cover art edit closed');
+      const done = closed.status === 'approved' ? 'Approved' : may.withdraw && !may.reject ? 'Withdrew' : 'Rejected';
+      return redirectWithFlash(reply, { a: viewer.accountId, n: `${done} edit #${edit.id}.` }, `/edit/${edit.id}`);
+    });
+  }
+
+  /** The history's query: the pending-only filter and the page (`before`); undefined after answering 400. */
+  const historyQuery = (req: FastifyRequest, reply: FastifyReply, viewer: Looker | undefined) => {
+    const q = queryParams(req);
+    const before = q.get('before');
+    if (before !== null && !/^\d{1,15}$/.test(before)) {
+      site.send(reply, 400, problemPage('Bad request', '"before" must be an edit number.', viewer));
+      return undefined;
+    }
+    return { pendingOnly: q.get('status') === 'pending', before: before === null ? undefined : Number(before) };
+  };
+
+  app.get('/release/:mbid/edits', async function releaseEdits(req, reply) {
+    const viewer = await site.viewer(req, reply);
+    const mbid = mbidParam(req, reply, site.csp, viewer);
+    if (mbid === undefined) return reply;
+    const release = await findRelease(db, mbid);
+    if (release === undefined) throw notFound(`There is no release ${mbid} here.`);
+    if (release.gid !== (req.params as { mbid: string }).mbid) {
+      const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
+      return reply.redirect(`/release/${release.gid}/edits${query}`, 301);
+    }
+    const query = historyQuery(req, reply, viewer);
+    if (query === undefined) return reply;
+    const { edits, next } = await listEdits(db, { release: release.gid, status: query.pendingOnly ? 'pending' : undefined, before: query.before, limit: PAGE_SIZE });
+    const path = `/release/${release.gid}/edits`;
+    const body = historyPage({ of: `release ${release.gid}`, path, edits, next, pendingOnly: query.pendingOnly, show: 'editor' });
+    const back = html`<p><a href="/release/${release.gid}/cover-art">Back to the release's cover art</a></p>`;
+    return site.send(reply, 200, layout(`Edits of release ${release.gid}`, html`${back}${body}`, viewer));
+  });
+
+  app.get('/user/:name/edits', async function editorEdits(req, reply) {
+    const viewer = await site.viewer(req, reply);
+    const account = await findAccountByName(site.deps.pages.deps, (req.params as { name: string }).name);
+    if (account === undefined) throw notFound('There is no such user.');
+    const query = historyQuery(req, reply, viewer);
+    if (query === undefined) return reply;
+    const { edits, next } = await listEdits(db, { editorId: account.id, status: query.pendingOnly ? 'pending' : undefined, before: query.before, limit: PAGE_SIZE });
+    const path = `/user/${encodeURIComponent(account.name)}/edits`;
+    const body = historyPage({ of: account.name, path, edits, next, pendingOnly: query.pendingOnly, show: 'release' });
+    return site.send(reply, 200, layout(`Edits by ${account.name}`, body, viewer));
+  });
+}
+
+function capitalised(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1) + (s.endsWith('.') ? '' : '.');
+}
+
