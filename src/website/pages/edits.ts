@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { accountRoles, csrfValid, EXPIRED, findAccountByName, formParams, html, queryParams, redirectWithFlash, type SafeHtml } from '../../auth/pages.js';
-import { approveEdit, findEdit, findRelease, listEdits, listImages, rejectEdit, type Edit } from '../../cover-art/index.js';
+import { approveEdit, findEdit, findRelease, listEdits, listImages, rejectEdit, releaseDetails, type Edit } from '../../cover-art/index.js';
 import { isAppError, notFound } from '../../shared/errors.js';
 import { layout, mbidParam, problemPage, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
@@ -33,8 +33,9 @@ export function editPages(app: FastifyInstance, site: Site): void {
   const show = async (reply: FastifyReply, status: number, edit: Edit, viewer: Viewer | undefined, extra: { flash?: SafeHtml | string; error?: string; note?: string } = {}) => {
     const release = edit.release === null ? undefined : await findRelease(db, edit.release);
     const image = release === undefined || edit.image === null ? undefined : (await listImages(db, release.id)).find((i) => String(i.id) === edit.image);
+    const details = release === undefined ? undefined : await releaseDetails(db, release.id);
     const may = await mayOf(edit, viewer);
-    const body = editPage(site.urls, { edit, image, may, csrf: viewer?.csrf, error: extra.error, note: extra.note });
+    const body = editPage(site.urls, { edit, details, image, may, csrf: viewer?.csrf, error: extra.error, note: extra.note });
     return site.send(reply, status, layout(`Edit #${edit.id}`, html`${extra.flash ?? ''}${body}`, viewer));
   };
 

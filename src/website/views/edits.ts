@@ -1,7 +1,7 @@
 import { html, type SafeHtml } from '../../auth/pages.js';
-import type { Edit, EditKind, EditStatus } from '../../cover-art/index.js';
+import type { Edit, EditKind, EditStatus, ReleaseDetails } from '../../cover-art/index.js';
 import type { ImageUrls } from '../images.js';
-import { picture } from './gallery.js';
+import { picture, releaseLabel } from './gallery.js';
 
 const KINDS: Record<EditKind, string> = {
   add: 'Add cover art',
@@ -50,6 +50,8 @@ function fields(value: unknown): SafeHtml {
 
 export interface EditView {
   edit: Edit;
+  /** The edit's release as it is now (its name and group), while it exists. */
+  details: ReleaseDetails | undefined;
   /** The image's file, while it exists. */
   image: { id: number; suffix: string } | undefined;
   /** The forms the viewer may use (a pending edit only). */
@@ -62,8 +64,14 @@ export interface EditView {
 /** An edit's page: what, where, who, when, before and after, its status, and the forms to close it. */
 export function editPage(urls: ImageUrls, v: EditView): SafeHtml {
   const { edit } = v;
-  const release = edit.release === null ? none() : html`<a href="/release/${edit.release}/cover-art">${edit.release}</a> (<a href="/release/${edit.release}/edits">its edits</a>)`;
-  const group = edit.release_group === null ? '' : html`<dt>Release group</dt><dd><a href="/release-group/${edit.release_group}/cover-art">${edit.release_group}</a></dd>`;
+  const { details } = v;
+  const release =
+    edit.release === null
+      ? none()
+      : html`<a href="/release/${edit.release}/cover-art">${details === undefined ? edit.release : releaseLabel(details)}</a> <span class="muted">${edit.release}</span> (<a href="/release/${edit.release}/edits">its edits</a>)`;
+  const groupGid = edit.release_group ?? details?.groupGid;
+  const groupName = details !== undefined && details.groupGid === groupGid && details.groupName !== '' ? details.groupName : groupGid;
+  const group = groupGid === undefined ? '' : html`<dt>Release group</dt><dd><a href="/release-group/${groupGid}/cover-art">${groupName}</a></dd>`;
   const image =
     edit.image === null
       ? ''
