@@ -3,6 +3,7 @@
  * viewer, CSRF, the page layout and the error mappings, so that every page of the HTTPS listener
  * looks and behaves alike. Types and functions only: importing this loads no listener.
  */
+export { findAccountByName } from './accounts.js';
 export { csrfToken, csrfValid, cookies, formParams, queryParams, setCookie } from './http-util.js';
 export { currentViewer, requireViewer, sendPage, pageErrors, formAction, EXPIRED, type PageContext, type SignedIn } from './routes/pages/shared.js';
 export { html, SafeHtml } from './views/html.js';
@@ -12,4 +13,4 @@ export { redirectWithFlash, takeFlash } from './routes/pages/flash.js';
 export { STYLESHEET } from './views/style.js';
 export { checkAccessToken, isRefusal, type ResourceScope, type TokenHolder, type TokenRefusal } from './resource.js';
 export { SCOPES } from './scopes.js';
-export { accountRoles, findAccountByName, type Role } from './accounts.js';
+export { accountRoles, type Role } from './accounts.js';

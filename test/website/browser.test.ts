@@ -5,32 +5,12 @@
  * phone, and the images and the script load under the pages' real CSP.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser as PwBrowser, type Page } from 'playwright-core';
+import type { Browser as PwBrowser, Page } from 'playwright-core';
 import { addUser, PASSWORD } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { checkPage, launchChromium } from './browser-support.js';
 import { art, release, startSite, type Site } from './page-support.js';
-
-const CHROMIUM = process.env.SLEEVE_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** axe-core's WCAG 2.2 A/AA rules: the serious and critical violations, one line each. */
-const AXE_RUN = `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] } })
-  .then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`;
-
-/** axe-core on the page in the light and dark colour schemes, and no horizontal scroll. */
-async function checkPage(page: Page, what: string): Promise<void> {
-  for (const colorScheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme });
-    if ((await page.evaluate('typeof axe')) === 'undefined') await page.addScriptTag({ content: AXE });
-    assert.deepEqual(await page.evaluate(AXE_RUN), [], `axe-core on ${what} (${colorScheme})`);
-  }
-  const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
-  assert.equal(overflow, 0, `no horizontal scroll on ${what}`);
-}
 
 /** The image ids of the gallery on the page, in order. */
 function galleryOrder(page: Page): Promise<string[]> {
@@ -58,10 +38,7 @@ describe(`cover art pages in a real browser (${DIALECT})`, () => {
       await art(site, main, { types: ['Back'], width: 600, height: 400 }),
       await art(site, main, { comment: 'booklet page', width: 400, height: 600 }),
     ];
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
 
   after(async () => {

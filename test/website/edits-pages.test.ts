@@ -208,11 +208,11 @@ describe(`edit pages (${DIALECT})`, () => {
     for (let i = 0; i < 50; i++) await editArt(coverArt(), { release: mbid, imageId: image, comment: `take ${i}` });
     const first = await get(`/release/${mbid}/edits`);
     assert.equal(first.status, 200);
-    const ids = (page: HttpsResponse) => [...page.body.matchAll(/<td><a href="\/edit\/(\d+)">/g)].map((m) => Number(m[1]));
+    const ids = (page: HttpsResponse) => [...page.body.matchAll(/<li><a href="\/edit\/(\d+)">/g)].map((m) => Number(m[1]));
     const shown = ids(first);
     assert.equal(shown.length, 50);
     assert.deepEqual(shown, [...shown].sort((a, b) => b - a), 'newest first');
-    assert.ok(first.body.includes('<td>the operator</td>'));
+    assert.ok(first.body.includes('Edit cover art · the operator ·'));
     const older = /<a href="([^"]+)">Older edits<\/a>/.exec(first.body)?.[1]?.replace(/&amp;/g, '&');
     assert.ok(older !== undefined);
     const second = await get(older);

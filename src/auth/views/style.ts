@@ -66,4 +66,8 @@ ol.reorder .reorder-label{flex:1 1 8rem;min-width:0;overflow-wrap:anywhere}
 ol.reorder .reorder-moves{display:flex;gap:.5rem}
 ol.reorder li.draggable{cursor:grab}
 ol.reorder li.dragging{opacity:.5}
+ol.edits{list-style:none;padding:0;margin:1rem 0}
+ol.edits li{border-top:1px solid var(--line);padding:.5rem 0;overflow-wrap:anywhere}
+ol.order{margin:0;padding-left:1.5rem}
+.decide{margin:1rem 0;max-width:26rem}
 `;

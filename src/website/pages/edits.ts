@@ -5,6 +5,7 @@ import { isAppError, notFound } from '../../shared/errors.js';
 import { layout, mbidParam, problemPage, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
 import { editPage, historyPage } from '../views/edits.js';
+import { releaseLabel } from '../views/gallery.js';
 import { notice } from './gallery.js';
 
 type Viewer = Looker & { accountId: number };
@@ -100,9 +101,11 @@ export function editPages(app: FastifyInstance, site: Site): void {
     if (query === undefined) return reply;
     const { edits, next } = await listEdits(db, { release: release.gid, status: query.pendingOnly ? 'pending' : undefined, before: query.before, limit: PAGE_SIZE });
     const path = `/release/${release.gid}/edits`;
-    const body = historyPage({ of: `release ${release.gid}`, path, edits, next, pendingOnly: query.pendingOnly, show: 'editor' });
+    const details = await releaseDetails(db, release.id);
+    const name = details === undefined ? `release ${release.gid}` : releaseLabel(details);
+    const body = historyPage({ of: name, path, edits, next, pendingOnly: query.pendingOnly, show: 'editor' });
     const back = html`<p><a href="/release/${release.gid}/cover-art">Back to the release's cover art</a></p>`;
-    return site.send(reply, 200, layout(`Edits of release ${release.gid}`, html`${back}${body}`, viewer));
+    return site.send(reply, 200, layout(`Edits of ${name}`, html`${back}${body}`, viewer));
   });
 
   app.get('/user/:name/edits', async function editorEdits(req, reply) {

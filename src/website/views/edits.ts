@@ -101,7 +101,7 @@ function closeForms(v: EditView): SafeHtml | string {
   const { edit, may } = v;
   if (edit.status !== 'pending' || v.csrf === undefined || (!may.approve && !may.reject && !may.withdraw)) return '';
   const id = edit.id;
-  const noteField = (form: string) => html`<p><label for="note-${form}">Note (optional)</label><input id="note-${form}" name="note" maxlength="255" value="${v.note ?? ''}"></p>`;
+  const noteField = (form: string) => html`<p><label for="note-${form}">Note (optional)</label><input type="text" id="note-${form}" name="note" maxlength="255" value="${v.note ?? ''}"></p>`;
   const warning =
     edit.kind === 'add' ? html`<p>Rejecting this addition <strong>removes the image and its files</strong>.</p>` : html`<p>Rejecting leaves the release as it is; nothing of this edit is applied.</p>`;
   const approve = may.approve
@@ -135,14 +135,13 @@ export function historyPage(v: HistoryView): SafeHtml {
     : html`<p><a href="${v.path}?status=pending">Show pending edits only</a></p>`;
   const older = v.next === null ? '' : html`<p><a href="${v.path}?${v.pendingOnly ? 'status=pending&' : ''}before=${String(v.next)}">Older edits</a></p>`;
   if (v.edits.length === 0) return html`${filter}<p>${v.pendingOnly ? 'No pending edits.' : 'No edits.'}</p>`;
-  const rows = v.edits.map(
-    (e) => html`<tr><td><a href="/edit/${String(e.id)}">#${String(e.id)}</a></td><td>${KINDS[e.kind]}</td><td>${
-      v.show === 'release' ? (e.release === null ? none() : html`<a href="/release/${e.release}/cover-art">${e.release}</a>`) : who(e.editor)
-    }</td><td>${when(e.created)}</td><td>${STATUSES[e.status]}</td></tr>`,
+  const items = v.edits.map(
+    (e) => html`<li><a href="/edit/${String(e.id)}">#${String(e.id)}</a> ${KINDS[e.kind]} · ${
+      v.show === 'release' ? (e.release === null ? none() : html`<a href="/release/${e.release}/cover-art">release ${e.release}</a>`) : who(e.editor)
+    } · ${when(e.created)} · <strong>${STATUSES[e.status]}</strong></li>`,
   );
   return html`${filter}
-<div class="table-wrap"><table class="edits"><caption>Cover art edits of ${v.of}, newest first</caption>
-<thead><tr><th scope="col">Edit</th><th scope="col">Kind</th><th scope="col">${v.show === 'release' ? 'Release' : 'Editor'}</th><th scope="col">Made</th><th scope="col">Status</th></tr></thead>
-<tbody>${rows}</tbody></table></div>
+<h2>Cover art edits of ${v.of}, newest first</h2>
+<ol class="edits">${items}</ol>
 ${older}`;
 }
