@@ -199,6 +199,11 @@ describe(`edit pages (${DIALECT})`, () => {
     assert.match(stale.body, /class="error" role="alert">Edit \d+ cannot be applied/);
     assert.equal(status(stale), 'Pending (waiting for an approver)');
     assert.deepEqual(await listing(mbid, (l) => l.map((i) => i.id), [second, first, third]), [second, first, third]);
+    // Still pending: the (cached) gallery counts it until it is rejected, which changes no image.
+    assert.ok((await get(`/release/${mbid}/cover-art`)).body.includes('>1 pending edit</a>'));
+    assert.equal((await decide(ann, edit, 'reject')).status, 303);
+    assert.ok(!(await get(`/release/${mbid}/cover-art`)).body.includes('pending edit'), 'the count follows a rejection');
+    assert.equal(status(await get(`/edit/${edit}`)), 'Rejected');
   });
 
   it('shows the histories of a release and of an editor: newest first, paged, pending only; merged MBIDs redirect; unknown 404', async () => {
