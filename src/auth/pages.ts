@@ -12,3 +12,4 @@ export { redirectWithFlash, takeFlash } from './routes/pages/flash.js';
 export { STYLESHEET } from './views/style.js';
 export { checkAccessToken, isRefusal, type ResourceScope, type TokenHolder, type TokenRefusal } from './resource.js';
 export { SCOPES } from './scopes.js';
+export { accountRoles, type Role } from './accounts.js';
