@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { addArt, currentReleaseListing, editArt, removeArt, reorderArt, setGroupCover, type Listing, type ListingImage } from '../cover-art/index.js';
+import { accountRoles } from '../auth/pages.js';
+import { addArt, currentReleaseListing, editArt, removeArt, reorderArt, setGroupCover, type ChangeOptions, type Editor as CoverArtEditor, type Listing, type ListingImage } from '../cover-art/index.js';
 import { AppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { WebsiteDeps } from './deps.js';
@@ -16,6 +17,20 @@ import type { WebsiteDeps } from './deps.js';
 export interface Editor {
   id: number;
   name: string;
+}
+
+/**
+ * The editor as the cover art module takes it: the account with whether it holds the approver
+ * role, read at the change (a role given or taken applies to the next change). Under
+ * SLEEVE_APPROVAL=review an ordinary editor's change waits for an approver.
+ */
+export async function asEditor(deps: WebsiteDeps, editor: Editor): Promise<CoverArtEditor> {
+  const roles = await accountRoles(deps.pages.deps, editor.id);
+  return { id: editor.id, name: editor.name, approver: roles.includes('approver') };
+}
+
+async function options(deps: WebsiteDeps, editor: Editor): Promise<ChangeOptions> {
+  return { editor: await asEditor(deps, editor) };
 }
 
 /**
@@ -84,31 +99,41 @@ export interface AddInput {
 }
 
 export function addImage(deps: WebsiteDeps, editor: Editor, input: AddInput, ifMatch?: string): Promise<ListingImage> {
-  void editor;
-  return guarded(deps, input.release, ifMatch, () => addArt(deps.coverArt, { release: input.release, bytes: input.bytes, types: input.types, comment: input.comment }));
+  return guarded(deps, input.release, ifMatch, async () =>
+    addArt(deps.coverArt, { release: input.release, bytes: input.bytes, types: input.types, comment: input.comment }, await options(deps, editor)),
+  );
 }
 
-export function editImage(deps: WebsiteDeps, editor: Editor, input: { release: string; id: string; types?: string[]; comment?: string }, ifMatch?: string): Promise<ListingImage> {
-  void editor;
-  return guarded(deps, input.release, ifMatch, () => editArt(deps.coverArt, { release: input.release, imageId: input.id, types: input.types, comment: input.comment }));
-}
-
-export function removeImage(deps: WebsiteDeps, editor: Editor, release: string, id: string, ifMatch?: string): Promise<void> {
-  void editor;
-  return guarded(deps, release, ifMatch, async () => {
+/**
+ * Takes back an addition of this same request (a later file of one upload form was refused):
+ * removed at once, as the operator would, since it was never meant to stand on its own. The
+ * removal is still recorded as an edit.
+ */
+export function undoAdd(deps: WebsiteDeps, release: string, id: string): Promise<void> {
+  return guarded(deps, release, undefined, async () => {
     await removeArt(deps.coverArt, release, id);
   });
 }
 
-export function reorderImages(deps: WebsiteDeps, editor: Editor, release: string, ids: string[], ifMatch?: string): Promise<void> {
-  void editor;
+export function editImage(deps: WebsiteDeps, editor: Editor, input: { release: string; id: string; types?: string[]; comment?: string }, ifMatch?: string): Promise<ListingImage> {
+  return guarded(deps, input.release, ifMatch, async () =>
+    editArt(deps.coverArt, { release: input.release, imageId: input.id, types: input.types, comment: input.comment }, await options(deps, editor)),
+  );
+}
+
+export function removeImage(deps: WebsiteDeps, editor: Editor, release: string, id: string, ifMatch?: string): Promise<void> {
   return guarded(deps, release, ifMatch, async () => {
-    await reorderArt(deps.coverArt, release, ids);
+    await removeArt(deps.coverArt, release, id, await options(deps, editor));
+  });
+}
+
+export function reorderImages(deps: WebsiteDeps, editor: Editor, release: string, ids: string[], ifMatch?: string): Promise<void> {
+  return guarded(deps, release, ifMatch, async () => {
+    await reorderArt(deps.coverArt, release, ids, await options(deps, editor));
   });
 }
 
 export async function chooseGroupCover(deps: WebsiteDeps, editor: Editor, group: string, release: string): Promise<void> {
-  void editor;
-  await setGroupCover(deps.coverArt, group, release);
+  await setGroupCover(deps.coverArt, group, release, await options(deps, editor));
   await deps.afterChange?.();
 }

@@ -90,9 +90,9 @@ function writePaths(): Record<string, object> {
         operationId: 'listImages',
         tags,
         security,
-        summary: "The release's listing as the cover art API serves it, with its ETag",
+        summary: "The release's listing as the cover art API serves it, with its ETag, and the changes waiting for an approver",
         parameters: [mbid()],
-        responses: { '200': listingAnswer('The listing'), ...TOKEN_REFUSALS, '400': apiError('Not a valid MBID'), '404': apiError('No such release') },
+        responses: { '200': { ...json(ref('EditorListing'), 'The listing and its pending edits'), headers: { ETag: { schema: { type: 'string' } } } }, ...TOKEN_REFUSALS, '400': apiError('Not a valid MBID'), '404': apiError('No such release') },
       },
       post: {
         operationId: 'addImage',
@@ -294,6 +294,33 @@ const SCHEMAS = {
     required: ['images', 'release'],
     additionalProperties: false,
     properties: { images: { type: 'array', items: ref('ListingImage') }, release: { type: 'string', format: 'uri' } },
+  },
+  EditorListing: {
+    type: 'object',
+    required: ['images', 'release', 'pending'],
+    additionalProperties: false,
+    properties: {
+      images: { type: 'array', items: ref('ListingImage') },
+      release: { type: 'string', format: 'uri' },
+      pending: {
+        type: 'array',
+        description: 'Edits of this release waiting for an approver (SLEEVE_APPROVAL=review), oldest first; the listing does not show them yet, except additions (approved: false)',
+        items: {
+          type: 'object',
+          required: ['edit', 'kind', 'image', 'editor', 'created', 'before', 'after'],
+          additionalProperties: false,
+          properties: {
+            edit: { type: 'integer' },
+            kind: { type: 'string' },
+            image: { type: ['string', 'null'] },
+            editor: { type: ['string', 'null'] },
+            created: { type: 'string', format: 'date-time' },
+            before: {},
+            after: {},
+          },
+        },
+      },
+    },
   },
   ApiError: {
     type: 'object',

@@ -160,7 +160,8 @@ export async function readStreamedForm(req: FastifyRequest, folder: UploadFolder
       };
       parser.once('finish', resolve);
       parser.once('error', (err: Error) => reject(new BodyRefused(400, `The multipart body cannot be read: ${err.message}`)));
-      body.once('error', reject);
+      // The client gone mid-body (ECONNRESET, 'aborted'): its fault, not a server failure to log.
+      body.once('error', () => reject(new BodyRefused(400, 'The upload was interrupted', true)));
       body.once('close', () => {
         if (!body.complete) {
           for (const s of streaming) s.destroy();

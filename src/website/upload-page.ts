@@ -1,9 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { cookies, csrfValid, errorPage, EXPIRED, html, page, pageErrors, requireViewer, sendPage, setCookie, type SafeHtml, type SignedIn } from '../auth/pages.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { csrfValid, errorPage, EXPIRED, html, page, pageErrors, redirectWithFlash, requireViewer, sendPage, type SafeHtml, type SignedIn } from '../auth/pages.js';
 import { artTypeNames } from '../cover-art/index.js';
 import { isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
-import { addImage, releaseListing, removeImage } from './changes.js';
+import { addImage, releaseListing, undoAdd } from './changes.js';
 import type { WebsiteDeps } from './deps.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, type StreamedForm } from './upload-body.js';
 import { makeUploads } from './uploads.js';
@@ -31,7 +31,6 @@ fieldset.upload-row input[type=text]{box-sizing:border-box}
 .upload-status progress{width:100%;height:1rem}
 form#add-cover-art{max-width:100%;min-width:0}
 `;
-const FLASH_COOKIE = '__Host-sleeve-cover-flash';
 /** The upload page's policy: the page's own, plus its script, previews of chosen files (blob:) and its upload (connect-src). */
 const UPLOAD_CSP = "default-src 'none'; style-src 'self'; img-src 'self' blob:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -43,14 +42,6 @@ function sendUploadPage(reply: FastifyReply, status: number, body: string): Fast
     .send(body);
 }
 
-/** Reads and clears the notice an upload left for the gallery page (Post/Redirect/Get). */
-export function takeCoverArtFlash(req: FastifyRequest, reply: FastifyReply): string | undefined {
-  const raw = cookies(req).get(FLASH_COOKIE);
-  if (raw === undefined) return undefined;
-  setCookie(reply, FLASH_COOKIE, '', { maxAge: 0, sameSite: 'Strict' });
-  const text = Buffer.from(raw.slice(0, 1000), 'base64url').toString('utf8');
-  return text === '' ? undefined : text.slice(0, 300);
-}
 
 function typeBoxes(types: string[], row: number, checked: Set<string>): SafeHtml[] {
   return types.map(
@@ -175,13 +166,12 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
           }
         } catch (err) {
           // One form, one change: what this form added before the refusal goes again.
-          for (const id of added.reverse()) await removeImage(deps, editor, mbid, id);
+          for (const id of added.reverse()) await undoAdd(deps, mbid, id);
           if (isAppError(err) && err.expose) return () => again(400, `${chosen.length > 1 ? 'Nothing was added: ' : ''}${err.message}`);
           throw err;
         }
         const notice = added.length === 1 ? `Added image ${added[0]}.` : `Added ${added.length} images: ${added.join(', ')}.`;
-        setCookie(reply, FLASH_COOKIE, Buffer.from(notice).toString('base64url'), { maxAge: 300, sameSite: 'Strict' });
-        return () => reply.redirect(`/release/${mbid}/cover-art`, 303);
+        return () => redirectWithFlash(reply, { a: editor.id, n: notice }, `/release/${mbid}/cover-art`);
       } finally {
         if (form !== undefined) await discard(form);
       }

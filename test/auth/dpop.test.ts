@@ -120,7 +120,7 @@ describe(`DPoP (${DIALECT})`, () => {
     const DPoP = client.getDPoPHandle(config, keyPair);
     const verifier = client.randomPKCECodeVerifier();
     const code = await codeFor(app, 'openid profile', verifier);
-    const tokens = await client.authorizationCodeGrant(config, new URL(`${LOOPBACK}?code=${code}`), { pkceCodeVerifier: verifier }, undefined, { DPoP });
+    const tokens = await client.authorizationCodeGrant(config, new URL(`${LOOPBACK}?${new URLSearchParams({ code, iss: s.base })}`), { pkceCodeVerifier: verifier }, undefined, { DPoP });
     const jkt = await calculateJwkThumbprint(await exportJWK(keyPair.publicKey));
     return { config, keyPair, DPoP, tokens, jkt, key: { privateKey: keyPair.privateKey, jwk: await exportJWK(keyPair.publicKey) } };
   }

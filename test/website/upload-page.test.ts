@@ -129,7 +129,7 @@ describe(`the upload page (${DIALECT})`, () => {
     ]);
     assert.equal(res.status, 303, res.body.slice(0, 300));
     assert.equal(res.headers.location, `/release/${RELEASE}/cover-art`);
-    assert.match(String(res.headers['set-cookie']), /__Host-sleeve-cover-flash=[A-Za-z0-9_-]+;.*SameSite=Strict/);
+    assert.match(String(res.headers['set-cookie']), /__Host-sleeve-flash=[A-Za-z0-9_-]+;.*SameSite=Strict/);
     const listing = await publicListing(site, RELEASE);
     assert.deepEqual(listing?.images.map((i) => [i.types, i.comment]), [
       [['Front'], 'the front'],

@@ -17,7 +17,7 @@ form.stack{display:grid;gap:.9rem;max-width:26rem}
 label{display:grid;gap:.25rem;font-weight:600}
 label span.hint{font-weight:400;color:var(--muted);font-size:.9rem}
 label.check{grid-template-columns:auto 1fr;align-items:start;column-gap:.5rem}
-label.check input{width:2.75rem;height:2.75rem;margin:0}
+label.check input{width:2.75rem;height:2.75rem;margin:0;flex:none}
 label.check span.hint{grid-column:2}
 input[type=text],input[type=password],input[type=url],select{font:inherit;min-height:2.75rem;padding:.55rem .65rem;border:1px solid var(--field);border-radius:.4rem;background:var(--bg);color:var(--fg);width:100%}
 input:focus-visible,select:focus-visible,button:focus-visible,a:focus-visible{outline:3px solid var(--accent);outline-offset:2px}

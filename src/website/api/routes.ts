@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkAccessToken, isRefusal, type TokenHolder } from '../../auth/pages.js';
-import { currentGroupListing, type Listing } from '../../cover-art/index.js';
+import { currentGroupListing, releaseArt, type Listing } from '../../cover-art/index.js';
 import { AppError, isAppError } from '../../shared/errors.js';
 import { addImage, chooseGroupCover, editImage, listingTag, releaseListing, removeImage, reorderImages, type Editor } from '../changes.js';
 import type { WebsiteDeps } from '../deps.js';
@@ -143,7 +143,18 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
   };
 
   app.get<{ Params: ReleaseParams }>('/release/:mbid/images', async function listImages(req, reply) {
-    return sendListing(reply, req.params.mbid);
+    const listing = await releaseListing(deps, req.params.mbid);
+    const art = await releaseArt(deps.api, req.params.mbid);
+    const pending = (art?.pending ?? []).map((e) => ({
+      edit: e.id,
+      kind: e.kind,
+      image: e.image,
+      editor: e.editor?.name ?? null,
+      created: new Date(e.created).toISOString(),
+      before: e.before ?? null,
+      after: e.after ?? null,
+    }));
+    return sendJsonStatus(reply, 200, { ...listing, pending }, { etag: listingTag(listing) });
   });
 
   app.get<{ Params: ImageParams }>('/release/:mbid/images/:id', async function showImage(req, reply) {

@@ -12,9 +12,12 @@ import {
   removeArt,
   reorderArt,
   setGroupCover,
+  type ChangeOptions,
+  type Edit,
   type ImageWithTypes,
   type ReleaseRef,
 } from '../../cover-art/index.js';
+import { asEditor } from '../changes.js';
 import { notFound } from '../../shared/errors.js';
 import { layout, mbidParam, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
@@ -25,6 +28,21 @@ type Editor = Looker & { accountId: number };
 /** What an edit form was made from: the image's types and comment (a changed image makes the post stale). */
 function fingerprint(image: ImageWithTypes): string {
   return createHash('sha256').update(JSON.stringify([image.typeIds, image.comment])).digest('base64url').slice(0, 22);
+}
+
+/**
+ * The change options of the signed-in editor (with the approver role read now), and the
+ * message to show once done: what was done, or that it waits for an approver.
+ */
+async function changeBy(site: Site, editor: Editor): Promise<{ options: ChangeOptions; said(done: string): string }> {
+  let edit: Edit | undefined;
+  const options: ChangeOptions = {
+    editor: await asEditor(site.deps, { id: editor.accountId, name: editor.name }),
+    onEdit: (e) => {
+      edit = e;
+    },
+  };
+  return { options, said: (done) => (edit?.status === 'pending' ? `Your change waits for an approver (edit #${edit.id}).` : done) };
 }
 
 const REORDER_TITLE = 'Reorder cover art';
@@ -90,8 +108,9 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     if (form.get('state') !== fingerprint(image)) return again(409, STALE_IMAGE, { types: image.types, comment: image.comment });
     if (posted.comment.length > 255) return again(400, 'The comment is longer than 255 characters.');
     return formAction(async () => {
-      await editArt(coverArt, { release: release.gid, imageId: String(image.id), types: posted.types, comment: posted.comment });
-      return done(req, reply, editor, 'cover_art.edited', `Saved the types and comment of image ${position}.`, `/release/${release.gid}/cover-art#image-${image.id}`, { release: release.gid, image: image.id });
+      const by = await changeBy(site, editor);
+      await editArt(coverArt, { release: release.gid, imageId: String(image.id), types: posted.types, comment: posted.comment }, by.options);
+      return done(req, reply, editor, 'cover_art.edited', by.said(`Saved the types and comment of image ${position}.`), `/release/${release.gid}/cover-art#image-${image.id}`, { release: release.gid, image: image.id });
     }, again);
   });
 
@@ -112,8 +131,9 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     const again = (status: number, error: string) => show(reply, status, `Remove image ${position}?`, removeForm(site.urls, { release: release.gid, image, position, csrf: editor.csrf, error }), editor);
     if (!csrfValid(req)) return again(400, EXPIRED);
     return formAction(async () => {
-      await removeArt(coverArt, release.gid, String(image.id));
-      return done(req, reply, editor, 'cover_art.removed', `Removed image ${position}.`, `/release/${release.gid}/cover-art`, { release: release.gid, image: image.id });
+      const by = await changeBy(site, editor);
+      await removeArt(coverArt, release.gid, String(image.id), by.options);
+      return done(req, reply, editor, 'cover_art.removed', by.said(`Removed image ${position}.`), `/release/${release.gid}/cover-art`, { release: release.gid, image: image.id });
     }, again);
   });
 
@@ -156,8 +176,9 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     if (!csrfValid(req)) return again(400, EXPIRED);
     if (form.get('previous') !== current) return again(409, STALE_ORDER, images);
     return formAction(async () => {
-      await reorderArt(coverArt, release.gid, order);
-      return done(req, reply, editor, 'cover_art.reordered', 'Saved the new order.', `/release/${release.gid}/cover-art`, { release: release.gid });
+      const by = await changeBy(site, editor);
+      await reorderArt(coverArt, release.gid, order, by.options);
+      return done(req, reply, editor, 'cover_art.reordered', by.said('Saved the new order.'), `/release/${release.gid}/cover-art`, { release: release.gid });
     }, (status, error) => again(status, error, images));
   });
 
@@ -197,8 +218,9 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     if (release === undefined) return again(400, picked === '' ? 'Choose a release.' : `Release ${picked} is not in this group.`);
     if (release.front === undefined) return again(400, 'That release has no front cover, so it cannot represent the group.');
     return formAction(async () => {
-      await setGroupCover(coverArt, g.group.gid, release.gid);
-      return done(req, reply, g.editor, 'cover_art.group_cover_set', `The group's cover now comes from ${release.name || release.gid}.`, `/release-group/${g.group.gid}/cover-art`, {
+      const by = await changeBy(site, g.editor);
+      await setGroupCover(coverArt, g.group.gid, release.gid, by.options);
+      return done(req, reply, g.editor, 'cover_art.group_cover_set', by.said(`The group's cover now comes from ${release.name || release.gid}.`), `/release-group/${g.group.gid}/cover-art`, {
         release_group: g.group.gid,
         release: release.gid,
       });

@@ -19,7 +19,7 @@ export function homePages(app: FastifyInstance, site: Site): void {
     const recent = await site.cache.body(db, 'home', async () => ({ title: '', body: recentAdditions(site.urls, await recentImages(db, RECENT_COUNT)).value }));
     const body = html`<p>Cover art for MusicBrainz releases, served the way the Cover Art Archive serves it.</p>
 ${searchForm(value, error)}${new SafeHtml(recent.body)}${accountPart(viewer !== undefined)}`;
-    return site.send(reply, status, layout('sleeve', body, viewer));
+    return site.send(reply, status, layout('Cover art', body, viewer));
   };
 
   app.get('/', async function homePage(req, reply) {
