@@ -106,13 +106,26 @@ export async function cliOk(env: Record<string, string>, args: string[], options
 }
 
 /** A TCP port free at the time of asking. */
+/**
+ * A port free on 127.0.0.1 now, for a server a test starts next. Taken below the kernel's
+ * ephemeral range (32768–60999 on Linux): a port the kernel hands out could be taken again,
+ * before the server listens, as the local port of any outgoing connection of a test running
+ * beside this one (to PostgreSQL, Redis, another server), which made rare EADDRINUSE failures.
+ * A random port of 20000–32767 is tried until one binds.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    if (await bindable(port)) return port;
+  }
+  throw new Error('no free port found below the ephemeral range');
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      s.close(() => (typeof addr === 'object' && addr !== null ? resolve(addr.port) : reject(new Error('no port'))));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
 
