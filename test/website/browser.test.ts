@@ -55,7 +55,8 @@ describe(`cover art pages in a real browser (${DIALECT})`, () => {
       if (/Content Security Policy/i.test(m.text())) refused.push(m.text());
     });
     await page.goto(`${site.base}/release/${main}/cover-art`);
-    await page.waitForFunction('[...document.images].every((i) => i.complete)');
+    // A function, not a string: a string predicate is eval'd in the page, which its CSP forbids.
+    await page.waitForFunction(() => Array.from((globalThis as any).document.images as { complete: boolean }[]).every((i) => i.complete));
     const widths = await page.locator('li.art img').evaluateAll((imgs) => imgs.map((i) => (i as unknown as { naturalWidth: number }).naturalWidth));
     assert.equal(widths.length, 3);
     assert.ok(widths.every((w) => w > 0), `every image loaded: ${widths.join(', ')}`);
