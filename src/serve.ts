@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { publishChange } from './cluster/freshness.js';
+import { publishConfiguredChange } from './cluster/freshness.js';
 import type { Server as HttpServer } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
 import { sql } from 'kysely';
@@ -327,23 +327,9 @@ async function startAuth(s: Serving): Promise<string> {
 
 /** After a change made on the website: read-your-writes as for a CLI command (cluster/freshness.ts); a failure only warns. */
 async function publishWebsiteChange(s: Serving): Promise<void> {
-  const { config } = s;
   const warn = (message: string) => s.apps[0]?.log.warn(message);
   try {
-    const announcer = config.redisUrl === undefined ? undefined : new (await import('./cluster/notify.js')).ChangeAnnouncer(config.redisUrl);
-    try {
-      await publishChange({
-        db: s.runtime.database.db,
-        database: config.database,
-        announcer,
-        waitMs: config.changeWaitMs,
-        pollMs: config.changePollMs,
-        pollRedisMs: config.changePollRedisMs,
-        warn,
-      });
-    } finally {
-      announcer?.close();
-    }
+    await publishConfiguredChange(s.config, s.runtime.database.db, warn);
   } catch (err) {
     warn(`a change from the website is saved, but serving processes could not be told of it (${(err as Error).message}); they see it at their next look at the database`);
   }

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config/load.js';
-import { publishChange } from '../cluster/freshness.js';
+import { publishConfiguredChange } from '../cluster/freshness.js';
 import { readCatalogueMark } from '../cluster/mark.js';
 import type { Db } from '../db/schema.js';
 
@@ -30,21 +30,7 @@ export async function afterChange(config: Readonly<Config>, db: Db, before: numb
   try {
     const now = await readCatalogueMark(db);
     if (now === before && !filesChanged) return;
-    // Loaded only with Redis configured: other setups do not pay for the client at start-up.
-    const announcer = config.redisUrl === undefined ? undefined : new (await import('../cluster/notify.js')).ChangeAnnouncer(config.redisUrl);
-    try {
-      await publishChange({
-        db,
-        database: config.database,
-        announcer,
-        waitMs: config.changeWaitMs,
-        pollMs: config.changePollMs,
-        pollRedisMs: config.changePollRedisMs,
-        warn,
-      });
-    } finally {
-      announcer?.close();
-    }
+    await publishConfiguredChange(config, db, warn);
   } catch (err) {
     warn(`the change is saved, but serving processes could not be told of it (${(err as Error).message}); they see it at their next look at the database (SLEEVE_CHANGE_POLL_MS)`);
   }

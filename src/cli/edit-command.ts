@@ -4,21 +4,11 @@
  * or rejecting needs no role.
  */
 import { approveEdit, findEdit, listEdits, MAX_EDIT_PAGE, rejectEdit, type Edit, type EditStatus } from '../cover-art/index.js';
-import { openRuntime, type Runtime } from '../runtime.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { Command, CommandContext } from './command.js';
 import { withRuntime as withChangingRuntime } from './commands.js';
-import { isoTime, table } from './list-commands.js';
-
-async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
-  const rt = await openRuntime(ctx.config());
-  try {
-    return await fn(rt);
-  } finally {
-    await rt.close();
-  }
-}
+import { isoTime, table, withReadRuntime } from './list-commands.js';
 
 const STATUSES: readonly EditStatus[] = ['applied', 'pending', 'approved', 'rejected'];
 
@@ -59,7 +49,7 @@ const editList: Command = {
     if (beforeText !== undefined && !/^\d{1,15}$/.test(beforeText)) throw invalidInput('--before must be an edit id');
     const editorText = opt('editor');
     if (editorText !== undefined && ctx.options.operator === true) throw invalidInput('--editor and --operator contradict each other');
-    const page = await withRuntime(ctx, async (rt) => {
+    const page = await withReadRuntime(ctx, async (rt) => {
       let editorId: number | null | undefined = ctx.options.operator === true ? null : undefined;
       if (editorText !== undefined) {
         const { findAccountByName } = await import('../auth/index.js');
@@ -106,7 +96,7 @@ const editShow: Command = {
   name: 'edit show',
   async run(ctx) {
     const id = oneId(ctx, 'edit show ID');
-    const edit = await withRuntime(ctx, (rt) => findEdit(rt.database.db, id));
+    const edit = await withReadRuntime(ctx, (rt) => findEdit(rt.database.db, id));
     if (edit === undefined) throw notFound(`no edit ${id}`);
     ctx.out(describeEdit(edit), edit);
     return 0;

@@ -9,7 +9,8 @@ import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { Command, CommandContext } from './command.js';
 
-async function withRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+/** Runs `fn` on a runtime opened for a read-only command, closed after. */
+export async function withReadRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   const rt = await openRuntime(ctx.config());
   try {
     return await fn(rt);
@@ -50,7 +51,7 @@ const releaseList: Command = {
     const afterText = typeof ctx.options.after === 'string' ? ctx.options.after : undefined;
     const after = afterText === undefined ? undefined : parseMbid(afterText);
     if (afterText !== undefined && after === undefined) throw invalidInput(`--after ${JSON.stringify(afterText)} is not a valid MBID`);
-    const rows = await withRuntime(ctx, (rt) => {
+    const rows = await withReadRuntime(ctx, (rt) => {
       let q = rt.database.db
         .selectFrom('release as r')
         .innerJoin('release_group as g', 'g.id', 'r.release_group')
@@ -94,7 +95,7 @@ const artList: Command = {
     const text = ctx.args[0] as string;
     const mbid = parseMbid(text);
     if (mbid === undefined) throw invalidInput(`release ${JSON.stringify(text)} is not a valid MBID`);
-    const art = await withRuntime(ctx, async (rt) => {
+    const art = await withReadRuntime(ctx, async (rt) => {
       const art = await releaseArt(rt.coverArt, mbid);
       if (art === undefined) throw notFound(`no release ${mbid}`);
       return art;
@@ -119,7 +120,7 @@ const userList: Command = {
   name: 'user list',
   async run(ctx) {
     noArgs(ctx, 'user list');
-    const rows = await withRuntime(ctx, (rt) =>
+    const rows = await withReadRuntime(ctx, (rt) =>
       rt.database.db.selectFrom('account').select(['id', 'name', 'email', 'email_verified', 'role', 'created_at']).orderBy('id').execute(),
     );
     const users = rows.map((r) => ({ id: r.id, name: r.name, email: r.email, email_verified: r.email_verified === 1, role: r.role, created: isoTime(r.created_at) }));
@@ -138,7 +139,7 @@ const appList: Command = {
   async run(ctx) {
     noArgs(ctx, 'app list [--owner NAME]');
     const owner = typeof ctx.options.owner === 'string' ? ctx.options.owner : undefined;
-    const rows = await withRuntime(ctx, async (rt) => {
+    const rows = await withReadRuntime(ctx, async (rt) => {
       let q = rt.database.db
         .selectFrom('oauth_application as a')
         .innerJoin('account as u', 'u.id', 'a.owner_id')

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { processAlive } from '../shared/process.js';
 import { sql } from 'kysely';
-import type { DatabaseConfig } from '../config/load.js';
+import type { Config, DatabaseConfig } from '../config/load.js';
 import type { Db } from '../db/schema.js';
 import { announceChange } from './announce.js';
 import { publishCatalogue } from './mark.js';
@@ -20,6 +20,27 @@ export interface PublishOptions {
   pollMs: number;
   pollRedisMs: number;
   warn: (message: string) => void;
+}
+
+/**
+ * publishChange as the configuration says: with SLEEVE_REDIS_URL, also announced on Redis
+ * through a client opened for it (loaded only then, so other setups do not pay for it).
+ */
+export async function publishConfiguredChange(config: Readonly<Config>, db: Db, warn: (message: string) => void): Promise<void> {
+  const announcer = config.redisUrl === undefined ? undefined : new (await import('./notify.js')).ChangeAnnouncer(config.redisUrl);
+  try {
+    await publishChange({
+      db,
+      database: config.database,
+      announcer,
+      waitMs: config.changeWaitMs,
+      pollMs: config.changePollMs,
+      pollRedisMs: config.changePollRedisMs,
+      warn,
+    });
+  } finally {
+    announcer?.close();
+  }
 }
 
 interface ServingRow {

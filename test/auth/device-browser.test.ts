@@ -7,13 +7,12 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as client from 'openid-client';
 import { chromium, type Browser as PwBrowser, type Page } from 'playwright-core';
 import { addApp, addUser, PASSWORD, startAuthServer, type AuthServer } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
-import { fetchTrusting, type Client } from './support.js';
+import { fetchTrustingDataDir, type Client } from './support.js';
 
 const CHROMIUM = process.env.SLEEVE_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -39,7 +38,7 @@ describe(`the device flow with openid-client and a real browser (${DIALECT})`, (
   before(async () => {
     t = await makeTestEnv();
     s = await startAuthServer(t);
-    customFetch = fetchTrusting(readFileSync(path.join(t.env.SLEEVE_DATA_DIR as string, 'tls', 'self-signed-cert.pem'), 'utf8'));
+    customFetch = fetchTrustingDataDir(t.env.SLEEVE_DATA_DIR);
     await addUser(t, 'alice');
     tv = await addApp(t, 'alice', 'public', undefined, 'Headless Tagger');
     browser = await chromium.launch({

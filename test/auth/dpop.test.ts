@@ -8,8 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
@@ -20,7 +18,7 @@ import { serve, type Server } from '../../src/serve.js';
 import { addApp, addUser, authorize, request, token, type HttpsResponse } from '../helpers/auth.js';
 import { ManualClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, freePort, makeTestEnv, type TestEnv } from '../helpers/env.js';
-import { assertOAuthError, codeOf, fetchTrusting, signIn, type Client } from './support.js';
+import { assertOAuthError, codeOf, fetchTrustingDataDir, signIn, type Client } from './support.js';
 
 const LOOPBACK = 'http://127.0.0.1:8765/callback';
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -82,7 +80,7 @@ describe(`DPoP (${DIALECT})`, () => {
     t = await makeTestEnv();
     clock = new ManualClock();
     s = await startServer(t, clock);
-    customFetch = fetchTrusting(readFileSync(path.join(t.env.SLEEVE_DATA_DIR as string, 'tls', 'self-signed-cert.pem'), 'utf8'));
+    customFetch = fetchTrustingDataDir(t.env.SLEEVE_DATA_DIR);
     await addUser(t, 'alice');
     publicApp = await addApp(t, 'alice', 'public', undefined, 'Tagger');
     confidentialApp = await addApp(t, 'alice', 'confidential', 'https://client.example/cb', 'Web');

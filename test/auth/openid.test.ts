@@ -7,14 +7,12 @@
  * rotation still verifies after it (docs/decisions.md, "OpenID Connect", "Signing keys").
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import * as client from 'openid-client';
 import { addApp, addUser, authorize, Browser, request, startAuthServer, type AuthServer } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
-import { fetchTrusting } from '../helpers/openid-fetch.js';
+import { fetchTrustingDataDir } from '../helpers/openid-fetch.js';
 import { isConsent, signIn, type Client } from './support.js';
 
 const WEB_URI = 'https://client.example/callback';
@@ -30,7 +28,7 @@ describe(`OpenID Connect with openid-client (${DIALECT})`, () => {
   before(async () => {
     t = await makeTestEnv();
     s = await startAuthServer(t);
-    customFetch = fetchTrusting(readFileSync(path.join(t.env.SLEEVE_DATA_DIR as string, 'tls', 'self-signed-cert.pem'), 'utf8'));
+    customFetch = fetchTrustingDataDir(t.env.SLEEVE_DATA_DIR);
     await addUser(t, 'alice');
     [rsApp, esApp] = await Promise.all([addApp(t, 'alice', 'confidential', WEB_URI, 'OIDC RS'), addApp(t, 'alice', 'confidential', WEB_URI, 'OIDC ES')]);
     const edited = await cliOk(t.env, ['--json', 'app', 'edit', esApp.client_id, '--id-token-alg', 'ES256']);

@@ -5,14 +5,12 @@
  * openid-client 6, while its non-secret secret keeps working; SLEEVE_PKCE=s256-for-public.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as client from 'openid-client';
 import { loadConfig } from '../../src/config/load.js';
 import { addApp, addUser, authorize, locationParams, request, startAuthServer, token, type AuthServer, type Browser } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
-import { fetchTrusting } from '../helpers/openid-fetch.js';
+import { fetchTrustingDataDir } from '../helpers/openid-fetch.js';
 import { assertOAuthError, codeOf, exchange, s256, signIn, startSibling, type Client } from './support.js';
 
 const WEB_URI = 'https://client.example/callback';
@@ -70,7 +68,7 @@ describe(`RFC 9700: iss, auth method none, PKCE for public clients (${DIALECT})`
 
   describe('a public client authenticated by PKCE alone', () => {
     it('openid-client with auth method none: the code flow (checking iss) and a refresh, without any secret', async () => {
-      const customFetch = fetchTrusting(readFileSync(path.join(t.env.SLEEVE_DATA_DIR as string, 'tls', 'self-signed-cert.pem'), 'utf8'));
+      const customFetch = fetchTrustingDataDir(t.env.SLEEVE_DATA_DIR);
       const config = await client.discovery(new URL(s.base), desktop.client_id, undefined, client.None(), { [client.customFetch]: customFetch });
       const verifier = client.randomPKCECodeVerifier();
       const state = client.randomState();

@@ -6,7 +6,6 @@
  * reuse is audited; a database that is busy or away answers 503, never 400.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
@@ -15,7 +14,7 @@ import pg from 'pg';
 import { addApp, addUser, authorize, Browser, request, startAuthServer, type AuthServer, type HttpsResponse } from '../helpers/auth.js';
 import { ManualClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
-import { fetchTrusting } from '../helpers/openid-fetch.js';
+import { fetchTrustingDataDir } from '../helpers/openid-fetch.js';
 import { assertOAuthError, grant, OOB, refresh, signIn, startLoggedAuthServer, userinfoStatus, type Client, type Tokens } from './support.js';
 
 const WEB_URI = 'https://client.example/callback';
@@ -42,7 +41,7 @@ describe(`refresh token rotation (${DIALECT})`, () => {
   before(async () => {
     t = await makeTestEnv();
     s = await startAuthServer(t, { SLEEVE_REFRESH_GRACE_SECONDS: String(GRACE_SECONDS) }, clock);
-    customFetch = fetchTrusting(readFileSync(path.join(t.env.SLEEVE_DATA_DIR as string, 'tls', 'self-signed-cert.pem'), 'utf8'));
+    customFetch = fetchTrustingDataDir(t.env.SLEEVE_DATA_DIR);
     await addUser(t, 'alice');
     plain = await addApp(t, 'alice', 'public', undefined, 'Plain Desktop');
     const added = await cliOk(t.env, ['--json', 'app', 'add', '--owner', 'alice', '--name', 'Rotating Desktop', '--type', 'public', '--rotate-refresh-tokens']);

@@ -159,4 +159,4 @@ export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
 
-export { fetchTrusting } from '../helpers/openid-fetch.js';
+export { fetchTrusting, fetchTrustingDataDir } from '../helpers/openid-fetch.js';

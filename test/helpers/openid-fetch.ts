@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
+import path from 'node:path';
 import type * as client from 'openid-client';
 
 /** A Fetch API over node:https that trusts exactly this certificate (the listener's self-signed one). */
@@ -22,4 +24,9 @@ export function fetchTrusting(ca: string): client.CustomFetch {
       req.on('error', reject);
       req.end(body);
     });
+}
+
+/** fetchTrusting for the self-signed certificate a server made in its data directory. */
+export function fetchTrustingDataDir(dataDir: string | undefined): client.CustomFetch {
+  return fetchTrusting(readFileSync(path.join(dataDir as string, 'tls', 'self-signed-cert.pem'), 'utf8'));
 }

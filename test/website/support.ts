@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import https from 'node:https';
 import path from 'node:path';
 import * as client from 'openid-client';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import type { Clock } from '../../src/shared/clock.js';
-import { authorize, Browser, type HttpsResponse } from '../helpers/auth.js';
+import { authorize, Browser } from '../helpers/auth.js';
 import { freePort, type TestEnv } from '../helpers/env.js';
 import { fetchTrusting } from '../helpers/openid-fetch.js';
 
@@ -65,28 +64,8 @@ export function multipart(parts: Part[]): { body: Buffer; type: string } {
   return { body: Buffer.concat(chunks), type: `multipart/form-data; boundary=${boundary}` };
 }
 
-/** One HTTPS request with a Buffer or string body (self-signed certificate accepted); a write cut short by the server is not an error once its answer is read. */
-export function call(url: string, opts: { method?: string; headers?: Record<string, string>; body?: Buffer | string; json?: unknown } = {}): Promise<HttpsResponse> {
-  const headers = { ...opts.headers };
-  let body = opts.body;
-  if (opts.json !== undefined) {
-    body = JSON.stringify(opts.json);
-    headers['content-type'] ??= 'application/json';
-  }
-  return new Promise((resolve, reject) => {
-    const req = https.request(url, { method: opts.method ?? (body === undefined ? 'GET' : 'POST'), headers, rejectUnauthorized: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: () => JSON.parse(text) });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+/** One HTTPS request with a Buffer, string or JSON body (self-signed certificate accepted). */
+export { request as call } from '../helpers/auth.js';
 
 /** GET of a cover art API path (the other listener), following nothing; the body parsed when JSON. */
 export async function coverArtApi(site: Site, pathname: string): Promise<{ status: number; location: string | undefined; body: string }> {
