@@ -4,8 +4,10 @@
  * generator on the other, rounds interleaved, medians. Cases: one hot 250 px thumbnail,
  * one hot index.json, one hot 1200 px thumbnail, a hot ~1 MB original, and a cold set
  * (requests spread uniformly over 20,000 thumbnails, sleeve's file cache smaller than the
- * set). An A/B of ways to read a file (plain node:http servers) on the cold set, and the
- * redirect benchmark in the same run.
+ * set). Beside the hot thumbnail and index.json, the ceiling: the same file and headers from
+ * memory through bare node:http and through node:net without an HTTP parser
+ * (file-ceiling.ts). An A/B of ways to read a file (plain node:http servers) on the cold set,
+ * and the redirect benchmark in the same run. Each case prints every server's CPU per request.
  * Goals, sleeve/nginx requests/s: ≥ 0.6 hot thumbnails and index.json, ≥ 0.5 hot original,
  * ≥ 0.4 cold set; p99 at most 2× nginx's; sleeve's peak RSS within its cache budget + 100 MB.
  */
