@@ -4,8 +4,10 @@
  * generator on the other, rounds interleaved, medians. Cases: one hot 250 px thumbnail,
  * one hot index.json, one hot 1200 px thumbnail, a hot ~1 MB original, and a cold set
  * (requests spread uniformly over 20,000 thumbnails, sleeve's file cache smaller than the
- * set). An A/B of ways to read a file (plain node:http servers) on the cold set, and the
- * redirect benchmark in the same run.
+ * set). Beside the hot thumbnail and index.json, the ceiling: the same file and headers from
+ * memory through bare node:http and through node:net without an HTTP parser
+ * (file-ceiling.ts). An A/B of ways to read a file (plain node:http servers) on the cold set,
+ * and the redirect benchmark in the same run. Each case prints every server's CPU per request.
  * Goals, sleeve/nginx requests/s: ≥ 0.6 hot thumbnails and index.json, ≥ 0.5 hot original,
  * ≥ 0.4 cold set; p99 at most 2× nginx's; sleeve's peak RSS within its cache budget + 100 MB.
  */
@@ -22,7 +24,7 @@ import type { Options } from './lib/options.js';
 import { benchScript } from './lib/paths.js';
 import { cleanEnv, cpuOf, pinned, startServer, type Server } from './lib/proc.js';
 import { describeRounds, interleavedRounds, mediansTable, runsTable, seriesSummary, type Series, type Target } from './lib/rounds.js';
-import { LOAD_CORE, SERVER_CORE, startSleeve } from './lib/servers.js';
+import { LOAD_CORE, SERVER_CORE, sleeveEnv, startSleeve } from './lib/servers.js';
 import { fmtInt, fmtMiB, fmtMs, fmtRatio, passFail, table } from './lib/stats.js';
 import { redirectBench } from './redirect.js';
 
@@ -182,6 +184,12 @@ function peakRssKb(server: Server): number {
   }
 }
 
+/** The ceiling (bench/file-ceiling.ts): one file answered from memory by a bare server, `mode` object, list or raw. */
+function startCeiling(mode: string, file: string, contentType: string): Promise<Server> {
+  const [cmd, args] = pinned(SERVER_CORE, process.execPath, [benchScript('file-ceiling.js')]);
+  return startServer({ name: `ceiling-${mode}`, cmd, args, env: cleanEnv({ BENCH_FILE: file, BENCH_SERVE: mode, BENCH_TYPE: contentType }), ready: /listening (http:\/\/\S+)/ });
+}
+
 function startFileRead(mode: string, root: string): Promise<Server> {
   const [cmd, args] = pinned(SERVER_CORE, process.execPath, [benchScript('file-read.js')]);
   return startServer({ name: `read-${mode}`, cmd, args, env: cleanEnv({ BENCH_ROOT: root, BENCH_READ: mode }), ready: /listening (http:\/\/\S+)/ });
@@ -254,6 +262,15 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
           pathsFile: c.pathsFile,
         },
       ];
+      if (c.name === 'thumb250' || c.name === 'index') {
+        // The ceiling: the same file and headers from memory with nothing of sleeve in the way.
+        const file = path.join(store.files, c.path.slice('/download/'.length));
+        const type = c.name === 'index' ? 'application/json' : 'image/jpeg';
+        targets.push(
+          { label: 'ceiling: node:http, one writev', start: () => startCeiling('list', file, type), check: check('/x'), path: '/x' },
+          { label: 'ceiling: node:net, no HTTP parser', start: () => startCeiling('raw', file, type), check: check('/x'), path: '/x' },
+        );
+      }
       if (c.name === 'cold') {
         targets.push({
           label: 'sleeve, file cache off',
@@ -262,6 +279,21 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
           path: c.path,
           pathsFile: c.pathsFile,
         });
+        // SLEEVE_BENCH_FILES_BASELINE=path of another build's CLI (dist/bundle/index.js): that build too, for an A/B in one run.
+        const baseline = process.env.SLEEVE_BENCH_FILES_BASELINE;
+        if (baseline !== undefined && baseline !== '') {
+          targets.push({
+            label: 'sleeve, baseline build',
+            start: () => {
+              const [cmd, args] = pinned(SERVER_CORE, process.execPath, [baseline, 'serve', '--only', 'coverart']);
+              const env = sleeveEnv(dataDir, { SLEEVE_COVERART_LISTEN: '127.0.0.1:0', SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) });
+              return startServer({ name: 'sleeve-baseline', cmd, args, env, ready: /cover art:\s+(http:\/\/\S+)/, timeoutMs: 60_000 });
+            },
+            check: check(c.path),
+            path: c.path,
+            pathsFile: c.pathsFile,
+          });
+        }
         for (const mode of ['stream', 'promises', 'sync']) {
           targets.push({ label: `A/B node:http, read: ${mode}`, start: () => startFileRead(mode, store.files), check: check(c.path), path: c.path, pathsFile: c.pathsFile });
         }
@@ -294,6 +326,7 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
           '',
           `- sleeve/nginx requests/s: **${fmtRatio(ratio)}** (goal ≥ ${c.goal}); per round ${s.runs.map((x, i) => fmtRatio(x.rps / (n.runs[i]?.rps ?? Number.NaN))).join(', ')}`,
           `- p99 sleeve/nginx: ${fmtRatio(p99Ratio)} (goal ≤ 2)`,
+          `- server CPU per request, median of rounds: ${series.map((x) => `${x.label} ${cpuPerRequestUs(x).toFixed(1)} µs`).join('; ')}`,
           `- peak RSS (largest over the runs): nginx ${fmtMiB(nginxRss)}, sleeve ${fmtMiB(sleeveRss)} with SLEEVE_FILE_CACHE_BYTES=${c.cacheBytes}`,
         ].join('\n'),
       );
@@ -320,6 +353,12 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
       await rm(prefix, { recursive: true, force: true });
     }
   }
+}
+
+/** A server's CPU time per request (its share of a core over its requests/s), median of its rounds, µs. */
+function cpuPerRequestUs(s: Series): number {
+  const per = s.runs.map((x) => (x.serverCpu / 100 / x.rps) * 1e6).sort((a, b) => a - b);
+  return per[Math.floor(per.length / 2)] ?? Number.NaN;
 }
 
 function fmtKb(bytes: number | undefined): string {
