@@ -1,5 +1,6 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { finished } from 'node:stream/promises';
 
 /*
  * The pull-through's and the bulk mirror's GETs to the upstream, on node:http(s) with
@@ -56,8 +57,10 @@ export async function upstreamGet(url: string, headers: Record<string, string>, 
     if (!REDIRECT.has(status) || location === undefined) {
       return { status, header: (name) => headerValue(res.headers[name]), body: res };
     }
-    // The redirect's own body is small: read and dropped, so its connection can be used again.
-    res.resume();
+    // The redirect's own body, read to its end before the next request when it is small, so that
+    // request goes on the same connection (archive.org redirects every file to its node).
+    const response: UpstreamResponse = { status, header: (name) => headerValue(res.headers[name]), body: res };
+    if (discard(response)) await finished(res);
     if (hop === MAX_REDIRECTS) throw new UpstreamNetworkError(`more than ${MAX_REDIRECTS} redirects`, undefined);
     const next = new URL(location, target);
     if (next.protocol !== 'http:' && next.protocol !== 'https:') throw new UpstreamNetworkError(`a redirect to ${next.protocol} (only http and https are followed)`, undefined);
@@ -69,9 +72,16 @@ function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
-/** Drops a response's body: read to its end when it is small (the connection is kept), else the connection is closed. */
-export function discard(res: UpstreamResponse): void {
+/**
+ * Drops a response's body: read to its end when it says it is small (the connection is kept;
+ * true), else the connection is closed (false).
+ */
+export function discard(res: UpstreamResponse): boolean {
   const length = Number(res.header('content-length') ?? Number.NaN);
-  if (length <= 64 * 1024) res.body.resume();
-  else res.body.destroy();
+  if (length <= 64 * 1024) {
+    res.body.resume();
+    return true;
+  }
+  res.body.destroy();
+  return false;
 }
