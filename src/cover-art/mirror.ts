@@ -2,7 +2,7 @@ import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { invalidInput } from '../shared/errors.js';
 import type { ObjectStore } from '../storage/index.js';
-import { imageKey, originalKey, type ThumbnailSize } from './keys.js';
+import { folderKey, imageKey, originalKey, type ThumbnailSize } from './keys.js';
 import type { FailCode, KnownFile, Upstream } from './upstream.js';
 
 /*
@@ -226,8 +226,9 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
         wanted.push({ key: imageKey(release.gid, image.id, image.suffix, s), mbid: release.gid, id: image.id, size: s, mime: image.mime_type, suffix: image.suffix });
       }
     summary.files += wanted.length;
-    const present = await Promise.all(wanted.map(async (f) => (await store.head(f.key)) !== undefined));
-    const missing = wanted.filter((_, i) => !present[i]);
+    // One listing of the release's folder, not a stat (or an S3 HEAD) per file.
+    const present = new Set(await store.list(`${folderKey(release.gid)}/`));
+    const missing = wanted.filter((f) => !present.has(f.key));
     summary.skipped += wanted.length - missing.length;
     report();
     if (missing.length === 0 || signal.aborted) return;

@@ -1,5 +1,6 @@
 import type { Metadata, Sharp, SharpOptions } from 'sharp';
 import { invalidInput } from '../shared/errors.js';
+import { readImageHeader } from './image-header.js';
 import { THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
 
 type SharpFactory = (input?: Buffer, options?: SharpOptions) => Sharp;
@@ -54,6 +55,14 @@ export async function processImage(bytes: Buffer, maxPixels: number): Promise<Pr
  * upstream vouches for, which a decode would only check against themselves.
  */
 export async function verifyImage(bytes: Buffer, maxPixels: number, decode = true): Promise<ImageFacts> {
+  if (!decode) {
+    // Read in plain code where it can be (width and height as stored); sharp reads the rest and words the errors.
+    const header = readImageHeader(bytes);
+    if (header !== undefined && header.width * header.height <= maxPixels) {
+      const { mime, suffix } = ACCEPTED[header.format];
+      return { mime, suffix, width: header.width, height: header.height };
+    }
+  }
   const { sharp, facts } = await inspectImage(bytes, maxPixels);
   if (!decode) return facts;
   try {

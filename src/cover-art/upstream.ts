@@ -7,6 +7,7 @@ import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
 import type { FileResponse } from './file-server.js';
 import { originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
+import { discard, upstreamGet } from './upstream-http.js';
 import { processImage, verifyImage } from './thumbnails.js';
 
 /*
@@ -291,51 +292,48 @@ export class Upstream {
       abort.abort();
     }, 3 * timeoutMs);
     try {
-      const res = await fetch(url, { signal: abort.signal, redirect: 'follow', headers: { accept: mime, 'user-agent': 'sleeve (pull-through)' } });
+      const res = await upstreamGet(url, { accept: mime, 'user-agent': 'sleeve (pull-through)' }, abort.signal);
       clearTimeout(headersTimer);
       if (res.status === 404 || res.status === 410) {
-        await res.body?.cancel();
+        discard(res);
         return { kind: 'absent' };
       }
       if (res.status !== 200) {
-        await res.body?.cancel();
+        discard(res);
         return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream answered ${res.status}`, retry: res.status >= 500 };
       }
-      const type = (res.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+      const type = (res.header('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
       const wanted = xml ? type.endsWith('/xml') : type.startsWith('image/') || (type === 'application/pdf' && mime === type);
       if (!wanted) {
-        await res.body?.cancel();
+        discard(res);
         return { kind: 'failed', status: 502, code: 'invalid', reason: `the upstream sent ${JSON.stringify(type)}, not ${xml ? 'XML' : 'an image'}`, retry: false };
       }
-      const declared = res.headers.get('content-length');
-      if (declared !== null && Number(declared) > maxBytes) {
-        await res.body?.cancel();
+      const declared = res.header('content-length');
+      if (declared !== undefined && Number(declared) > maxBytes) {
+        res.body.destroy();
         return { kind: 'failed', status: 502, code: 'too_large', reason: `the upstream file has ${declared} bytes, more than ${maxBytes} (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
       }
-      const chunks: Uint8Array[] = [];
+      const chunks: Buffer[] = [];
       let length = 0;
-      if (res.body !== null) {
-        const reader = res.body.getReader();
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          length += value.length;
-          if (length > maxBytes) {
-            await reader.cancel();
-            return { kind: 'failed', status: 502, code: 'too_large', reason: `the upstream file has more than ${maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
-          }
-          chunks.push(value);
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        length += chunk.length;
+        if (length > maxBytes) {
+          res.body.destroy();
+          return { kind: 'failed', status: 502, code: 'too_large', reason: `the upstream file has more than ${maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
         }
+        chunks.push(chunk);
       }
-      if (declared !== null && Number(declared) !== length) {
+      // A body cut short by the timer or the signal is a failure of that kind, not a short file.
+      if (abort.signal.aborted) throw new Error('aborted');
+      if (declared !== undefined && Number(declared) !== length) {
         return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream sent ${length} of ${declared} bytes`, retry: true };
       }
-      return { kind: 'bytes', bytes: Buffer.concat(chunks, length) };
+      return { kind: 'bytes', bytes: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length) };
     } catch (err) {
       if (timedOut !== undefined) return { kind: 'failed', status: 504, code: 'timeout', reason: timedOut, retry: false };
       if (signal?.aborted === true) return { kind: 'failed', status: 502, code: 'interrupted', reason: 'the download was stopped', retry: false };
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream could not be read: ${cause?.code ?? cause?.message ?? (err as Error).message}`, retry: true };
+      const e = err as NodeJS.ErrnoException;
+      return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream could not be read: ${e.code ?? e.message}`, retry: true };
     } finally {
       signal?.removeEventListener('abort', stop);
       clearTimeout(headersTimer);

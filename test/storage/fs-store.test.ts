@@ -35,6 +35,20 @@ function openFds(): number {
   return readdirSync('/dev/fd').length;
 }
 
+describe('FsObjectStore puts into one folder at once', () => {
+  it('stores every file whole when many puts make and fill one folder together (the folder fsync shared)', async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    const keys = Array.from({ length: 40 }, (_, i) => `mbid-x${i % 3}/file-${i}.jpg`);
+    await Promise.all(keys.map((k, i) => store.put(k, Buffer.from(`bytes of ${i}`))));
+    for (const [i, k] of keys.entries()) assert.equal((await store.read(k, 1024))?.bytes?.toString(), `bytes of ${i}`);
+    assert.deepEqual(await store.list('mbid-x1/'), keys.filter((k) => k.startsWith('mbid-x1/')).sort());
+    // Puts after the folder was removed make it again.
+    await store.removeFolder?.('mbid-x1');
+    await Promise.all([store.put('mbid-x1/again.jpg', Buffer.from('a')), store.put('mbid-x1/again2.jpg', Buffer.from('b'))]);
+    assert.deepEqual(await store.list('mbid-x1/'), ['mbid-x1/again.jpg', 'mbid-x1/again2.jpg']);
+  });
+});
+
 describe('FsObjectStore on disk', () => {
   let base: string;
   let root: string;
