@@ -15,7 +15,8 @@ import { ShiftedClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
-import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
+import * as client from 'openid-client';
+import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, toolTokens, type Site } from './support.js';
 
 const RELEASE = '11111111-2222-4333-8444-555555555501';
 const OTHER = '11111111-2222-4333-8444-555555555502';
@@ -282,6 +283,27 @@ describe(`the cover art write API (${DIALECT})`, () => {
     const after = await call(api(`/release/${RELEASE}/images`), { headers: auth(doomed) });
     assertError(after, 401, 'invalid_token');
     assert.match(String(after.headers['www-authenticate']), /error="invalid_token"/);
+  });
+
+  it('a DPoP-bound token: refused as Bearer (401 invalid_token, DPoP challenge); with Authorization: DPoP and a proof of its key it works', async () => {
+    const { token: bound, config, DPoP } = await toolTokens(site, alice, app, 'cover_art', await client.randomDPoPKeyPair('ES256'));
+    const asBearer = await call(api(`/release/${RELEASE}/images`), { headers: auth(bound) });
+    assertError(asBearer, 401, 'invalid_token', /DPoP-bound/);
+    assert.match(String(asBearer.headers['www-authenticate']), /^DPoP algs="[^"]+", error="invalid_token"/);
+    const asBearerWrite = await call(api(`/release/${RELEASE}/images/1`), { method: 'DELETE', headers: auth(bound) });
+    assert.equal(asBearerWrite.status, 401, asBearerWrite.body);
+
+    // openid-client's own DPoP request: the proof carries htm, htu and ath of this request.
+    const res = await client.fetchProtectedResource(config, bound, new URL(api(`/release/${RELEASE}/images`)), 'GET', undefined, undefined, { DPoP });
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.equal(((await res.json()) as { release: string }).release.endsWith(RELEASE), true);
+    // Without a proof the DPoP scheme is refused.
+    const noProof = await call(api(`/release/${RELEASE}/images`), { headers: { authorization: `DPoP ${bound}` } });
+    assertError(noProof, 401, 'invalid_dpop_proof');
+    assert.match(String(noProof.headers['www-authenticate']), /^DPoP algs="[^"]+", error="invalid_dpop_proof"/);
+    // A bearer token sent with the DPoP scheme is refused too.
+    const plain = await call(api(`/release/${RELEASE}/images`), { headers: { authorization: `DPoP ${tok}` } });
+    assertError(plain, 401, 'invalid_token');
   });
 
   it('an expired token (the clock moved past its lifetime) is refused with 401 invalid_token', async () => {
