@@ -14,6 +14,7 @@ import { addApp, addUser, Browser, request } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
+import { startServe } from '../helpers/serve-process.js';
 import { signIn } from '../auth/support.js';
 import * as client from 'openid-client';
 import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, toolTokens, type Site } from './support.js';
@@ -257,6 +258,23 @@ describe(`the cover art write API (${DIALECT})`, () => {
     // Two editors reorder from the same listing: the first wins, the second gets a conflict.
     const [x, y] = await Promise.all([put({ images: [...ids].reverse() }, { 'if-match': start.etag }), put({ images: [...ids].reverse() }, { 'if-match': start.etag })]);
     assert.deepEqual([x.status, y.status].sort(), [200, 409]);
+  });
+
+  it('If-Match holds across processes: two reorders from one listing, sent to two serving processes at once, one 200 and one 409', async () => {
+    const other = await startServe(t.env);
+    try {
+      for (let round = 0; round < 4; round++) {
+        const start = await listing();
+        const ids = start.body.images.map((i) => i.id);
+        assert.ok(ids.length >= 2, 'the release has images to reorder');
+        const put = (base: string, order: string[]) =>
+          call(`${base}/api/cover-art/release/${RELEASE}/order`, { method: 'PUT', headers: { ...auth(), 'if-match': start.etag }, json: { images: order } });
+        const [x, y] = await Promise.all([put(site.web, [...ids].reverse()), put(other.authBase, [ids[1] as string, ids[0] as string, ...ids.slice(2)])]);
+        assert.deepEqual([x.status, y.status].sort(), [200, 409], `round ${round}: ${x.body.slice(0, 120)} / ${y.body.slice(0, 120)}`);
+      }
+    } finally {
+      await other.stop();
+    }
   });
 
   it('tokens: without cover_art 403 insufficient_scope; none, garbage and revoked 401 invalid_token, each with WWW-Authenticate', async () => {
