@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { accountRoles } from '../auth/pages.js';
-import { addArt, currentReleaseListing, editArt, findRelease, releaseRevision, removeArt, reorderArt, setGroupCover, type ChangeOptions, type Editor as CoverArtEditor, type Listing, type ListingImage } from '../cover-art/index.js';
+import { addArt, currentReleaseListing, editArt, findEdit, findRelease, rejectEdit, releaseRevision, removeArt, reorderArt, setGroupCover, type ChangeOptions, type Editor as CoverArtEditor, type Listing, type ListingImage } from '../cover-art/index.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { WebsiteDeps } from './deps.js';
@@ -121,13 +121,21 @@ export function addImage(deps: WebsiteDeps, editor: Editor, input: AddInput, ifM
 }
 
 /**
- * Takes back an addition of this same request (a later file of one upload form was refused):
- * removed at once, as the operator would, since it was never meant to stand on its own. The
- * removal is still recorded as an edit.
+ * Takes back an addition of this same request (a later file of one upload form was refused),
+ * as its editor: an addition waiting for an approver is withdrawn (its edit rejected by its own
+ * editor, which removes the image and its files); one that applied is removed at once, since it
+ * was never meant to stand on its own. Either way the edits say who did it.
  */
-export function undoAdd(deps: WebsiteDeps, release: string, id: string): Promise<void> {
+export function undoAdd(deps: WebsiteDeps, editor: Editor, release: string, entry: ListingImage): Promise<void> {
   return guarded(deps, release, undefined, async () => {
-    await removeArt(deps.coverArt, release, id);
+    const by = await asEditor(deps, editor);
+    const edit = await findEdit(deps.coverArt.db, entry.edit);
+    if (edit?.status === 'pending' && edit.kind === 'add' && edit.image === entry.id && edit.editor?.id === editor.id) {
+      await rejectEdit(deps.coverArt, edit.id, by);
+      return;
+    }
+    // Applied at once: the removal is the operator's, since the addition never stood on its own.
+    await removeArt(deps.coverArt, release, entry.id);
   });
 }
 
