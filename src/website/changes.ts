@@ -134,8 +134,8 @@ export function undoAdd(deps: WebsiteDeps, editor: Editor, release: string, entr
       await rejectEdit(deps.coverArt, edit.id, by);
       return;
     }
-    // Applied at once: the removal is the operator's, since the addition never stood on its own.
-    await removeArt(deps.coverArt, release, entry.id);
+    // It applied at once, so its removal by the same editor does too.
+    await removeArt(deps.coverArt, release, entry.id, { editor: by });
   });
 }
 
