@@ -1,5 +1,8 @@
-import type { AuthDeps } from './deps.js';
+import type { FastifyRequest } from 'fastify';
+import { dpopChallenge } from './dpop.js';
 import { findAccessToken } from './grants.js';
+import { dpopPresented, tokenUseRefusal } from './routes/oauth/dpop.js';
+import type { PageContext } from './routes/pages/shared.js';
 import { SCOPES } from './scopes.js';
 
 /** A scope a protected resource of sleeve's own may ask for. */
@@ -15,7 +18,7 @@ export interface TokenHolder {
 /** A refusal as RFC 6750 §3 words it: the status, the error code, a text, and the WWW-Authenticate challenge. */
 export interface TokenRefusal {
   status: 400 | 401 | 403;
-  error: 'invalid_token' | 'insufficient_scope';
+  error: 'invalid_token' | 'insufficient_scope' | 'invalid_dpop_proof';
   description: string;
   challenge: string;
 }
@@ -31,18 +34,28 @@ function refusal(status: TokenRefusal['status'], error: TokenRefusal['error'] | 
 
 /**
  * Checks the access token of a request to one of sleeve's own protected resources (the cover
- * art write API), as userinfo does: the token only in the Authorization header (Bearer), found
- * by its grant id and compared with its stored hash in constant time, unexpired on the
- * injected clock, its grant not revoked. No header at all is 401 without an error code (RFC
- * 6750 §3.1); a malformed or unknown, expired or revoked token 401 `invalid_token`; a valid
- * token without `scope` 403 `insufficient_scope`.
+ * art write API), as userinfo does: the token only in the Authorization header (Bearer, or
+ * DPoP with a proof of its key for this request, RFC 9449 §7), found by its grant id and
+ * compared with its stored hash in constant time, unexpired on the injected clock, its grant
+ * not revoked. No header at all is 401 without an error code (RFC 6750 §3.1); a malformed or
+ * unknown, expired or revoked token 401 `invalid_token`; a DPoP-bound token sent as Bearer, or
+ * a bearer token sent as DPoP, 401 `invalid_token`, and a missing or refused proof 401
+ * `invalid_dpop_proof`, each with the DPoP challenge; a valid token without `scope` 403
+ * `insufficient_scope`.
  */
-export async function checkAccessToken(deps: AuthDeps, authorization: string | undefined, scope: ResourceScope): Promise<TokenHolder | TokenRefusal> {
+export async function checkAccessToken(ctx: PageContext, req: FastifyRequest, scope: ResourceScope): Promise<TokenHolder | TokenRefusal> {
+  const authorization = req.headers.authorization;
   if (authorization === undefined || authorization === '') return refusal(401, undefined, 'An access token is required (Authorization: Bearer …)', scope);
-  const m = TOKEN_PATTERN.exec(authorization);
-  if (m === null) return refusal(401, 'invalid_token', 'The Authorization header must be "Bearer" and an access token', scope);
-  const active = await findAccessToken(deps, m[1] as string);
+  const dpopToken = dpopPresented(req);
+  const token = dpopToken ?? TOKEN_PATTERN.exec(authorization)?.[1];
+  if (token === undefined) return refusal(401, 'invalid_token', 'The Authorization header must be "Bearer" and an access token', scope);
+  const active = await findAccessToken(ctx.deps, token);
   if (active === undefined) return refusal(401, 'invalid_token', 'The access token is invalid, expired or revoked', scope);
+  const path = req.url.split('?')[0] as string;
+  const misuse = await tokenUseRefusal(ctx, req, active, token, dpopToken !== undefined, path);
+  if (misuse !== undefined) {
+    return { status: 401, error: misuse.error === 'invalid_dpop_proof' ? 'invalid_dpop_proof' : 'invalid_token', description: misuse.message, challenge: dpopChallenge(misuse) };
+  }
   const bit = SCOPES.find((s) => s.name === scope)?.bit ?? 0;
   if ((active.scope & bit) === 0) return refusal(403, 'insufficient_scope', `The access token lacks the ${scope} scope`, scope);
   return { account: { id: active.account.id, name: active.account.name }, clientId: active.clientId, grantId: active.grantId };

@@ -46,6 +46,7 @@ export {
   recentImages,
   recountCatalogue,
   releaseDetails,
+  releaseRevision,
   type GroupChoice,
   type GroupChoiceReason,
   type GroupRelease,

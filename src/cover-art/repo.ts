@@ -45,6 +45,16 @@ export async function findRelease(db: Queryable, gid: string): Promise<ReleaseRe
   return (await releaseByGid(db, { gid })).rows[0] ?? (await releaseByOldGid(db, { gid })).rows[0];
 }
 
+/**
+ * The release's revision: every change of its art, applied or waiting for an approver, moves it
+ * (catalogue.ts). Read before what a form is checked against, and given back as expectRevision,
+ * it makes the check and the change one step, across processes too.
+ */
+export async function releaseRevision(db: Queryable, releaseId: number): Promise<number> {
+  const row = await db.selectFrom('release').select('revision').where('id', '=', releaseId).executeTakeFirst();
+  return Number(row?.revision ?? 0);
+}
+
 /** The release group with this MBID, or the one it was merged into. */
 export async function findReleaseGroup(db: Queryable, gid: string): Promise<{ id: number; gid: string } | undefined> {
   const direct = await db.selectFrom('release_group').select(['id', 'gid']).where('gid', '=', gid).executeTakeFirst();

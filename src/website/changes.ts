@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { accountRoles } from '../auth/pages.js';
-import { addArt, currentReleaseListing, editArt, removeArt, reorderArt, setGroupCover, type ChangeOptions, type Editor as CoverArtEditor, type Listing, type ListingImage } from '../cover-art/index.js';
-import { AppError } from '../shared/errors.js';
+import { addArt, currentReleaseListing, editArt, findEdit, findRelease, rejectEdit, releaseRevision, removeArt, reorderArt, setGroupCover, type ChangeOptions, type Editor as CoverArtEditor, type Listing, type ListingImage } from '../cover-art/index.js';
+import { AppError, isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { WebsiteDeps } from './deps.js';
 
@@ -9,8 +9,8 @@ import type { WebsiteDeps } from './deps.js';
  * The changes the website makes (from its pages and its write API), in one place: each names
  * the editor who makes it, and runs the cover art module's own add, edit, remove and reorder
  * (the CLI's code path: its checks, id allocation, thumbnails, index.json). Changes to one
- * release take turns in this process, so a stale-listing check (If-Match) and the change it
- * guards are one step.
+ * release take turns in this process, and a stale-listing check (If-Match) hands the release's
+ * revision to the change it guards, so the two are one step across processes too.
  */
 
 /** Who makes a change: the signed-in account, or the account an access token speaks for. */
@@ -29,8 +29,8 @@ export async function asEditor(deps: WebsiteDeps, editor: Editor): Promise<Cover
   return { id: editor.id, name: editor.name, approver: roles.includes('approver') };
 }
 
-async function options(deps: WebsiteDeps, editor: Editor): Promise<ChangeOptions> {
-  return { editor: await asEditor(deps, editor) };
+async function options(deps: WebsiteDeps, editor: Editor, expectRevision: number | undefined): Promise<ChangeOptions> {
+  return { editor: await asEditor(deps, editor), expectRevision };
 }
 
 /**
@@ -81,11 +81,27 @@ export async function releaseListing(deps: WebsiteDeps, release: string): Promis
   return listing;
 }
 
-/** Runs a change of a release, in its turn, after checking the If-Match precondition against its listing. */
-async function guarded<T>(deps: WebsiteDeps, release: string, ifMatch: string | undefined, fn: () => Promise<T>): Promise<T> {
+/**
+ * Runs a change of a release, in its turn, after checking the If-Match precondition against its
+ * listing. With If-Match, the release's revision is read before the listing and given to the
+ * change (`expectRevision`): a change another process commits between the check and this one
+ * moves it, and this one is then refused inside its transaction (CONFLICT), as a stale If-Match is.
+ */
+async function guarded<T>(deps: WebsiteDeps, release: string, ifMatch: string | undefined, fn: (expectRevision: number | undefined) => Promise<T>): Promise<T> {
   const result = await inTurn(releaseKey(release), async () => {
-    if (ifMatch !== undefined && !ifMatchHolds(ifMatch, await releaseListing(deps, release))) throw new AppError('CONFLICT', STALE);
-    return fn();
+    if (ifMatch === undefined) return fn(undefined);
+    const mbid = parseMbid(release);
+    const ref = mbid === undefined ? undefined : await findRelease(deps.api.db, mbid);
+    const revision = ref === undefined ? undefined : await releaseRevision(deps.api.db, ref.id);
+    if (!ifMatchHolds(ifMatch, await releaseListing(deps, release))) throw new AppError('CONFLICT', STALE);
+    try {
+      return await fn(revision);
+    } catch (err) {
+      if (isAppError(err) && err.code === 'CONFLICT' && revision !== undefined && (await releaseRevision(deps.api.db, (ref as { id: number }).id)) !== revision) {
+        throw new AppError('CONFLICT', STALE);
+      }
+      throw err;
+    }
   });
   await deps.afterChange?.();
   return result;
@@ -99,41 +115,49 @@ export interface AddInput {
 }
 
 export function addImage(deps: WebsiteDeps, editor: Editor, input: AddInput, ifMatch?: string): Promise<ListingImage> {
-  return guarded(deps, input.release, ifMatch, async () =>
-    addArt(deps.coverArt, { release: input.release, bytes: input.bytes, types: input.types, comment: input.comment }, await options(deps, editor)),
+  return guarded(deps, input.release, ifMatch, async (expectRevision) =>
+    addArt(deps.coverArt, { release: input.release, bytes: input.bytes, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision)),
   );
 }
 
 /**
- * Takes back an addition of this same request (a later file of one upload form was refused):
- * removed at once, as the operator would, since it was never meant to stand on its own. The
- * removal is still recorded as an edit.
+ * Takes back an addition of this same request (a later file of one upload form was refused),
+ * as its editor: an addition waiting for an approver is withdrawn (its edit rejected by its own
+ * editor, which removes the image and its files); one that applied is removed at once, since it
+ * was never meant to stand on its own. Either way the edits say who did it.
  */
-export function undoAdd(deps: WebsiteDeps, release: string, id: string): Promise<void> {
+export function undoAdd(deps: WebsiteDeps, editor: Editor, release: string, entry: ListingImage): Promise<void> {
   return guarded(deps, release, undefined, async () => {
-    await removeArt(deps.coverArt, release, id);
+    const by = await asEditor(deps, editor);
+    const edit = await findEdit(deps.coverArt.db, entry.edit);
+    if (edit?.status === 'pending' && edit.kind === 'add' && edit.image === entry.id && edit.editor?.id === editor.id) {
+      await rejectEdit(deps.coverArt, edit.id, by);
+      return;
+    }
+    // It applied at once, so its removal by the same editor does too.
+    await removeArt(deps.coverArt, release, entry.id, { editor: by });
   });
 }
 
 export function editImage(deps: WebsiteDeps, editor: Editor, input: { release: string; id: string; types?: string[]; comment?: string }, ifMatch?: string): Promise<ListingImage> {
-  return guarded(deps, input.release, ifMatch, async () =>
-    editArt(deps.coverArt, { release: input.release, imageId: input.id, types: input.types, comment: input.comment }, await options(deps, editor)),
+  return guarded(deps, input.release, ifMatch, async (expectRevision) =>
+    editArt(deps.coverArt, { release: input.release, imageId: input.id, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision)),
   );
 }
 
 export function removeImage(deps: WebsiteDeps, editor: Editor, release: string, id: string, ifMatch?: string): Promise<void> {
-  return guarded(deps, release, ifMatch, async () => {
-    await removeArt(deps.coverArt, release, id, await options(deps, editor));
+  return guarded(deps, release, ifMatch, async (expectRevision) => {
+    await removeArt(deps.coverArt, release, id, await options(deps, editor, expectRevision));
   });
 }
 
 export function reorderImages(deps: WebsiteDeps, editor: Editor, release: string, ids: string[], ifMatch?: string): Promise<void> {
-  return guarded(deps, release, ifMatch, async () => {
-    await reorderArt(deps.coverArt, release, ids, await options(deps, editor));
+  return guarded(deps, release, ifMatch, async (expectRevision) => {
+    await reorderArt(deps.coverArt, release, ids, await options(deps, editor, expectRevision));
   });
 }
 
 export async function chooseGroupCover(deps: WebsiteDeps, editor: Editor, group: string, release: string): Promise<void> {
-  await setGroupCover(deps.coverArt, group, release, await options(deps, editor));
+  await setGroupCover(deps.coverArt, group, release, await options(deps, editor, undefined));
   await deps.afterChange?.();
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { csrfValid, errorPage, EXPIRED, html, page, pageErrors, redirectWithFlash, requireViewer, sendPage, type SafeHtml, type SignedIn } from '../auth/pages.js';
-import { artTypeNames } from '../cover-art/index.js';
+import { artTypeNames, type ListingImage } from '../cover-art/index.js';
 import { isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { addImage, releaseListing, undoAdd } from './changes.js';
@@ -156,20 +156,20 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
         if (chosen.length === 0) return () => again(400, 'Choose at least one image.');
         const stray = chosen.find((f) => !/^file\.\d+$/.test(f.field));
         if (stray !== undefined) return () => again(400, `Unknown field ${JSON.stringify(stray.field.slice(0, 40))}.`);
-        const added: string[] = [];
+        const entries: ListingImage[] = [];
         try {
           for (const file of chosen) {
             const row = file.field.slice('file.'.length);
             const fields = { types: form.fields.get(`types.${row}`) ?? [], comment: form.fields.get(`comment.${row}`)?.[0] ?? '' };
-            const entry = await uploads.slots.work(async () => addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), ...fields }));
-            added.push(entry.id);
+            entries.push(await uploads.slots.work(async () => addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), ...fields })));
           }
         } catch (err) {
           // One form, one change: what this form added before the refusal goes again.
-          for (const id of added.reverse()) await undoAdd(deps, mbid, id);
+          for (const entry of entries.reverse()) await undoAdd(deps, editor, mbid, entry);
           if (isAppError(err) && err.expose) return () => again(400, `${chosen.length > 1 ? 'Nothing was added: ' : ''}${err.message}`);
           throw err;
         }
+        const added = entries.map((e) => e.id);
         const notice = added.length === 1 ? `Added image ${added[0]}.` : `Added ${added.length} images: ${added.join(', ')}.`;
         return () => redirectWithFlash(reply, { a: editor.id, n: notice }, `/release/${mbid}/cover-art`);
       } finally {

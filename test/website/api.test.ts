@@ -14,8 +14,10 @@ import { addApp, addUser, Browser, request } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
+import { startServe } from '../helpers/serve-process.js';
 import { signIn } from '../auth/support.js';
-import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
+import * as client from 'openid-client';
+import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, toolTokens, type Site } from './support.js';
 
 const RELEASE = '11111111-2222-4333-8444-555555555501';
 const OTHER = '11111111-2222-4333-8444-555555555502';
@@ -258,6 +260,23 @@ describe(`the cover art write API (${DIALECT})`, () => {
     assert.deepEqual([x.status, y.status].sort(), [200, 409]);
   });
 
+  it('If-Match holds across processes: two reorders from one listing, sent to two serving processes at once, one 200 and one 409', async () => {
+    const other = await startServe(t.env);
+    try {
+      for (let round = 0; round < 4; round++) {
+        const start = await listing();
+        const ids = start.body.images.map((i) => i.id);
+        assert.ok(ids.length >= 2, 'the release has images to reorder');
+        const put = (base: string, order: string[]) =>
+          call(`${base}/api/cover-art/release/${RELEASE}/order`, { method: 'PUT', headers: { ...auth(), 'if-match': start.etag }, json: { images: order } });
+        const [x, y] = await Promise.all([put(site.web, [...ids].reverse()), put(other.authBase, [ids[1] as string, ids[0] as string, ...ids.slice(2)])]);
+        assert.deepEqual([x.status, y.status].sort(), [200, 409], `round ${round}: ${x.body.slice(0, 120)} / ${y.body.slice(0, 120)}`);
+      }
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('tokens: without cover_art 403 insufficient_scope; none, garbage and revoked 401 invalid_token, each with WWW-Authenticate', async () => {
     const profileOnly = await toolToken(site, alice, app, 'profile');
     const noScope = await call(api(`/release/${RELEASE}/images`), { headers: auth(profileOnly) });
@@ -282,6 +301,27 @@ describe(`the cover art write API (${DIALECT})`, () => {
     const after = await call(api(`/release/${RELEASE}/images`), { headers: auth(doomed) });
     assertError(after, 401, 'invalid_token');
     assert.match(String(after.headers['www-authenticate']), /error="invalid_token"/);
+  });
+
+  it('a DPoP-bound token: refused as Bearer (401 invalid_token, DPoP challenge); with Authorization: DPoP and a proof of its key it works', async () => {
+    const { token: bound, config, DPoP } = await toolTokens(site, alice, app, 'cover_art', await client.randomDPoPKeyPair('ES256'));
+    const asBearer = await call(api(`/release/${RELEASE}/images`), { headers: auth(bound) });
+    assertError(asBearer, 401, 'invalid_token', /DPoP-bound/);
+    assert.match(String(asBearer.headers['www-authenticate']), /^DPoP algs="[^"]+", error="invalid_token"/);
+    const asBearerWrite = await call(api(`/release/${RELEASE}/images/1`), { method: 'DELETE', headers: auth(bound) });
+    assert.equal(asBearerWrite.status, 401, asBearerWrite.body);
+
+    // openid-client's own DPoP request: the proof carries htm, htu and ath of this request.
+    const res = await client.fetchProtectedResource(config, bound, new URL(api(`/release/${RELEASE}/images`)), 'GET', undefined, undefined, { DPoP });
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.equal(((await res.json()) as { release: string }).release.endsWith(RELEASE), true);
+    // Without a proof the DPoP scheme is refused.
+    const noProof = await call(api(`/release/${RELEASE}/images`), { headers: { authorization: `DPoP ${bound}` } });
+    assertError(noProof, 401, 'invalid_dpop_proof');
+    assert.match(String(noProof.headers['www-authenticate']), /^DPoP algs="[^"]+", error="invalid_dpop_proof"/);
+    // A bearer token sent with the DPoP scheme is refused too.
+    const plain = await call(api(`/release/${RELEASE}/images`), { headers: { authorization: `DPoP ${tok}` } });
+    assertError(plain, 401, 'invalid_token');
   });
 
   it('an expired token (the clock moved past its lifetime) is refused with 401 invalid_token', async () => {

@@ -307,6 +307,27 @@ describe(`cover art pages (${DIALECT})`, () => {
     assert.ok(script.body.includes('dragstart'));
   });
 
+  it('two editors post forms made from the same state at once: one is saved, the other is stale (409), for the order and for an image', async () => {
+    const { mbid } = await release(site);
+    const [a, b, c] = [await art(site, mbid), await art(site, mbid), await art(site, mbid)];
+    const bob = await signIn(site.base, 'alice');
+    const path = `/release/${mbid}/reorder-cover-art`;
+    const [formA, formB] = await Promise.all([get(path, alice), get(path, bob)]);
+    const previous = field(formA, 'previous');
+    const send = (br: Browser, form: HttpsResponse, order: string[]) => br.fetch(`${site.base}${path}`, { form: [['csrf_token', Browser.csrf(form)], ['order', order.join(',')], ['previous', previous]] });
+    const [x, y] = await Promise.all([send(alice, formA, [c, b, a]), send(bob, formB, [b, c, a])]);
+    assert.deepEqual([x.status, y.status].sort(), [303, 409], 'the second form was made from an order that no longer is');
+    const winner = x.status === 303 ? [c, b, a] : [b, c, a];
+    assert.deepEqual(shownOrder(await get(`/release/${mbid}/cover-art`)), winner);
+
+    const editPath = `/release/${mbid}/edit-cover-art/${a}`;
+    const [editA, editB] = await Promise.all([get(editPath, alice), get(editPath, bob)]);
+    const state = field(editA, 'state');
+    const edit = (br: Browser, form: HttpsResponse, comment: string) => br.fetch(`${site.base}${editPath}`, { form: [['csrf_token', Browser.csrf(form)], ['comment', comment], ['state', state]] });
+    const [p, q] = await Promise.all([edit(alice, editA, 'from alice'), edit(bob, editB, 'from bob')]);
+    assert.deepEqual([p.status, q.status].sort(), [303, 409], 'the second edit form was made from a comment that no longer is');
+  });
+
   it('set the group cover: CSRF, stale, a release without front or of another group refused, then saved', async () => {
     const { mbid: early, group } = await release(site, { title: 'First', date: '1990' });
     const { mbid: later } = await release(site, { group, title: 'Second', date: '2000' });

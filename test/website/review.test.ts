@@ -109,6 +109,27 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     assert.ok(!after.pending.some((p) => p.edit === reorderEdit.edit));
   });
 
+  it("an upload form refused for its second file takes its first back as the editor's withdrawal: no pending edit left behind", async () => {
+    const before = await images();
+    const page = await editor.fetch(`${site.web}/release/${RELEASE}/add-cover-art`);
+    assert.equal(page.status, 200, page.body.slice(0, 300));
+    const m = multipart([
+      { name: 'csrf_token', value: Browser.csrf(page) },
+      { name: 'file.0', value: jpeg, filename: 'good.jpg', type: 'image/jpeg' },
+      { name: 'file.1', value: Buffer.from('not an image at all'), filename: 'bad.jpg', type: 'image/jpeg' },
+    ]);
+    const cookie = [...editor.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const res = await call(`${site.web}/release/${RELEASE}/add-cover-art`, { method: 'POST', headers: { cookie, 'content-type': m.type }, body: m.body });
+    assert.equal(res.status, 400, res.body.slice(0, 300));
+    assert.match(res.body, /Nothing was added/);
+    const after = await images();
+    assert.deepEqual(after.images.map((i) => i.id), before.images.map((i) => i.id), 'the first file is not kept');
+    assert.deepEqual(after.pending, before.pending, 'no edit is left waiting for an image that is gone');
+    const history = (await editor.fetch(`${site.web}/release/${RELEASE}/edits`)).body;
+    assert.match(history, /Add cover art · <a href="\/user\/ed\/edits">ed<\/a> · [^<]* · <strong>Rejected<\/strong>/, 'the addition shows as withdrawn by its editor');
+    assert.doesNotMatch(history, /Remove cover art · the operator/, 'not a removal by the operator');
+  });
+
   it("a page change by an editor says it waits for an approver, and changes nothing yet", async () => {
     const current = await images();
     const target = current.images[0] as { id: string; comment: string };

@@ -34,14 +34,26 @@ export async function startSite(t: TestEnv, extra: Record<string, string> = {}, 
 
 /** An access token for `scope`, obtained the way a tool does: openid-client's discovery, authorization code with PKCE, exchange. */
 export async function toolToken(site: Site, browser: Browser, app: { client_id: string; client_secret: string }, scope: string): Promise<string> {
+  return (await toolTokens(site, browser, app, scope)).token;
+}
+
+/** As toolToken, with the client's configuration; with `dpopKey` the exchange sends DPoP proofs (openid-client's handle) and the token is bound to that key. */
+export async function toolTokens(
+  site: Site,
+  browser: Browser,
+  app: { client_id: string; client_secret: string },
+  scope: string,
+  dpopKey?: client.CryptoKeyPair,
+): Promise<{ token: string; config: client.Configuration; DPoP: client.DPoPHandle | undefined }> {
   const config = await client.discovery(new URL(site.web), app.client_id, app.client_secret, undefined, { [client.customFetch]: fetchTrusting(site.ca) });
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope, state, code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
   const res = await authorize(browser, site.web, Object.fromEntries(url.searchParams));
   assert.equal(res.status, 302, res.body.slice(0, 300));
-  const tokens = await client.authorizationCodeGrant(config, new URL(String(res.headers.location)), { pkceCodeVerifier: verifier, expectedState: state });
-  return tokens.access_token;
+  const DPoP = dpopKey === undefined ? undefined : client.getDPoPHandle(config, dpopKey);
+  const tokens = await client.authorizationCodeGrant(config, new URL(String(res.headers.location)), { pkceCodeVerifier: verifier, expectedState: state }, undefined, DPoP === undefined ? {} : { DPoP });
+  return { token: tokens.access_token, config, DPoP };
 }
 
 export interface Part {

@@ -131,7 +131,7 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
 
   // Every endpoint needs a token with cover_art, checked before any body is read.
   app.addHook('onRequest', async function bearer(req, reply) {
-    const result = await checkAccessToken(deps.pages.deps, req.headers.authorization, 'cover_art');
+    const result = await checkAccessToken(deps.pages, req, 'cover_art');
     if (isRefusal(result)) return sendError(reply, result.status, result.error, result.description, { 'www-authenticate': result.challenge });
     holders.set(req, result);
   });

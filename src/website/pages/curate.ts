@@ -9,6 +9,7 @@ import {
   groupReleases,
   listImages,
   loadArtTypes,
+  releaseRevision,
   removeArt,
   reorderArt,
   setGroupCover,
@@ -18,12 +19,17 @@ import {
   type ReleaseRef,
 } from '../../cover-art/index.js';
 import { asEditor } from '../changes.js';
-import { notFound } from '../../shared/errors.js';
+import { isAppError, notFound } from '../../shared/errors.js';
 import { layout, mbidParam, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
 import { editForm, removeForm, reorderForm, setCoverForm } from '../views/forms.js';
 
 type Editor = Looker & { accountId: number };
+
+/** A change refused because the release changed after its form was checked (expectRevision): the form is stale. */
+function changedMeanwhile(err: unknown): boolean {
+  return isAppError(err) && err.code === 'CONFLICT';
+}
 
 /** What an edit form was made from: the image's types and comment (a changed image makes the post stale). */
 function fingerprint(image: ImageWithTypes): string {
@@ -34,10 +40,11 @@ function fingerprint(image: ImageWithTypes): string {
  * The change options of the signed-in editor (with the approver role read now), and the
  * message to show once done: what was done, or that it waits for an approver.
  */
-async function changeBy(site: Site, editor: Editor): Promise<{ options: ChangeOptions; said(done: string): string }> {
+async function changeBy(site: Site, editor: Editor, expectRevision?: number): Promise<{ options: ChangeOptions; said(done: string): string }> {
   let edit: Edit | undefined;
   const options: ChangeOptions = {
     editor: await asEditor(site.deps, { id: editor.accountId, name: editor.name }),
+    expectRevision,
     onEdit: (e) => {
       edit = e;
     },
@@ -98,18 +105,26 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     const opened = await open(req, reply, (gid) => editPath(gid, req));
     if (opened === undefined) return reply;
     const { editor, release } = opened;
+    // The revision first: a change committed after this read makes the change below a conflict.
+    const revision = await releaseRevision(db, release.id);
     const { image, position } = await imageOf(release, req);
     const form = formParams(req);
     const posted = { types: form.getAll('type'), comment: form.get('comment') ?? '' };
     const artTypes = await loadArtTypes(db);
-    const again = (status: number, error: string, values = posted) =>
-      show(reply, status, `Edit image ${position}`, editForm(site.urls, { release: release.gid, image, position, artTypes, ...values, state: fingerprint(image), csrf: editor.csrf, error }), editor);
+    const again = (status: number, error: string, values = posted, shown = image) =>
+      show(reply, status, `Edit image ${position}`, editForm(site.urls, { release: release.gid, image: shown, position, artTypes, ...values, state: fingerprint(shown), csrf: editor.csrf, error }), editor);
+    const stale = (now: ImageWithTypes) => again(409, STALE_IMAGE, { types: now.types, comment: now.comment }, now);
     if (!csrfValid(req)) return again(400, EXPIRED);
-    if (form.get('state') !== fingerprint(image)) return again(409, STALE_IMAGE, { types: image.types, comment: image.comment });
+    if (form.get('state') !== fingerprint(image)) return stale(image);
     if (posted.comment.length > 255) return again(400, 'The comment is longer than 255 characters.');
     return formAction(async () => {
-      const by = await changeBy(site, editor);
-      await editArt(coverArt, { release: release.gid, imageId: String(image.id), types: posted.types, comment: posted.comment }, by.options);
+      const by = await changeBy(site, editor, revision);
+      try {
+        await editArt(coverArt, { release: release.gid, imageId: String(image.id), types: posted.types, comment: posted.comment }, by.options);
+      } catch (err) {
+        if (changedMeanwhile(err)) return stale((await imageOf(release, req)).image);
+        throw err;
+      }
       return done(req, reply, editor, 'cover_art.edited', by.said(`Saved the types and comment of image ${position}.`), `/release/${release.gid}/cover-art#image-${image.id}`, { release: release.gid, image: image.id });
     }, again);
   });
@@ -167,17 +182,25 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     const opened = await open(req, reply, reorderPath);
     if (opened === undefined) return reply;
     const { editor, release } = opened;
+    // The revision first: a change committed after this read makes the change below a conflict.
+    const revision = await releaseRevision(db, release.id);
     const images = await listImages(db, release.id);
     const current = images.map((i) => String(i.id)).join(',');
     const form = formParams(req);
     const order = (form.get('order') ?? '').split(',').filter((s) => s !== '');
-    const again = (status: number, error: string, shown = arrange(images, form.get('order'))) =>
-      show(reply, status, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images: shown, previous: current, csrf: editor.csrf, error }), editor);
+    const again = (status: number, error: string, shown = arrange(images, form.get('order')), previous = current) =>
+      show(reply, status, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images: shown, previous, csrf: editor.csrf, error }), editor);
     if (!csrfValid(req)) return again(400, EXPIRED);
     if (form.get('previous') !== current) return again(409, STALE_ORDER, images);
     return formAction(async () => {
-      const by = await changeBy(site, editor);
-      await reorderArt(coverArt, release.gid, order, by.options);
+      const by = await changeBy(site, editor, revision);
+      try {
+        await reorderArt(coverArt, release.gid, order, by.options);
+      } catch (err) {
+        if (!changedMeanwhile(err)) throw err;
+        const now = await listImages(db, release.id);
+        return again(409, STALE_ORDER, now, now.map((i) => String(i.id)).join(','));
+      }
       return done(req, reply, editor, 'cover_art.reordered', by.said('Saved the new order.'), `/release/${release.gid}/cover-art`, { release: release.gid });
     }, (status, error) => again(status, error, images));
   });
