@@ -73,6 +73,9 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       const res = await request(`${s.base}/oauth2/token`, { method: 'OPTIONS' });
       assert.equal(res.status, 200);
       assert.equal(res.headers.allow, 'POST, OPTIONS');
+      // A browser client may send a DPoP proof (RFC 9449); MusicBrainz's token preflight names no header.
+      assert.equal(res.headers['access-control-allow-headers'], 'dpop');
+      assert.equal(res.headers['access-control-allow-origin'], '*');
       assert.deepEqual(res.json(), { message: 'OK' });
       assertNoStore(res);
     });
