@@ -201,8 +201,6 @@ const claimCode = preparedQuery(['hash', 'now', 'grantId'] as const, (db, p) =>
   db.updateTable('oauth_code').set({ used_at: p.now, grant_id: p.grantId }).where('code_hash', '=', p.hash).where('used_at', 'is', null),
 );
 
-const dropGrant = preparedQuery(['id'] as const, (db, p) => db.deleteFrom('oauth_grant').where('id', '=', p.id));
-
 const setGrantTokens = preparedQuery(['id', 'access', 'createdAt', 'expiresAt', 'refresh', 'accessJkt', 'refreshJkt'] as const, (db, p) =>
   db
     .updateTable('oauth_grant')
@@ -214,7 +212,7 @@ type CodeRow = NonNullable<Awaited<ReturnType<typeof codeByHash>>['rows'][number
 
 /**
  * The writes of a code exchange, in one transaction (a batch's, with group commit): the grant,
- * the code claimed for it (a code already used meanwhile: the grant goes again and the answer
+ * the code claimed for it (a code already used meanwhile: the grant ends at once and the answer
  * is invalid_grant), then the grant's tokens, which name its id. Nothing is answered before
  * the commit.
  */
@@ -223,7 +221,8 @@ async function redeemCode(db: Kysely<any>, deps: AuthDeps, app: Application, row
   const grantId = ((await insertGrant(db, values)).rows[0] as { id: number }).id;
   const claimed = await claimCode(db, { hash: row.code_hash, now, grantId });
   if (claimed.numAffectedRows !== 1n) {
-    await dropGrant(db, { id: grantId });
+    // Ended at once, with no token (ending it costs less than deleting it: codes are not indexed by grant).
+    await revokeGrant(deps, grantId, db);
     throw new OAuthError('invalid_grant', 'Invalid authorization code');
   }
   const access = grantToken(grantId);

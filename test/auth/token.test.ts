@@ -256,6 +256,25 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assertOAuthError(await exchange(s.base, web, code, WEB_URI), 400, 'invalid_grant');
     });
 
+    it('gives tokens for a code once when it is presented many times at once, to two server processes', async () => {
+      // Group commit: uses of the same code can meet in one batch (one process) or race between batches (two).
+      const twin = await startSibling(t, {});
+      try {
+        const code = await newCode(web, WEB_URI, { access_type: 'offline' });
+        const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => exchange(i % 3 === 0 ? twin.base : s.base, web, code, WEB_URI)));
+        const won = answers.filter((r) => r.status === 200);
+        assert.equal(won.length, 1, answers.map((r) => `${r.status} ${r.body}`).join('\n'));
+        for (const r of answers) if (r.status !== 200) assertOAuthError(r, 400, 'invalid_grant');
+        // One more use is a replay: what the one use issued ends (it may have ended already, if a use came after it).
+        assertOAuthError(await exchange(s.base, web, code, WEB_URI), 400, 'invalid_grant');
+        const { access_token, refresh_token } = (won[0] as HttpsResponse).json();
+        assert.equal(await userinfoStatus(s.base, access_token), 401);
+        assertOAuthError(await refresh(s.base, web, refresh_token), 400, 'invalid_grant', 'Invalid refresh token');
+      } finally {
+        await twin.server.close();
+      }
+    });
+
     it('binds the code to the redirect_uri of the authorization request (decision), without burning it', async () => {
       const code = await newCode(desktop, 'http://127.0.0.1:5678/cb');
       assertOAuthError(await exchange(s.base, desktop, code, 'http://127.0.0.1:5679/cb'), 400, 'invalid_grant');
