@@ -17,7 +17,7 @@ export interface AuthDeps {
   refreshGraceSeconds: number;
   /** 's256-for-public': public applications must send a PKCE S256 challenge (SLEEVE_PKCE). */
   pkce: 'optional' | 's256-for-public';
-  /** Group commit for the hot small writes (token refresh), when the process serves many clients. */
+  /** Group commit for the hot small writes (code exchange, token refresh), when the process serves many clients. */
   writes?: WriteBatcher;
   /** Where passwords are hashed (worker threads with a bounded queue); a shared default when absent. */
   passwords?: PasswordHasher | undefined;

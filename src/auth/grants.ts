@@ -1,5 +1,6 @@
 import { preparedQuery } from '../db/prepared.js';
 import type { Account } from './accounts.js';
+import type { Kysely } from 'kysely';
 import type { AuthDeps } from './deps.js';
 import { redirectUriAllowed, type Application } from './applications.js';
 import { constantTimeEqual, randomToken, s256, tokenHash } from './crypto.js';
@@ -129,15 +130,117 @@ export async function revokeGrant(deps: AuthDeps, grantId: number, db = deps.db)
 
 const CODE_RE = /^[A-Za-z0-9_-]+$/;
 
-/** The answer to a replayed code (`invalid_grant`), which revoked the grant its first use created: for the audit trail. */
-export class CodeReplayed extends OAuthError {
+/**
+ * A grant ended because something that created or continued it was presented again (a used
+ * code, a used refresh token): answered `invalid_grant`, and said in the audit trail.
+ */
+export class GrantEndedByReuse extends OAuthError {
   readonly accountId: number;
   readonly clientId: string;
-  constructor(accountId: number, clientId: string) {
-    super('invalid_grant', 'Invalid authorization code');
+  constructor(description: string, accountId: number, clientId: string) {
+    super('invalid_grant', description);
     this.accountId = accountId;
     this.clientId = clientId;
   }
+}
+
+/** The answer to a replayed code (`invalid_grant`), which revoked the grant its first use created: for the audit trail. */
+export class CodeReplayed extends GrantEndedByReuse {
+  constructor(accountId: number, clientId: string) {
+    super('Invalid authorization code', accountId, clientId);
+  }
+}
+
+/** The code and, for the id_token's `sub`, its user's name: one lookup by primary key (an account's codes go with it). */
+const codeByHash = preparedQuery(['hash'] as const, (db, p) =>
+  db
+    .selectFrom('oauth_code as c')
+    .innerJoin('account as u', 'u.id', 'c.account_id')
+    .select([
+      'c.code_hash',
+      'c.account_id',
+      'c.application_id',
+      'c.scope',
+      'c.offline',
+      'c.redirect_uri',
+      'c.code_challenge',
+      'c.code_challenge_method',
+      'c.expires_at',
+      'c.used_at',
+      'c.grant_id',
+      'c.scope_text',
+      'c.nonce',
+      'c.auth_time',
+      'u.name as account_name',
+    ])
+    .where('c.code_hash', '=', p.hash),
+);
+
+/** The grant a code creates; its tokens, which name its id, are set once the id is known. */
+const insertGrant = preparedQuery(['accountId', 'appId', 'scope', 'offline', 'now', 'scopeText'] as const, (db, p) =>
+  db
+    .insertInto('oauth_grant')
+    .values({
+      account_id: p.accountId,
+      application_id: p.appId,
+      scope: p.scope,
+      offline: p.offline,
+      refresh_hash: null,
+      access_hash: null,
+      access_created_at: null,
+      access_expires_at: null,
+      created_at: p.now,
+      revoked_at: null,
+      scope_text: p.scopeText,
+    })
+    .returning('id'),
+);
+
+/** Uses a code for a grant: only while it is unused, so of concurrent uses one wins. */
+const claimCode = preparedQuery(['hash', 'now', 'grantId'] as const, (db, p) =>
+  db.updateTable('oauth_code').set({ used_at: p.now, grant_id: p.grantId }).where('code_hash', '=', p.hash).where('used_at', 'is', null),
+);
+
+const setGrantTokens = preparedQuery(['id', 'access', 'createdAt', 'expiresAt', 'refresh', 'accessJkt', 'refreshJkt'] as const, (db, p) =>
+  db
+    .updateTable('oauth_grant')
+    .set({ access_hash: p.access, access_created_at: p.createdAt, access_expires_at: p.expiresAt, refresh_hash: p.refresh, access_jkt: p.accessJkt, refresh_jkt: p.refreshJkt })
+    .where('id', '=', p.id),
+);
+
+type CodeRow = NonNullable<Awaited<ReturnType<typeof codeByHash>>['rows'][number]>;
+
+/**
+ * The writes of a code exchange, in one transaction (a batch's, with group commit): the grant,
+ * the code claimed for it (a code already used meanwhile: the grant ends at once and the answer
+ * is invalid_grant), then the grant's tokens, which name its id. Nothing is answered before
+ * the commit.
+ */
+async function redeemCode(db: Kysely<any>, deps: AuthDeps, app: Application, row: CodeRow, now: number, jkt: string | null): Promise<TokenResponse> {
+  const values = { accountId: row.account_id, appId: app.id, scope: row.scope, offline: row.offline, now, scopeText: row.scope_text };
+  const grantId = ((await insertGrant(db, values)).rows[0] as { id: number }).id;
+  const claimed = await claimCode(db, { hash: row.code_hash, now, grantId });
+  if (claimed.numAffectedRows !== 1n) {
+    // Ended at once, with no token (ending it costs less than deleting it: codes are not indexed by grant).
+    await revokeGrant(deps, grantId, db);
+    throw new OAuthError('invalid_grant', 'Invalid authorization code');
+  }
+  const access = grantToken(grantId);
+  const refresh = row.offline === 1 ? grantToken(grantId) : undefined;
+  await setGrantTokens(db, {
+    id: grantId,
+    access: access.hash,
+    createdAt: now,
+    expiresAt: now + deps.accessTokenTtl * 1000,
+    refresh: refresh?.hash ?? null,
+    accessJkt: jkt,
+    // A confidential client's refresh token is bound to its authentication; a public one's to the key (RFC 9449 §5).
+    refreshJkt: refresh !== undefined && app.kind === 'public' ? jkt : null,
+  });
+  const body: TokenResponse = { access_token: access.token, token_type: jkt === null ? 'Bearer' : 'DPoP', expires_in: deps.accessTokenTtl };
+  if (refresh !== undefined) body.refresh_token = refresh.token;
+  if (row.scope_text !== null) body.scope = row.scope_text;
+  return body;
 }
 
 /** `grant_type=authorization_code` for an authenticated client. */
@@ -148,7 +251,7 @@ export async function exchangeCode(
 ): Promise<TokenResponse> {
   if (!redirectUriAllowed(app, params.redirectUri)) throw new OAuthError('invalid_request', 'Mismatched redirect URI');
   if (!CODE_RE.test(params.code) || params.code.length > 200) throw new OAuthError('invalid_request', 'Malformed authorization code');
-  const row = await deps.db.selectFrom('oauth_code').selectAll().where('code_hash', '=', tokenHash(params.code)).executeTakeFirst();
+  const row = (await codeByHash(deps.db, { hash: tokenHash(params.code) })).rows[0];
   if (row === undefined || row.application_id !== app.id) throw new OAuthError('invalid_grant', 'Invalid authorization code');
   if (row.used_at !== null) {
     // A second use of a code: whoever holds it is not to be trusted, so what the first use issued is revoked (RFC 6749 §4.1.2).
@@ -169,48 +272,11 @@ export async function exchangeCode(
   const now = deps.clock.now();
   if (row.expires_at <= now) throw new OAuthError('invalid_grant', 'Expired authorization code');
 
-  const body = await deps.db.transaction().execute(async (trx) => {
-    const claimed = await trx.updateTable('oauth_code').set({ used_at: now }).where('code_hash', '=', row.code_hash).where('used_at', 'is', null).executeTakeFirst();
-    if (Number(claimed.numUpdatedRows) !== 1) throw new OAuthError('invalid_grant', 'Invalid authorization code');
-    const grant = await trx
-      .insertInto('oauth_grant')
-      .values({
-        account_id: row.account_id,
-        application_id: app.id,
-        scope: row.scope,
-        offline: row.offline,
-        refresh_hash: null,
-        access_hash: null,
-        access_created_at: null,
-        access_expires_at: null,
-        created_at: now,
-        revoked_at: null,
-        scope_text: row.scope_text,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const access = grantToken(grant.id);
-    const refresh = row.offline === 1 ? grantToken(grant.id) : undefined;
-    const jkt = params.dpopJkt ?? null;
-    await trx
-      .updateTable('oauth_grant')
-      .set({
-        access_hash: access.hash,
-        access_created_at: now,
-        access_expires_at: now + deps.accessTokenTtl * 1000,
-        refresh_hash: refresh?.hash ?? null,
-        access_jkt: jkt,
-        // A confidential client's refresh token is bound to its authentication; a public one's to the key (RFC 9449 §5).
-        refresh_jkt: refresh !== undefined && app.kind === 'public' ? jkt : null,
-      })
-      .where('id', '=', grant.id)
-      .execute();
-    await trx.updateTable('oauth_code').set({ grant_id: grant.id }).where('code_hash', '=', row.code_hash).execute();
-    const body: TokenResponse = { access_token: access.token, token_type: jkt === null ? 'Bearer' : 'DPoP', expires_in: deps.accessTokenTtl };
-    if (refresh !== undefined) body.refresh_token = refresh.token;
-    if (row.scope_text !== null) body.scope = row.scope_text;
-    return body;
-  });
+  const jkt = params.dpopJkt ?? null;
+  const body =
+    deps.writes === undefined
+      ? await deps.db.transaction().execute((trx) => redeemCode(trx, deps, app, row, now, jkt))
+      : await deps.writes.run((trx) => redeemCode(trx, deps, app, row, now, jkt));
   if ((row.scope & OPENID) !== 0) body.id_token = await idTokenFor(deps, app, row, body.access_token, now);
   return body;
 }
@@ -219,17 +285,16 @@ export async function exchangeCode(
  * The id_token of a code exchange (OpenID Connect Core §3.1.3.3): `sub` is the account name,
  * as userinfo's `sub` (the two must be equal, §5.3.2), signed with the application's algorithm.
  */
-async function idTokenFor(
+function idTokenFor(
   deps: AuthDeps,
   app: Application,
-  code: { account_id: number; nonce: string | null; auth_time: number | null },
+  code: { account_name: string; nonce: string | null; auth_time: number | null },
   accessToken: string,
   now: number,
 ): Promise<string> {
-  const account = await deps.db.selectFrom('account').select('name').where('id', '=', code.account_id).executeTakeFirstOrThrow();
   return signIdToken(deps.signingKeys, {
     issuer: deps.authUrl,
-    subject: account.name,
+    subject: code.account_name,
     audience: app.client_id,
     nonce: code.nonce ?? undefined,
     // Every code with `openid` records its sign-in; the column is nullable only for older codes.

@@ -3,7 +3,7 @@ import type { AuthDeps } from './deps.js';
 import type { Application } from './applications.js';
 import { tokenHash } from './crypto.js';
 import { OAuthError } from './errors.js';
-import { DpopKeyMismatch, grantIdOf, revokeGrant, tokenMatches, type TokenResponse } from './grants.js';
+import { DpopKeyMismatch, GrantEndedByReuse, grantIdOf, revokeGrant, tokenMatches, type TokenResponse } from './grants.js';
 
 /*
  * Refresh token rotation, for applications registered with it (docs/decisions.md, "Refresh
@@ -30,13 +30,9 @@ function successor(token: string, grantId: number, purpose: 'refresh' | 'access'
 }
 
 /** A used refresh token presented again outside the grace window: its grant was ended (`invalid_grant`), for the audit trail. */
-export class RefreshReused extends OAuthError {
-  readonly accountId: number;
-  readonly clientId: string;
+export class RefreshReused extends GrantEndedByReuse {
   constructor(accountId: number, clientId: string) {
-    super('invalid_grant', 'Invalid refresh token');
-    this.accountId = accountId;
-    this.clientId = clientId;
+    super('Invalid refresh token', accountId, clientId);
   }
 }
 

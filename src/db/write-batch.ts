@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 
 type Job = {
   run: (trx: Transaction<any>) => Promise<unknown>;
@@ -37,6 +37,17 @@ export class WriteBatcher {
     const jobs = this.queue.splice(0, this.maxBatch);
     if (this.queue.length > 0) setImmediate(() => void this.flush());
     else this.scheduled = false;
+    await this.runBatch(jobs, jobs.length > 1);
+  }
+
+  /**
+   * Runs `jobs` in one transaction and answers each after its commit. On PostgreSQL a
+   * statement that fails aborts the whole transaction, whose COMMIT then rolls back without
+   * an error: so when a job failed, the transaction is probed before it commits, and if it
+   * is aborted (or the commit fails) with several jobs in it, each job runs again on its own
+   * (their effects were rolled back), so that one job's failure is only its own.
+   */
+  private async runBatch(jobs: Job[], retryAlone: boolean): Promise<void> {
     const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
     try {
       await this.db.transaction().execute(async (trx) => {
@@ -47,9 +58,18 @@ export class WriteBatcher {
             outcomes.push({ ok: false, err });
           }
         }
+        if (outcomes.some((o) => !o.ok)) await sql`select 1`.execute(trx);
       });
     } catch (err) {
-      for (const job of jobs) job.reject(err);
+      if (retryAlone && outcomes.some((o) => !o.ok)) {
+        await Promise.all(jobs.map((job) => this.runBatch([job], false)));
+        return;
+      }
+      // Each failed job with its own error, the others with the transaction's.
+      jobs.forEach((job, i) => {
+        const o = outcomes[i];
+        job.reject(o !== undefined && !o.ok ? o.err : err);
+      });
       return;
     }
     jobs.forEach((job, i) => {

@@ -16,7 +16,7 @@ import * as client from 'openid-client';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import { addApp, addUser, authorize, request, token, type HttpsResponse } from '../helpers/auth.js';
-import { ManualClock } from '../helpers/clock.js';
+import { ShiftedClock } from '../helpers/clock.js';
 import { cliOk, DIALECT, freePort, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { assertOAuthError, codeOf, fetchTrustingDataDir, signIn, type Client } from './support.js';
 
@@ -33,7 +33,7 @@ interface Logged {
  * An auth server on the test's database, its clock given, its log kept, sharing Redis at
  * 127.0.0.1:6379; its public URL its own address unless given (processes behind one name share it).
  */
-async function startServer(t: TestEnv, clock: ManualClock, publicUrl?: string): Promise<Logged> {
+async function startServer(t: TestEnv, clock: ShiftedClock, publicUrl?: string): Promise<Logged> {
   const port = await freePort();
   const base = `https://127.0.0.1:${port}`;
   const env = { ...t.env, SLEEVE_AUTH_LISTEN: `127.0.0.1:${port}`, SLEEVE_AUTH_URL: publicUrl ?? base, SLEEVE_REDIS_URL: REDIS_URL, SLEEVE_LOG_LEVEL: 'info' };
@@ -69,7 +69,8 @@ const ath = (accessToken: string) => createHash('sha256').update(accessToken).di
 
 describe(`DPoP (${DIALECT})`, () => {
   let t: TestEnv;
-  let clock: ManualClock;
+  /** Real time (proofs, here and openid-client's, carry the real iat) that a test can move. */
+  let clock: ShiftedClock;
   let s: Logged;
   let publicApp: Client;
   let confidentialApp: Client;
@@ -78,7 +79,7 @@ describe(`DPoP (${DIALECT})`, () => {
 
   before(async () => {
     t = await makeTestEnv();
-    clock = new ManualClock();
+    clock = new ShiftedClock();
     s = await startServer(t, clock);
     customFetch = fetchTrustingDataDir(t.env.SLEEVE_DATA_DIR);
     await addUser(t, 'alice');

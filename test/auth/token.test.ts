@@ -73,6 +73,9 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       const res = await request(`${s.base}/oauth2/token`, { method: 'OPTIONS' });
       assert.equal(res.status, 200);
       assert.equal(res.headers.allow, 'POST, OPTIONS');
+      // A browser client may send a DPoP proof (RFC 9449); MusicBrainz's token preflight names no header.
+      assert.equal(res.headers['access-control-allow-headers'], 'dpop');
+      assert.equal(res.headers['access-control-allow-origin'], '*');
       assert.deepEqual(res.json(), { message: 'OK' });
       assertNoStore(res);
     });
@@ -251,6 +254,25 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assert.equal(await userinfoStatus(s.base, second), 401, 'tokens refreshed from that grant die too');
       assertOAuthError(await refresh(s.base, web, refresh_token), 400, 'invalid_grant', 'Invalid refresh token');
       assertOAuthError(await exchange(s.base, web, code, WEB_URI), 400, 'invalid_grant');
+    });
+
+    it('gives tokens for a code once when it is presented many times at once, to two server processes', async () => {
+      // Group commit: uses of the same code can meet in one batch (one process) or race between batches (two).
+      const twin = await startSibling(t, {});
+      try {
+        const code = await newCode(web, WEB_URI, { access_type: 'offline' });
+        const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => exchange(i % 3 === 0 ? twin.base : s.base, web, code, WEB_URI)));
+        const won = answers.filter((r) => r.status === 200);
+        assert.equal(won.length, 1, answers.map((r) => `${r.status} ${r.body}`).join('\n'));
+        for (const r of answers) if (r.status !== 200) assertOAuthError(r, 400, 'invalid_grant');
+        // One more use is a replay: what the one use issued ends (it may have ended already, if a use came after it).
+        assertOAuthError(await exchange(s.base, web, code, WEB_URI), 400, 'invalid_grant');
+        const { access_token, refresh_token } = (won[0] as HttpsResponse).json();
+        assert.equal(await userinfoStatus(s.base, access_token), 401);
+        assertOAuthError(await refresh(s.base, web, refresh_token), 400, 'invalid_grant', 'Invalid refresh token');
+      } finally {
+        await twin.server.close();
+      }
     });
 
     it('binds the code to the redirect_uri of the authorization request (decision), without burning it', async () => {

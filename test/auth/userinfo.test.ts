@@ -90,7 +90,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
       const res = await request(`${s.base}/oauth2/userinfo`, { method: 'OPTIONS' });
       assert.equal(res.status, 200);
       assert.equal(res.headers.allow, 'GET, POST, OPTIONS');
-      assert.equal(res.headers['access-control-allow-headers'], 'authorization');
+      assert.equal(res.headers['access-control-allow-headers'], 'authorization, dpop');
       assert.equal(res.headers['access-control-allow-origin'], '*');
     });
 

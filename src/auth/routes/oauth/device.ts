@@ -27,7 +27,7 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: PageConte
     method: [...ANY_METHOD],
     url: '/oauth2/device_authorization',
     handler: async function deviceAuthorization(req, reply) {
-      if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS', true);
+      if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS', 'authorization');
       onlyPost(req);
       const params = checkParams(req, ['client_id', 'client_secret', 'scope'], new Set(), 'body');
       const client = await deviceClient(ctx.deps, req, params);

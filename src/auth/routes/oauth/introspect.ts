@@ -9,7 +9,7 @@ export function introspectEndpoint(app: FastifyInstance, ctx: PageContext): void
     method: ['GET', 'POST', 'OPTIONS'],
     url: '/oauth2/introspect',
     handler: async function introspection(req, reply) {
-      if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS', true);
+      if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS', 'authorization');
       onlyPost(req);
       const params = checkParams(req, ['token', 'token_type_hint', 'client_id', 'client_secret'], new Set(['token']), 'body');
       const client = await requireClient(ctx.deps, req, params);

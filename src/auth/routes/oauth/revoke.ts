@@ -11,7 +11,7 @@ export function revokeEndpoint(app: FastifyInstance, ctx: PageContext): void {
     method: [...ANY_METHOD],
     url: '/oauth2/revoke',
     handler: async function revoke(req, reply) {
-      if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS', true);
+      if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS', 'authorization');
       onlyPost(req);
       const required = new Set(hasBasicAuth(req) ? ['token'] : ['token', 'client_id', 'client_secret']);
       const params = checkParams(req, ['token', 'client_id', 'client_secret'], required, 'body');

@@ -45,9 +45,14 @@ export function sendJson(reply: FastifyReply, body: unknown, headers: Record<str
     .send(JSON.stringify(body));
 }
 
-export function optionsReply(reply: FastifyReply, allow: string, allowHeaders = false): FastifyReply {
+/**
+ * A CORS preflight's answer. `allowHeaders`: the request headers a page may send (as MusicBrainz:
+ * `authorization` at userinfo and revoke, none at the token endpoint; sleeve adds `dpop` where
+ * a DPoP proof is read, so that a browser client can send one).
+ */
+export function optionsReply(reply: FastifyReply, allow: string, allowHeaders?: string): FastifyReply {
   reply.headers({ ...NO_STORE, ...CORS, allow });
-  if (allowHeaders) reply.header('access-control-allow-headers', 'authorization');
+  if (allowHeaders !== undefined) reply.header('access-control-allow-headers', allowHeaders);
   return reply.code(200).type('application/json; charset=utf-8').send('{"message":"OK"}');
 }
 

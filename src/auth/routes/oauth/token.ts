@@ -20,7 +20,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
     method: [...ANY_METHOD],
     url: '/oauth2/token',
     handler: async function token(req, reply) {
-      if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS');
+      if (req.method === 'OPTIONS') return optionsReply(reply, 'POST, OPTIONS', 'dpop');
       onlyPost(req);
       const grantType = values(req, 'grant_type')[0];
       if (grantType === DEVICE_CODE_GRANT) return deviceTokenRequest(ctx, req, reply);

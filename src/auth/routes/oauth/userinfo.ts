@@ -14,7 +14,7 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: PageContext): void {
     method: ['GET', 'HEAD', 'POST', 'OPTIONS'],
     url: '/oauth2/userinfo',
     handler: async function userinfo(req, reply) {
-      if (req.method === 'OPTIONS') return optionsReply(reply, 'GET, POST, OPTIONS', true);
+      if (req.method === 'OPTIONS') return optionsReply(reply, 'GET, POST, OPTIONS', 'authorization, dpop');
       const dpopToken = dpopPresented(req);
       const challenge: (err?: OAuthError, scope?: string) => string = dpopToken === undefined ? bearerChallenge : dpopChallenge;
       const refuse = (err: OAuthError, scope?: string) => sendOAuthError(reply, err, { 'www-authenticate': challenge(err, scope) });

@@ -1,0 +1,60 @@
+/*
+ * Group commit (src/db/write-batch.ts): jobs that arrive together share one transaction, and
+ * each gets its own outcome after the commit, on SQLite and on PostgreSQL (where a failed
+ * statement aborts the whole transaction).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { loadConfig } from '../../src/config/load.js';
+import { openDatabase, type DatabaseHandle } from '../../src/db/connect.js';
+import { WriteBatcher } from '../../src/db/write-batch.js';
+import { makeTestEnv, type TestEnv } from '../helpers/env.js';
+
+describe('WriteBatcher', () => {
+  let t: TestEnv;
+  let h: DatabaseHandle;
+
+  before(async () => {
+    t = await makeTestEnv();
+    h = await openDatabase(loadConfig(t.env).database);
+    await sql`create table batch_probe (id integer primary key, v text not null)`.execute(h.db);
+  });
+
+  after(async () => {
+    await h?.close();
+    await t?.cleanup();
+  });
+
+  const insert = (id: number, v: string | null) => (trx: Parameters<Parameters<WriteBatcher['run']>[0]>[0]) => sql`insert into batch_probe (id, v) values (${id}, ${v})`.execute(trx).then(() => id);
+  const rows = async () => (await sql<{ id: number; v: string }>`select id, v from batch_probe order by id`.execute(h.db)).rows.map((r) => [Number(r.id), r.v]);
+
+  it('commits the jobs that succeed when another job of the same batch fails in the database', async () => {
+    const batcher = new WriteBatcher(h.db);
+    // Queued in the same turn of the event loop: one batch. The middle one breaks a NOT NULL constraint.
+    const outcomes = await Promise.allSettled([batcher.run(insert(1, 'a')), batcher.run(insert(2, null)), batcher.run(insert(3, 'c'))]);
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    // Answered only once durable: what was answered as done is there (on PostgreSQL the failure aborted the first transaction).
+    assert.deepEqual(await rows(), [
+      [1, 'a'],
+      [3, 'c'],
+    ]);
+  });
+
+  it("passes on a job's own error without touching the others' writes", async () => {
+    const batcher = new WriteBatcher(h.db);
+    const refused = new Error('refused by the job');
+    const outcomes = await Promise.allSettled([
+      batcher.run(insert(4, 'd')),
+      batcher.run(async () => {
+        throw refused;
+      }),
+    ]);
+    assert.equal(outcomes[0]?.status, 'fulfilled');
+    assert.equal(outcomes[1]?.status === 'rejected' && outcomes[1].reason, refused);
+    assert.deepEqual((await rows()).at(-1), [4, 'd']);
+  });
+});
