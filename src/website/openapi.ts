@@ -29,7 +29,7 @@ const formBody = (properties: Record<string, object>, required: string[]) => ({
 
 /** The write API's refusals of a token (RFC 6750), common to every operation. */
 const TOKEN_REFUSALS = {
-  '401': { ...apiError('No token, or a token invalid, expired or revoked (invalid_token); WWW-Authenticate carries the challenge'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } },
+  '401': { ...apiError('No token, or a token invalid, expired or revoked (invalid_token), a DPoP-bound token without a valid proof (invalid_dpop_proof); WWW-Authenticate carries the challenge'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } },
   '403': { ...apiError('The token lacks the cover_art scope (insufficient_scope)'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } },
 };
 
@@ -327,7 +327,7 @@ const SCHEMAS = {
     required: ['error', 'error_description'],
     additionalProperties: false,
     properties: {
-      error: { type: 'string', enum: ['invalid_request', 'invalid_token', 'insufficient_scope', 'not_found', 'conflict', 'too_large', 'temporarily_unavailable'] },
+      error: { type: 'string', enum: ['invalid_request', 'invalid_token', 'insufficient_scope', 'invalid_dpop_proof', 'not_found', 'conflict', 'too_large', 'temporarily_unavailable'] },
       error_description: { type: 'string' },
     },
   },
@@ -394,7 +394,7 @@ export function openApiDocument(websiteUrl: string, coverArtUrl: string): Record
       securitySchemes: {
         bearer: {
           type: 'oauth2',
-          description: 'An access token from this authorization server (Authorization: Bearer)',
+          description: 'An access token from this authorization server (Authorization: Bearer; a DPoP-bound one as Authorization: DPoP with a DPoP proof, RFC 9449)',
           flows: {
             authorizationCode: {
               authorizationUrl: `${websiteUrl}/oauth2/authorize`,
