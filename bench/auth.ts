@@ -5,7 +5,6 @@
  * core, wrk on the other, rounds interleaved. Goal: sleeve ≥ 1.5× oidc-provider's
  * requests/s for both; p99 printed.
  */
-import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,11 +13,13 @@ import { addUser, exchangeCode, issueCode, registerApp } from '../src/auth/index
 import { loadConfig } from '../src/config/load.js';
 import { openRuntime } from '../src/runtime.js';
 import { oidcScenarios } from './auth-oidc.js';
-import { parseWrk, type LoadResult } from './lib/load.js';
 import type { Options } from './lib/options.js';
 import { benchScript, SLEEVE_CLI } from './lib/paths.js';
-import { cleanEnv, pinned, run, startServer, which, type Server } from './lib/proc.js';
-import { mediansTable, runsTable, seriesSummary, type Series } from './lib/rounds.js';
+import { cleanEnv, pinned, startServer, which, type Server } from './lib/proc.js';
+import { mediansTable, runsTable, seriesSummary } from './lib/rounds.js';
+import { wrkRounds, writeScript, type Scenario } from './lib/wrk-rounds.js';
+
+export { writeScript, wrkOnce, type Scenario } from './lib/wrk-rounds.js';
 import { LOAD_CORE, nodeFlags, SERVER_CORE, sleeveEnv } from './lib/servers.js';
 import { fmtMs, fmtRatio, passFail } from './lib/stats.js';
 
@@ -60,23 +61,6 @@ export async function prepareSleeve(dataDir: string, others: string[] = []): Pro
   }
 }
 
-export interface Scenario {
-  label: string;
-  server: Server;
-  path: string;
-  script: string;
-  /** Called before each run with its length in seconds (e.g. to write single-use requests for it). */
-  prepare?: (seconds: number) => Promise<void>;
-  /** Called with each run's result. */
-  observe?: (result: LoadResult) => void;
-}
-
-export function writeScript(dir: string, name: string, lua: string): string {
-  const file = path.join(dir, `${name}.lua`);
-  writeFileSync(file, lua);
-  return file;
-}
-
 function refreshLua(t: Tokens): string {
   const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: t.refreshToken, client_id: t.clientId, client_secret: t.clientSecret }).toString();
   return `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/x-www-form-urlencoded"\n`;
@@ -84,19 +68,6 @@ function refreshLua(t: Tokens): string {
 
 function userinfoLua(t: Tokens): string {
   return `wrk.method = "GET"\nwrk.headers["Authorization"] = ${JSON.stringify(`Bearer ${t.accessToken}`)}\n`;
-}
-
-export async function wrkOnce(wrk: string, s: Scenario, durationS: number, connections: number): Promise<LoadResult> {
-  await s.prepare?.(durationS);
-  const cpu0 = s.server.cpuSeconds();
-  const t0 = process.hrtime.bigint();
-  const [cmd, args] = pinned(LOAD_CORE, wrk, ['-t1', `-c${connections}`, `-d${durationS}s`, '--latency', '-s', s.script, `${s.server.url}${s.path}`]);
-  const r = await run(cmd, args);
-  if (r.code !== 0) throw new Error(`wrk failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  const result: LoadResult = { ...parseWrk(r.stdout), tool: 'wrk', serverCpu: ((s.server.cpuSeconds() - cpu0) / seconds) * 100 };
-  s.observe?.(result);
-  return result;
 }
 
 /** Checks one request of the scenario answers 200 before loading it. */
@@ -120,19 +91,7 @@ export async function check(s: Scenario, init: { method: string; headers: Record
 export async function comparePair(wrk: string, pair: Scenario[], opts: Options, title: string): Promise<{ ok: boolean; data: unknown; section: string }> {
   const durationS = opts.duration ?? 8;
   const rounds = opts.rounds ?? 5;
-  for (const s of pair) {
-    log(`  warm-up ${s.label} (${opts.warmup} s)`);
-    await wrkOnce(wrk, s, opts.warmup, opts.connections);
-  }
-  const series: Series[] = pair.map((s) => ({ label: s.label, runs: [] }));
-  for (let r = 0; r < rounds; r++) {
-    for (let k = 0; k < pair.length; k++) {
-      const i = (r + k) % pair.length;
-      const res = await wrkOnce(wrk, pair[i] as Scenario, durationS, opts.connections);
-      (series[i] as Series).runs.push(res);
-      log(`  round ${r + 1}/${rounds} ${(pair[i] as Scenario).label.padEnd(32)} ${Math.round(res.rps)} req/s  p99 ${fmtMs(res.p99)}${res.errors > 0 ? `  ERRORS ${res.errors}` : ''}`);
-    }
-  }
+  const series = await wrkRounds(wrk, pair, { rounds, durationS, warmup: opts.warmup, connections: opts.connections, labelWidth: 32 });
   const [p, s] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>];
   const ratio = s.rps.median / p.rps.median;
   const ok = ratio >= GOAL && s.errors === 0;

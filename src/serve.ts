@@ -24,6 +24,7 @@ import { keepTickShape } from './shared/tick-shape.js';
 import type { Clock } from './shared/clock.js';
 import { startUploadSweeper } from './cover-art/uploads.js';
 import { websiteRoutes } from './website/index.js';
+import { VisitorPages } from './website/visitor-pages.js';
 
 export interface Server {
   runtime: Runtime;
@@ -33,6 +34,11 @@ export interface Server {
   /** http://host:port of the metrics listener (GET /metrics), when on. */
   metricsAddress: string | undefined;
   demoLoaded: string[];
+  /**
+   * Brings this process's caches (responses, files, visitor pages) up to the catalogue now, as a
+   * command's change signal does: for changes made through the modules in this process (tests, embedders).
+   */
+  refreshCaches(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -96,7 +102,10 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     const coverArtAddress = options.only === 'auth' ? undefined : await startCoverArt(s, prepared);
     const authAddress = options.only === 'coverart' ? undefined : await startAuth(s);
     const metricsAddress = reportMetrics(s);
-    return { runtime, coverArtAddress, authAddress, metricsAddress, demoLoaded: prepared.demoLoaded, close: () => close(s) };
+    const refreshCaches = async (): Promise<void> => {
+      await s.cluster.watch?.refresh();
+    };
+    return { runtime, coverArtAddress, authAddress, metricsAddress, demoLoaded: prepared.demoLoaded, refreshCaches, close: () => close(s) };
   } catch (err) {
     await Promise.all([...s.apps.map((a) => a.close().catch(() => {})), closeServer(s.metricsServer).catch(() => {})]);
     await stopCluster(s.cluster).catch(() => {});
@@ -306,6 +315,12 @@ async function startAuth(s: Serving): Promise<string> {
   // DPoP proofs' jti, shared with every process through Redis when configured (auth/dpop.ts).
   const dpopRedis = config.redisUrl === undefined ? undefined : new RedisConnection(config.redisUrl, 'dpop', 'DPoP proofs are checked for replay by each process alone until it returns');
   if (dpopRedis !== undefined) s.cluster.redis.push(dpopRedis);
+  // The gallery pages kept for anonymous visitors, emptied with the cover art caches (none without a cover art listener to follow the catalogue).
+  const visitors = new VisitorPages(runtime.coverArt.clock);
+  if (s.cluster.watch !== undefined) {
+    s.cluster.watch.follow(visitors);
+    visitors.follow();
+  }
   const app = buildAuthApp({
     tls,
     logger: s.logger,
@@ -316,8 +331,20 @@ async function startAuth(s: Serving): Promise<string> {
     observer: new RequestObserver('auth', s.requestIds, s.metrics?.http),
     accessLog: s.accessLog,
     connections: config.connections,
+    frontDoor: (req, res, requestId) => visitors.answer(req, res, requestId),
     extend: (app, pages) =>
-      void app.register(websiteRoutes, { pages, coverArt: runtime.coverArt, api: websiteApi(s), uploadDir: path.join(config.dataDir, 'uploads'), afterChange: () => publishWebsiteChange(s) }),
+      void app.register(websiteRoutes, {
+        pages,
+        coverArt: runtime.coverArt,
+        api: websiteApi(s),
+        uploadDir: path.join(config.dataDir, 'uploads'),
+        visitors,
+        afterChange: () => {
+          // This process's own pages at once; every process's (this one's too) through the catalogue mark.
+          visitors.clear();
+          return publishWebsiteChange(s);
+        },
+      }),
   });
   s.apps.push(app);
   dpopRedis?.start(app.log);

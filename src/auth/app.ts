@@ -11,6 +11,7 @@ import { buildListener, type RequestHandler } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
 import type { AuthDeps } from './deps.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
+import { SECURITY_HEADERS } from './http-util.js';
 import { jwksRoutes } from './routes/jwks.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
 import { pageRoutes, renderLoginInterstitial, sendPage, type PageContext } from './routes/pages.js';
@@ -41,6 +42,12 @@ export interface AuthAppOptions {
    * authorization pages with the same page context: they share the sign-in, CSRF and headers.
    */
   extend?: (app: FastifyInstance, ctx: PageContext) => void;
+  /**
+   * Answers a GET that came over HTTPS before routing (the website's cached visitor pages),
+   * with the request's id; returns the route label of what it answered, or undefined to let
+   * the router answer. Its answers carry SECURITY_HEADERS like every other.
+   */
+  frontDoor?: (req: http.IncomingMessage, res: http.ServerResponse, requestId: string) => string | undefined;
 }
 
 const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect|device_authorization)|\.well-known\/)/;
@@ -53,9 +60,8 @@ const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect|device_aut
 export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   // The route template of each request that reached routing (a bounded set, never the URL).
   const routeOf = new WeakMap<http.IncomingMessage, string>();
-  const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number, client: string | undefined): void => {
+  const requestDone = (req: http.IncomingMessage, res: http.ServerResponse, start: number, client: string | undefined, status = answeredStatus(res)): void => {
     const route = routeOf.get(req) ?? 'other';
-    const status = answeredStatus(res);
     const ms = opts.observer.finished(route, req.method, status, start);
     if (opts.accessLog === true) {
       // The path only: query strings here carry authorization codes and states.
@@ -73,20 +79,26 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       else handler(req, res);
     };
   };
-  // Every request gets its id, and is counted once answered, whoever answered (a probe, a route,
-  // or Fastify itself for a malformed request).
+  // Every request gets its id, and is counted once answered, whoever answered (the front door,
+  // a probe, a route, or Fastify itself for a malformed request).
   const observed = (handler: RequestHandler): RequestHandler => {
-    const { observer } = opts;
+    const { observer, frontDoor } = opts;
     return (req, res) => {
       const start = observer.begin(req);
       // Taken now, while the connection is surely open.
       const client = opts.accessLog === true ? opts.clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for']) : undefined;
-      observer.echo(req, res);
-      handler(req, res);
+      const route = frontDoor !== undefined && req.method === 'GET' && isSecure(req, opts) ? frontDoor(req, res, observer.id(req)) : undefined;
+      if (route !== undefined) {
+        routeOf.set(req, route);
+        // Answered and all of it handed to the system: counted now (no listener on the hot path).
+        if (res.writableEnded && res.writableLength === 0) return requestDone(req, res, start, client, res.statusCode);
+      } else {
+        observer.echo(req, res);
+        handler(req, res);
+      }
       res.once('close', () => requestDone(req, res, start, client));
     };
   };
-
   const app = buildListener({
     name: 'auth',
     logger: opts.logger,
@@ -153,21 +165,13 @@ function readForms(app: FastifyInstance): void {
  * headers and the HTTPS-only refusal, and the NUL check.
  */
 function guardRequests(app: FastifyInstance, opts: AuthAppOptions, routeOf: WeakMap<http.IncomingMessage, string>): void {
-  const isSecure = (req: FastifyRequest): boolean => {
-    const encrypted = (req.raw.socket as TLSSocket).encrypted === true;
-    const peer = req.raw.socket.remoteAddress ?? '';
-    if (!opts.trustsProxy(peer)) return encrypted;
-    const proto = forwardedProto(req.headers['x-forwarded-proto']);
-    return proto === undefined ? encrypted : proto === 'https';
-  };
-
   app.addHook('onRequest', async function routeLabel(req) {
     routeOf.set(req.raw, req.routeOptions.url ?? 'other');
   });
 
   app.addHook('onRequest', async function httpsOnly(req, reply) {
-    reply.headers({ 'strict-transport-security': 'max-age=31536000', 'x-content-type-options': 'nosniff', 'referrer-policy': 'strict-origin-when-cross-origin' });
-    if (isSecure(req)) return;
+    reply.headers(SECURITY_HEADERS);
+    if (isSecure(req.raw, opts)) return;
     const err = new OAuthError('invalid_request', HTTPS_ONLY);
     return answerError(req, reply, 400, err);
   });
@@ -179,6 +183,15 @@ function guardRequests(app: FastifyInstance, opts: AuthAppOptions, routeOf: Weak
     const err = new OAuthError('invalid_request', 'The request holds a NUL character');
     return answerError(req, reply, 400, err);
   });
+}
+
+/** Whether the request came over TLS (to this listener, or to a trusted proxy that says so). */
+function isSecure(req: http.IncomingMessage, opts: Pick<AuthAppOptions, 'trustsProxy'>): boolean {
+  const encrypted = (req.socket as TLSSocket).encrypted === true;
+  const peer = req.socket.remoteAddress ?? '';
+  if (!opts.trustsProxy(peer)) return encrypted;
+  const proto = forwardedProto(req.headers['x-forwarded-proto']);
+  return proto === undefined ? encrypted : proto === 'https';
 }
 
 /** An error as the endpoint's clients read it: OAuth JSON from the JSON endpoints, else a page. */

@@ -30,6 +30,13 @@ export function cookies(req: FastifyRequest): Map<string, string> {
   return out;
 }
 
+/** The headers every answer of the authorization listener carries (pages, JSON, errors). */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'strict-transport-security': 'max-age=31536000',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'strict-origin-when-cross-origin',
+};
+
 export const SESSION_COOKIE = '__Host-sleeve-session';
 export const CSRF_COOKIE = '__Host-sleeve-csrf';
 /** A browser that signed in to an account before (docs/decisions.md, "Sign-in throttling"). */

@@ -4,7 +4,7 @@
  * looks and behaves alike. Types and functions only: importing this loads no listener.
  */
 export { findAccountByName } from './accounts.js';
-export { csrfToken, csrfValid, cookies, formParams, queryParams, setCookie } from './http-util.js';
+export { csrfToken, csrfValid, cookies, formParams, queryParams, SECURITY_HEADERS, SESSION_COOKIE, setCookie } from './http-util.js';
 export { currentViewer, requireViewer, sendPage, pageErrors, formAction, EXPIRED, type PageContext, type SignedIn } from './routes/pages/shared.js';
 export { html, SafeHtml } from './views/html.js';
 export { page, type PageOptions } from './views/layout.js';

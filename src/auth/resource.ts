@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { dpopChallenge } from './dpop.js';
+import { OAuthError } from './errors.js';
 import { findAccessToken } from './grants.js';
 import { dpopPresented, tokenUseRefusal } from './routes/oauth/dpop.js';
 import type { PageContext } from './routes/pages/shared.js';
@@ -15,10 +16,10 @@ export interface TokenHolder {
   grantId: number;
 }
 
-/** A refusal as RFC 6750 §3 words it: the status, the error code, a text, and the WWW-Authenticate challenge. */
+/** A refusal as RFC 6750 §3 and RFC 9449 §7.1 word it: the status, the error code, a text, and the WWW-Authenticate challenge. */
 export interface TokenRefusal {
   status: 400 | 401 | 403;
-  error: 'invalid_token' | 'insufficient_scope' | 'invalid_dpop_proof';
+  error: 'invalid_token' | 'insufficient_scope' | 'invalid_dpop_proof' | 'invalid_request';
   description: string;
   challenge: string;
 }
@@ -57,7 +58,10 @@ export async function checkAccessToken(ctx: PageContext, req: FastifyRequest, sc
     return { status: 401, error: misuse.error === 'invalid_dpop_proof' ? 'invalid_dpop_proof' : 'invalid_token', description: misuse.message, challenge: dpopChallenge(misuse) };
   }
   const bit = SCOPES.find((s) => s.name === scope)?.bit ?? 0;
-  if ((active.scope & bit) === 0) return refusal(403, 'insufficient_scope', `The access token lacks the ${scope} scope`, scope);
+  if ((active.scope & bit) === 0) {
+    const lacks = refusal(403, 'insufficient_scope', `The access token lacks the ${scope} scope`, scope);
+    return dpopToken === undefined ? lacks : { ...lacks, challenge: `${dpopChallenge(new OAuthError('insufficient_scope', lacks.description, 403))}, scope="${scope}"` };
+  }
   return { account: { id: active.account.id, name: active.account.name }, clientId: active.clientId, grantId: active.grantId };
 }
 

@@ -1,5 +1,6 @@
 import type { PageContext } from '../auth/pages.js';
 import type { ApiDeps, CoverArtDeps } from '../cover-art/index.js';
+import type { VisitorPages } from './visitor-pages.js';
 
 /**
  * What the website needs: the authorization module's page context (its deps, the viewer, the
@@ -18,4 +19,6 @@ export interface WebsiteDeps {
    * processes, and waits until they show it, as a CLI command does (read-your-writes). Never throws.
    */
   afterChange?: () => Promise<void>;
+  /** The gallery pages kept for anonymous visitors, answered before routing (visitor-pages.ts); none when absent. */
+  visitors?: VisitorPages;
 }

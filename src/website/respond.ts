@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { html, page, type SafeHtml } from '../auth/pages.js';
+import { html, page, SECURITY_HEADERS, type SafeHtml } from '../auth/pages.js';
 import { isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 
@@ -32,13 +32,21 @@ export function originsOf(urls: string[]): string[] {
   return [...out].filter((o) => o !== 'null');
 }
 
+const HTML = 'text/html; charset=utf-8';
+
+/** The headers every website page carries (besides the listener's own), with its CSP. */
+export function pageHeaders(csp: string): Record<string, string> {
+  return { 'content-security-policy': csp, 'x-frame-options': 'DENY', 'cache-control': 'no-store' };
+}
+
+/** All the headers of a page answered before routing: the listener's, the page's, its type (as Fastify would send them). */
+export function frontDoorHeaders(csp: string): Record<string, string> {
+  return { ...SECURITY_HEADERS, ...pageHeaders(csp), 'content-type': HTML };
+}
+
 /** Sends a website page with the headers every page carries and the image origins allowed. */
 export function sendWebsitePage(reply: FastifyReply, csp: string, status: number, body: string | Buffer): FastifyReply {
-  return reply
-    .code(status)
-    .headers({ 'content-security-policy': csp, 'x-frame-options': 'DENY', 'cache-control': 'no-store' })
-    .type('text/html; charset=utf-8')
-    .send(body);
+  return reply.code(status).headers(pageHeaders(csp)).type(HTML).send(body);
 }
 
 /** A whole page in the site's layout, for this viewer. */

@@ -5,6 +5,7 @@ import { isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { addImage, releaseListing, undoAdd } from './changes.js';
 import type { WebsiteDeps } from './deps.js';
+import { auditCuration } from './audit.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, type StreamedForm } from './upload-body.js';
 import { makeUploads } from './uploads.js';
 
@@ -170,6 +171,7 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
           throw err;
         }
         const added = entries.map((e) => e.id);
+        for (const id of added) auditCuration(req, 'cover_art.added', { user: editor.name, account: editor.id, address: deps.pages.clientAddress(req), via: 'page', release: mbid, image: id });
         const notice = added.length === 1 ? `Added image ${added[0]}.` : `Added ${added.length} images: ${added.join(', ')}.`;
         return () => redirectWithFlash(reply, { a: editor.id, n: notice }, `/release/${mbid}/cover-art`);
       } finally {

@@ -31,6 +31,8 @@ export async function release(site: Site, opts: { group?: string; title?: string
   const mbid = randomUUID();
   const group = opts.group ?? randomUUID();
   await addRelease(site.server.runtime.coverArt, { mbid, releaseGroup: group, title: opts.title ?? `Album ${mbid.slice(0, 4)}`, date: opts.date });
+  // As a command's change reaches the serving processes before it returns.
+  await site.server.refreshCaches();
   return { mbid, group };
 }
 
@@ -39,5 +41,6 @@ export async function art(site: Site, mbid: string, opts: { types?: string[]; co
   const [w, h] = [opts.width ?? 320, opts.height ?? 300];
   const bytes = opts.png === true ? await makePng(w, h) : await makeJpeg(w, h);
   const entry = await addArt(site.server.runtime.coverArt, { release: mbid, bytes, types: opts.types, comment: opts.comment, edit: opts.edit, approved: opts.approved ?? true });
+  await site.server.refreshCaches();
   return entry.id;
 }

@@ -6,6 +6,7 @@ import { addImage, chooseGroupCover, editImage, listingTag, releaseListing, remo
 import type { WebsiteDeps } from '../deps.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart } from '../upload-body.js';
 import { makeUploads } from '../uploads.js';
+import { auditCuration, type CurationEvent } from '../audit.js';
 
 /*
  * The write API for tools (README, "The cover art API for tools"): under /api/cover-art/ on
@@ -120,6 +121,15 @@ interface ImageParams extends ReleaseParams {
   id: string;
 }
 
+/** The write API's changes by method and route (under API_PREFIX), as audit events. */
+const CHANGE_EVENTS: Record<string, CurationEvent> = {
+  [`POST ${API_PREFIX}/release/:mbid/images`]: 'cover_art.added',
+  [`PATCH ${API_PREFIX}/release/:mbid/images/:id`]: 'cover_art.edited',
+  [`DELETE ${API_PREFIX}/release/:mbid/images/:id`]: 'cover_art.removed',
+  [`PUT ${API_PREFIX}/release/:mbid/order`]: 'cover_art.reordered',
+  [`PUT ${API_PREFIX}/release-group/:mbid/cover`]: 'cover_art.group_cover_set',
+};
+
 export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
   const uploads = makeUploads(deps, 1);
   streamMultipart(app);
@@ -135,6 +145,26 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
     if (isRefusal(result)) return sendError(reply, result.status, result.error, result.description, { 'www-authenticate': result.challenge });
     holders.set(req, result);
   });
+
+  // Each change made, as an audit line once answered (who, which application, what).
+  app.addHook('onResponse', async function auditChange(req, reply) {
+    const event = req.method === 'GET' || reply.statusCode >= 300 ? undefined : CHANGE_EVENTS[`${req.method} ${req.routeOptions.url ?? ''}`];
+    const holder = holders.get(req);
+    if (event === undefined || holder === undefined) return;
+    const params = req.params as Partial<ImageParams>;
+    const group = event === 'cover_art.group_cover_set';
+    auditCuration(req, event, {
+      user: holder.account.name,
+      account: holder.account.id,
+      address: deps.pages.clientAddress(req),
+      clientId: holder.clientId,
+      via: 'api',
+      release: group ? undefined : params.mbid,
+      releaseGroup: group ? params.mbid : undefined,
+      image: params.id ?? added.get(req),
+    });
+  });
+  const added = new WeakMap<FastifyRequest, string>();
 
   const entryUrl = (mbid: string, id: string) => `${deps.pages.deps.authUrl}${API_PREFIX}/release/${mbid}/images/${id}`;
   const sendListing = async (reply: FastifyReply, mbid: string, status = 200) => {
@@ -185,6 +215,7 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
     });
     if (done === undefined) throw new ApiRefusal(503, 'temporarily_unavailable', 'Too many uploads at once; try again shortly', { 'retry-after': '2' });
     const entry = done.value;
+    added.set(req, entry.id);
     const listing = await releaseListing(deps, mbid);
     return sendJsonStatus(reply, 201, entry, { location: entryUrl(mbid, entry.id), etag: listingTag(listing) });
   });

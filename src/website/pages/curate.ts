@@ -22,6 +22,7 @@ import { asEditor } from '../changes.js';
 import { isAppError, notFound } from '../../shared/errors.js';
 import { layout, mbidParam, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
+import { auditCuration, type CurationEvent } from '../audit.js';
 import { editForm, removeForm, reorderForm, setCoverForm } from '../views/forms.js';
 
 type Editor = Looker & { accountId: number };
@@ -40,7 +41,7 @@ function fingerprint(image: ImageWithTypes): string {
  * The change options of the signed-in editor (with the approver role read now), and the
  * message to show once done: what was done, or that it waits for an approver.
  */
-async function changeBy(site: Site, editor: Editor, expectRevision?: number): Promise<{ options: ChangeOptions; said(done: string): string }> {
+async function changeBy(site: Site, editor: Editor, expectRevision?: number): Promise<{ options: ChangeOptions; said(done: string): string; edit(): number | undefined }> {
   let edit: Edit | undefined;
   const options: ChangeOptions = {
     editor: await asEditor(site.deps, { id: editor.accountId, name: editor.name }),
@@ -49,7 +50,7 @@ async function changeBy(site: Site, editor: Editor, expectRevision?: number): Pr
       edit = e;
     },
   };
-  return { options, said: (done) => (edit?.status === 'pending' ? `Your change waits for an approver (edit #${edit.id}).` : done) };
+  return { options, said: (done) => (edit?.status === 'pending' ? `Your change waits for an approver (edit #${edit.id}).` : done), edit: () => edit?.id };
 }
 
 const REORDER_TITLE = 'Reorder cover art';
@@ -86,8 +87,13 @@ export function curationPages(app: FastifyInstance, site: Site): void {
   const show = (reply: FastifyReply, status: number, title: string, body: SafeHtml, editor: Editor) =>
     // The reorder page alone has a script (drag and drop).
     site.send(reply, status, layout(title, body, editor), { script: title === REORDER_TITLE });
-  const done = (req: FastifyRequest, reply: FastifyReply, editor: Editor, event: string, notice: string, location: string, facts: Record<string, unknown>) => {
-    req.log.info({ event, account: editor.accountId, ...facts }, 'cover art changed on a page');
+  /**
+   * After a change: its audit line, then every serving process told (read-your-writes, as the
+   * API and the CLI do; the gallery's front door of this one at once), then Post/Redirect/Get.
+   */
+  const done = async (req: FastifyRequest, reply: FastifyReply, editor: Editor, event: CurationEvent, notice: string, location: string, facts: { release: string; releaseGroup?: string; image?: number; edit?: number | undefined }) => {
+    auditCuration(req, event, { user: editor.name, account: editor.accountId, address: site.deps.pages.clientAddress(req), via: 'page', ...facts });
+    await site.deps.afterChange?.();
     return redirectWithFlash(reply, { a: editor.accountId, n: notice }, location);
   };
 
@@ -125,7 +131,7 @@ export function curationPages(app: FastifyInstance, site: Site): void {
         if (changedMeanwhile(err)) return stale((await imageOf(release, req)).image);
         throw err;
       }
-      return done(req, reply, editor, 'cover_art.edited', by.said(`Saved the types and comment of image ${position}.`), `/release/${release.gid}/cover-art#image-${image.id}`, { release: release.gid, image: image.id });
+      return done(req, reply, editor, 'cover_art.edited', by.said(`Saved the types and comment of image ${position}.`), `/release/${release.gid}/cover-art#image-${image.id}`, { release: release.gid, image: image.id, edit: by.edit() });
     }, again);
   });
 
@@ -148,7 +154,7 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     return formAction(async () => {
       const by = await changeBy(site, editor);
       await removeArt(coverArt, release.gid, String(image.id), by.options);
-      return done(req, reply, editor, 'cover_art.removed', by.said(`Removed image ${position}.`), `/release/${release.gid}/cover-art`, { release: release.gid, image: image.id });
+      return done(req, reply, editor, 'cover_art.removed', by.said(`Removed image ${position}.`), `/release/${release.gid}/cover-art`, { release: release.gid, image: image.id, edit: by.edit() });
     }, again);
   });
 
@@ -201,7 +207,7 @@ export function curationPages(app: FastifyInstance, site: Site): void {
         const now = await listImages(db, release.id);
         return again(409, STALE_ORDER, now, now.map((i) => String(i.id)).join(','));
       }
-      return done(req, reply, editor, 'cover_art.reordered', by.said('Saved the new order.'), `/release/${release.gid}/cover-art`, { release: release.gid });
+      return done(req, reply, editor, 'cover_art.reordered', by.said('Saved the new order.'), `/release/${release.gid}/cover-art`, { release: release.gid, edit: by.edit() });
     }, (status, error) => again(status, error, images));
   });
 
@@ -244,8 +250,9 @@ export function curationPages(app: FastifyInstance, site: Site): void {
       const by = await changeBy(site, g.editor);
       await setGroupCover(coverArt, g.group.gid, release.gid, by.options);
       return done(req, reply, g.editor, 'cover_art.group_cover_set', by.said(`The group's cover now comes from ${release.name || release.gid}.`), `/release-group/${g.group.gid}/cover-art`, {
-        release_group: g.group.gid,
+        releaseGroup: g.group.gid,
         release: release.gid,
+        edit: by.edit(),
       });
     }, again);
   });

@@ -4,6 +4,7 @@ import { approveEdit, findEdit, findRelease, listEdits, listImages, rejectEdit, 
 import { isAppError, notFound } from '../../shared/errors.js';
 import { layout, mbidParam, problemPage, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
+import { auditCuration } from '../audit.js';
 import { editPage, historyPage } from '../views/edits.js';
 import { releaseLabel } from '../views/gallery.js';
 import { notice } from './gallery.js';
@@ -56,7 +57,7 @@ export function editPages(app: FastifyInstance, site: Site): void {
       if (edit.status !== 'pending') return show(reply, 409, edit, viewer, { error: `Edit #${edit.id} is no longer pending: it was ${edit.status}.` });
       const may = await mayOf(edit, viewer);
       if (verb === 'approve' ? !may.approve : !may.reject && !may.withdraw) {
-        req.log.warn({ event: 'cover_art.edit_refused', account: viewer.accountId, edit: edit.id, verb }, 'closing an edit refused');
+        auditCuration(req, 'cover_art.edit_refused', { user: viewer.name, account: viewer.accountId, address: site.deps.pages.clientAddress(req), via: 'page', release: edit.release ?? undefined, edit: edit.id, reason: `${verb}_not_allowed` });
         const why = edit.editor?.id === viewer.accountId ? 'Nobody approves their own edit: another approver decides it.' : `Only approvers ${verb} the edits of others.`;
         return show(reply, edit.editor?.id === viewer.accountId ? 400 : 403, edit, viewer, { error: why, note });
       }
@@ -70,7 +71,15 @@ export function editPages(app: FastifyInstance, site: Site): void {
         return show(reply, STATUS_OF[err.code] ?? 400, (await findEdit(db, edit.id)) ?? edit, viewer, { error: capitalised(err.message), note });
       }
       await site.deps.afterChange?.();
-      req.log.info({ event: `cover_art.edit_${closed.status}`, account: viewer.accountId, edit: edit.id, release: edit.release }, 'a pending cover art edit closed');
+      auditCuration(req, closed.status === 'approved' ? 'cover_art.edit_approved' : 'cover_art.edit_rejected', {
+        user: viewer.name,
+        account: viewer.accountId,
+        address: site.deps.pages.clientAddress(req),
+        via: 'page',
+        release: edit.release ?? undefined,
+        edit: edit.id,
+        reason: may.withdraw && !may.reject ? 'withdrawn' : verb === 'approve' ? 'approved' : 'rejected',
+      });
       const done = closed.status === 'approved' ? 'Approved' : may.withdraw && !may.reject ? 'Withdrew' : 'Rejected';
       return redirectWithFlash(reply, { a: viewer.accountId, n: `${done} edit #${edit.id}.` }, `/edit/${edit.id}`);
     });

@@ -27,12 +27,19 @@ export async function notice(site: Site, req: FastifyRequest, reply: FastifyRepl
   return flash.notice === undefined ? '' : html`<p class="notice" role="status">${flash.notice}</p>`;
 }
 
-/** A cached body in the layout, for this viewer, with the viewer's flash notice. */
-async function sendCached(site: Site, req: FastifyRequest, reply: FastifyReply, viewer: SignedInLooker | undefined, cached: CachedPage): Promise<FastifyReply> {
+/**
+ * A cached body in the layout, for this viewer, with the viewer's flash notice. A visitor's
+ * page is also kept to be answered before routing (`generation`: taken before the reads it
+ * was made from).
+ */
+async function sendCached(site: Site, req: FastifyRequest, reply: FastifyReply, viewer: SignedInLooker | undefined, cached: CachedPage, generation: number): Promise<FastifyReply> {
   const make = (flash: SafeHtml | string) => layout(`Cover art: ${cached.title}`, html`${flash}${new SafeHtml(cached.body)}`, viewer);
   if (viewer === undefined) {
     // A visitor's page is the same for every visitor: sent as made the first time.
     cached.visitorPage ??= Buffer.from(make(''));
+    site.keepForVisitors(req, req.routeOptions.url ?? 'other', cached.visitorPage, generation);
+    // As the front door answers it (which sends it gzipped to whoever asks).
+    reply.header('vary', 'accept-encoding');
     return site.send(reply, 200, cached.visitorPage);
   }
   return site.send(reply, 200, make(await notice(site, req, reply, viewer)));
@@ -52,6 +59,7 @@ export function galleryPages(app: FastifyInstance, site: Site): void {
   const { db } = site.deps.coverArt;
 
   app.get('/release/:mbid/cover-art', async function releaseGalleryPage(req, reply) {
+    const generation = site.visitorGeneration();
     const viewer = await site.viewer(req, reply);
     const mbid = mbidParam(req, reply, site.csp, viewer);
     if (mbid === undefined) return reply;
@@ -68,10 +76,11 @@ export function galleryPages(app: FastifyInstance, site: Site): void {
       const gallery = releaseGallery(site.urls, details, await galleryImages(site, release.id, release.gid), editor);
       return { title: releaseLabel(details), body: html`${pendingNote(release.gid, count)}${gallery}`.value };
     });
-    return sendCached(site, req, reply, viewer, cached);
+    return sendCached(site, req, reply, viewer, cached, generation);
   });
 
   app.get('/release-group/:mbid/cover-art', async function groupGalleryPage(req, reply) {
+    const generation = site.visitorGeneration();
     const viewer = await site.viewer(req, reply);
     const mbid = mbidParam(req, reply, site.csp, viewer);
     if (mbid === undefined) return reply;
@@ -85,6 +94,6 @@ export function galleryPages(app: FastifyInstance, site: Site): void {
       const view = { gid: group.gid, name, releases, chosen: chosen === undefined || choice === undefined ? undefined : { release: chosen, reason: choice.reason } };
       return { title: name === '' ? `Release group ${group.gid}` : name, body: groupGallery(site.urls, view, editor).value };
     });
-    return sendCached(site, req, reply, viewer, cached);
+    return sendCached(site, req, reply, viewer, cached, generation);
   });
 }

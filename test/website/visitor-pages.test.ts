@@ -1,0 +1,205 @@
+/*
+ * The gallery's front door: visitor pages answered before routing on the HTTPS listener, with
+ * the headers the router's answer carries, gzip when asked, never for a signed-in viewer, and
+ * emptied by every change (a change on the website at once, one made elsewhere with the
+ * catalogue watch); plus the cache's own rules (bounds, age, generation, Accept-Encoding).
+ */
+import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import https from 'node:https';
+import { after, before, describe, it } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import { addArt } from '../../src/cover-art/index.js';
+import { acceptsGzip, VisitorPages } from '../../src/website/visitor-pages.js';
+import { addUser, type Browser } from '../helpers/auth.js';
+import { DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { makeJpeg } from '../helpers/images.js';
+import { signIn } from '../auth/support.js';
+import { art, release, startSite, type Site } from './page-support.js';
+
+interface Got {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+function get(url: string, headers: Record<string, string> = {}): Promise<Got> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, { headers, rejectUnauthorized: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      })
+      .on('error', reject);
+  });
+}
+
+/** The headers that differ per answer (or per connection) left out. */
+function stable(h: Got['headers']): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(h)) if (!['date', 'x-request-id', 'connection', 'keep-alive'].includes(k)) out[k] = v;
+  return out;
+}
+
+describe('Accept-Encoding and the visitor page cache', () => {
+  it('accepts gzip when named or by *, unless its q is 0', () => {
+    assert.equal(acceptsGzip(undefined), false);
+    assert.equal(acceptsGzip(''), false);
+    assert.equal(acceptsGzip('gzip, deflate, br'), true);
+    assert.equal(acceptsGzip('br;q=1.0, GZIP;q=0.5'), true);
+    assert.equal(acceptsGzip('gzip;q=0'), false);
+    assert.equal(acceptsGzip('gzip;q=0, *'), false);
+    assert.equal(acceptsGzip('*'), true);
+    assert.equal(acceptsGzip('*;q=0'), false);
+    assert.equal(acceptsGzip('br, identity'), false);
+  });
+
+  const page = Buffer.from('<!doctype html><p>a page · with non-ASCII</p>');
+  const headers = { 'content-type': 'text/html; charset=utf-8' };
+  /** Answers a request for `url` from `pages`; the route, status, headers and body written. */
+  const ask = (pages: VisitorPages, url: string, reqHeaders: Record<string, string> = {}) => {
+    let head: { status: number; list: string[] } | undefined;
+    let body: string | Buffer | undefined;
+    const res = {
+      writeHead: (status: number, list: string[]) => {
+        head = { status, list: [...list] };
+      },
+      end: (b: string | Buffer) => {
+        body = b;
+      },
+    } as unknown as ServerResponse;
+    const route = pages.answer({ url, headers: reqHeaders } as IncomingMessage, res, 'rid-1');
+    return { route, head, body };
+  };
+
+  it('keeps nothing until it follows the catalogue, nor a page made before a change, nor a target with a query', () => {
+    let now = 1000;
+    const pages = new VisitorPages({ now: () => now });
+    pages.keep('/p', '/r', headers, page, pages.generation);
+    assert.equal(pages.size, 0, 'not following: nothing kept');
+    pages.follow();
+    const before = pages.generation;
+    pages.clear();
+    pages.keep('/p', '/r', headers, page, before);
+    assert.equal(pages.size, 0, 'made before the change');
+    pages.keep('/p?x=1', '/r', headers, page, pages.generation);
+    assert.equal(pages.size, 0, 'query string');
+    pages.keep('/p', '/r', headers, page, pages.generation);
+    assert.equal(pages.size, 1);
+    const plain = ask(pages, '/p');
+    assert.equal(plain.route, '/r');
+    assert.equal(plain.head?.status, 200);
+    assert.equal(String(plain.body), page.toString('utf8'));
+    const list = plain.head?.list ?? [];
+    const named = (n: string) => list[list.indexOf(n) + 1];
+    assert.equal(named('content-length'), String(page.length), 'bytes, not characters');
+    assert.equal(named('vary'), 'accept-encoding');
+    assert.equal(named('x-request-id'), 'rid-1');
+    assert.equal(list.indexOf('content-encoding'), -1);
+    const zipped = ask(pages, '/p', { 'accept-encoding': 'gzip' });
+    assert.equal(zipped.head?.list[zipped.head.list.indexOf('content-encoding') + 1], 'gzip');
+    assert.deepEqual(gunzipSync(zipped.body as Buffer), page);
+    assert.equal(ask(pages, '/p', { cookie: 'a=b; __Host-sleeve-session=xyz' }).route, undefined, 'a session: the router decides');
+    assert.equal(ask(pages, '/p', { 'content-length': '3' }).route, undefined, 'a body: the router decides');
+    assert.equal(ask(pages, '/p', { cookie: '__Host-sleeve-csrf=abc' }).route, '/r', 'other cookies do not matter');
+    assert.equal(ask(pages, '/other').route, undefined);
+    now += 999;
+    assert.equal(ask(pages, '/p').route, '/r');
+    now += 1;
+    assert.equal(ask(pages, '/p').route, undefined, 'too old');
+    assert.equal(pages.size, 0, 'and dropped');
+  });
+
+  it('is bounded in entries and bytes, the oldest going first', () => {
+    const pages = new VisitorPages({ now: () => 0 }, { maxEntries: 2, maxBytes: 1_000_000, maxAgeMs: 1000 });
+    pages.follow();
+    for (const p of ['/a', '/b', '/c']) pages.keep(p, '/r', headers, page, pages.generation);
+    assert.equal(pages.size, 2);
+    assert.equal(ask(pages, '/a').route, undefined, 'the oldest went');
+    assert.equal(ask(pages, '/c').route, '/r');
+    const small = new VisitorPages({ now: () => 0 }, { maxEntries: 100, maxBytes: 3000, maxAgeMs: 1000 });
+    small.follow();
+    small.keep('/big', '/r', headers, Buffer.alloc(4000, 'x'), small.generation);
+    assert.equal(small.size, 0, 'larger than the whole cache');
+  });
+});
+
+describe(`the gallery's front door (${DIALECT})`, () => {
+  let t: TestEnv;
+  let site: Site;
+  let alice: Browser;
+
+  before(async () => {
+    t = await makeTestEnv();
+    site = await startSite(t);
+    await addUser(t, 'alice');
+    alice = await signIn(site.base, 'alice');
+  });
+
+  after(async () => {
+    await site?.server.close();
+    await t?.cleanup();
+  });
+
+  it('answers a visitor the same page with the same headers as the router, gzipped when asked', async () => {
+    const { mbid, group } = await release(site, { title: 'Front door' });
+    await art(site, mbid, { types: ['Front'], comment: 'first' });
+    const url = `${site.base}/release/${mbid}/cover-art`;
+    const routed = await get(url);
+    assert.equal(routed.status, 200);
+    const door = await get(url);
+    assert.equal(door.status, 200);
+    assert.deepEqual(door.body, routed.body);
+    assert.deepEqual(stable(door.headers), stable(routed.headers));
+    assert.equal(door.headers['strict-transport-security'], 'max-age=31536000');
+    assert.match(String(door.headers['content-security-policy']), /^default-src 'none'/);
+    assert.equal(door.headers['x-frame-options'], 'DENY');
+    assert.equal(door.headers['cache-control'], 'no-store');
+    assert.match(String(door.headers['x-request-id']), /\S/);
+    const zipped = await get(url, { 'accept-encoding': 'gzip, br' });
+    assert.equal(zipped.headers['content-encoding'], 'gzip');
+    assert.equal(zipped.headers.vary, 'accept-encoding');
+    assert.ok(zipped.body.length < routed.body.length / 2, `gzip: ${zipped.body.length} of ${routed.body.length} bytes`);
+    assert.deepEqual(gunzipSync(zipped.body), routed.body);
+    const groupUrl = `${site.base}/release-group/${group}/cover-art`;
+    assert.deepEqual((await get(groupUrl)).body, (await get(groupUrl)).body);
+    // HEAD and other spellings still go through the router.
+    assert.equal((await get(`${url}?x=1`)).status, 200);
+  });
+
+  it('never answers a signed-in editor from it, and shows a change made on the website to the next visitor', async () => {
+    const { mbid } = await release(site);
+    const first = await art(site, mbid, { types: ['Front'], comment: 'before' });
+    const url = `${site.base}/release/${mbid}/cover-art`;
+    await get(url);
+    assert.ok((await get(url)).body.includes('before'));
+    const mine = await alice.fetch(url);
+    assert.ok(mine.body.includes('alice'), 'the editor gets their own page');
+    assert.ok(mine.body.includes(`/release/${mbid}/edit-cover-art/${first}`));
+    const form = await alice.fetch(`${site.base}/release/${mbid}/edit-cover-art/${first}`);
+    const value = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(form.body)?.[1] ?? '';
+    const fields: [string, string][] = [['csrf_token', value('csrf_token')], ['state', value('state')], ['type', 'Front'], ['comment', 'after']];
+    const saved = await alice.fetch(`${site.base}/release/${mbid}/edit-cover-art/${first}`, { form: fields });
+    assert.equal(saved.status, 303, saved.body.slice(0, 300));
+    const next = await get(url);
+    const routed = await get(`${url}?routed`);
+    assert.ok(routed.body.includes('<dd>after</dd>'), 'the router shows the change');
+    assert.ok(next.body.includes('<dd>after</dd>'), 'at once, without waiting for a poll');
+    assert.ok(!next.body.includes('alice'));
+  });
+
+  it('follows a change made elsewhere through the catalogue watch', async () => {
+    const { mbid } = await release(site);
+    await art(site, mbid, { types: ['Front'] });
+    const url = `${site.base}/release/${mbid}/cover-art`;
+    await get(url);
+    assert.equal((await get(url)).body.toString().split('<li class="art"').length - 1, 1);
+    await addArt(site.server.runtime.coverArt, { release: mbid, bytes: await makeJpeg(200, 200), types: ['Back'], comment: 'added elsewhere', approved: true });
+    const { value } = await pollUntil(
+      async () => (await get(url)).body.toString(),
+      (body) => body.includes('added elsewhere'),
+    );
+    assert.ok(value.includes('added elsewhere'));
+  });
+});
