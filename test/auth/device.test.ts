@@ -278,6 +278,19 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assert.match(malformed.body, /A code has 8 letters/);
   });
 
+  it('a post without a valid CSRF token is refused before the code is looked up: it spends no throttled attempt', async () => {
+    const c = await codes();
+    const from = '198.51.100.9';
+    const wrong = 'BBBB-CCCC';
+    for (let i = 0; i < 12; i++) {
+      const res = await alice.fetch(`${s.base}/oauth2/device?${new URLSearchParams({ user_code: wrong })}`, { form: { csrf_token: 'forged', decision: 'allow' }, headers: { 'x-forwarded-for': from } });
+      assert.equal(res.status, 400, `forged post ${i}`);
+      assert.match(res.body, /The form you submitted has expired/);
+    }
+    assert.equal((await page(alice, c.user_code, from)).status, 200, 'the address is not throttled');
+    assert.equal(s.logs().split('\n').filter((l) => l.includes('"audit":"device.code_failed"') && l.includes(from)).length, 0);
+  });
+
   it('throttles wrong user codes per client address, then for everyone; each refusal is an audit line', async () => {
     // Windows that earlier tests opened have ended.
     clock.advance(15 * 60 * 1000);
