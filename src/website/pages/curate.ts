@@ -18,7 +18,7 @@ import {
   type ImageWithTypes,
   type ReleaseRef,
 } from '../../cover-art/index.js';
-import { asEditor } from '../changes.js';
+import { asEditor, COMMENT_MAX_LENGTH } from '../changes.js';
 import { isAppError, notFound } from '../../shared/errors.js';
 import { layout, mbidParam, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
@@ -116,7 +116,7 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     const stale = (now: ImageWithTypes) => again(409, STALE_IMAGE, { types: now.types, comment: now.comment }, now);
     if (!csrfValid(req)) return again(400, EXPIRED);
     if (form.get('state') !== fingerprint(image)) return stale(image);
-    if (posted.comment.length > 255) return again(400, 'The comment is longer than 255 characters.');
+    if (posted.comment.length > COMMENT_MAX_LENGTH) return again(400, `The comment is longer than ${COMMENT_MAX_LENGTH} characters.`);
     return formAction(async () => {
       const by = await changeBy(site, editor, revision);
       try {
