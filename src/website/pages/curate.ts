@@ -218,9 +218,13 @@ export function curationPages(app: FastifyInstance, site: Site): void {
       reply.redirect(coverPath(group.gid), req.method === 'GET' ? 301 : 307);
       return undefined;
     }
-    const { releases, chosen } = await groupReleases(db, group.id);
-    const shown = (await chooseGroupRelease(db, group.id))?.gid;
-    return { editor, group, releases, chosen: chosen ?? '', shown };
+    return { editor, group, ...(await groupChoice(group.id)) };
+  };
+  /** The group's releases, its chosen one ('' for none: the form's `previous`) and the one shown as its cover. */
+  const groupChoice = async (groupId: number) => {
+    const { releases, chosen } = await groupReleases(db, groupId);
+    const shown = (await chooseGroupRelease(db, groupId))?.gid;
+    return { releases, chosen: chosen ?? '', shown };
   };
   app.get('/release-group/:mbid/set-cover-art', async function setCoverPage(req, reply) {
     const g = await openGroup(req, reply);
@@ -242,7 +246,15 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     if (release.front === undefined) return again(400, 'That release has no front cover, so it cannot represent the group.');
     return formAction(async () => {
       const by = await changeBy(site, g.editor);
-      await setGroupCover(coverArt, g.group.gid, release.gid, by.options);
+      try {
+        // The choice the form was made from, checked again inside the change: another editor's may have landed since the check above.
+        await setGroupCover(coverArt, g.group.gid, release.gid, by.options, g.chosen === '' ? null : g.chosen);
+      } catch (err) {
+        if (!changedMeanwhile(err)) throw err;
+        const now = await groupChoice(g.group.id);
+        const f = { group: g.group.gid, releases: now.releases, selected: now.shown, previous: now.chosen, csrf: g.editor.csrf, error: STALE_COVER };
+        return show(reply, 409, "Choose the group's cover", setCoverForm(site.urls, f), g.editor);
+      }
       return done(req, reply, g.editor, 'cover_art.group_cover_set', by.said(`The group's cover now comes from ${release.name || release.gid}.`), `/release-group/${g.group.gid}/cover-art`, {
         release_group: g.group.gid,
         release: release.gid,
