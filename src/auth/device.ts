@@ -206,7 +206,23 @@ export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: s
   if (row.decision === null) {
     const tooSoon = row.polled_at !== null && now - row.polled_at < row.interval_s * 1000;
     const interval = tooSoon ? row.interval_s + 5 : row.interval_s;
-    await deps.db.updateTable('oauth_device_code').set({ polled_at: now, interval_s: interval }).where('id', '=', row.id).execute();
+    // Only if no other poll came since the read: of two polls at once, the second is too soon.
+    const polled = await deps.db
+      .updateTable('oauth_device_code')
+      .set({ polled_at: now, interval_s: interval })
+      .where('id', '=', row.id)
+      .where('polled_at', row.polled_at === null ? 'is' : '=', row.polled_at)
+      .where('interval_s', '=', row.interval_s)
+      .executeTakeFirst();
+    if (Number(polled.numUpdatedRows) !== 1) {
+      const slowed = await deps.db
+        .updateTable('oauth_device_code')
+        .set((eb) => ({ polled_at: now, interval_s: eb('interval_s', '+', 5) }))
+        .where('id', '=', row.id)
+        .returning('interval_s')
+        .executeTakeFirst();
+      throw new OAuthError('slow_down', `Polling too fast: wait ${slowed?.interval_s ?? interval + 5} seconds between requests`);
+    }
     if (tooSoon) throw new OAuthError('slow_down', `Polling too fast: wait ${interval} seconds between requests`);
     throw new OAuthError('authorization_pending', 'The user has not yet approved the request');
   }

@@ -192,6 +192,14 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assertOAuthError(await poll(c), 400, 'slow_down', /wait 20 seconds/);
   });
 
+  it('of two polls at once, one is slow_down: the interval grows once', async () => {
+    const c = await codes();
+    const answers = await Promise.all([poll(c), poll(c)]);
+    assert.deepEqual(answers.map((r) => r.json().error).sort(), ['authorization_pending', 'slow_down']);
+    clock.advance(9000);
+    assertOAuthError(await poll(c), 400, 'slow_down', 'Polling too fast: wait 15 seconds between requests');
+  });
+
   it('access_denied after "No thanks", and the page says so', async () => {
     const c = await codes();
     const res = await decide(alice, c.user_code, 'deny');
