@@ -11,7 +11,7 @@ import { findAppByClientId, OOB_URI, type Application } from './applications.js'
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
 import type { AuthDeps } from './deps.js';
 import { OAuthError } from './errors.js';
-import { exchangeCode, issueCode, type TokenResponse } from './grants.js';
+import { exchangeCode, issueCode, revokeGrant, type TokenResponse } from './grants.js';
 import { parseScope } from './scopes.js';
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -188,9 +188,10 @@ const DEVICE_CODE_RE = /^[A-Za-z0-9_-]{43}$/;
  * `grant_type=urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4–3.5). While the user
  * has not decided: authorization_pending, or slow_down when polled sooner than the interval
  * (which then grows by 5 seconds); access_denied once denied; expired_token after the lifetime.
- * An approved code is exchanged once: the exchange mints an authorization code for the
- * approved grant and redeems it at once through the code flow's exchange, so the grant, its
- * tokens and the id_token (for `openid`) come from the one code path.
+ * An approved code is exchanged once, and spent only after its tokens were issued: the exchange
+ * mints an authorization code for the approved grant and redeems it at once through the code
+ * flow's exchange, so the grant, its tokens and the id_token (for `openid`) come from the one
+ * code path.
  */
 export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: string, dpopJkt?: string): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid device code');
@@ -205,12 +206,26 @@ export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: s
   if (row.decision === null) {
     const tooSoon = row.polled_at !== null && now - row.polled_at < row.interval_s * 1000;
     const interval = tooSoon ? row.interval_s + 5 : row.interval_s;
-    await deps.db.updateTable('oauth_device_code').set({ polled_at: now, interval_s: interval }).where('id', '=', row.id).execute();
+    // Only if no other poll came since the read: of two polls at once, the second is too soon.
+    const polled = await deps.db
+      .updateTable('oauth_device_code')
+      .set({ polled_at: now, interval_s: interval })
+      .where('id', '=', row.id)
+      .where('polled_at', row.polled_at === null ? 'is' : '=', row.polled_at)
+      .where('interval_s', '=', row.interval_s)
+      .executeTakeFirst();
+    if (Number(polled.numUpdatedRows) !== 1) {
+      const slowed = await deps.db
+        .updateTable('oauth_device_code')
+        .set((eb) => ({ polled_at: now, interval_s: eb('interval_s', '+', 5) }))
+        .where('id', '=', row.id)
+        .returning('interval_s')
+        .executeTakeFirst();
+      throw new OAuthError('slow_down', `Polling too fast: wait ${slowed?.interval_s ?? interval + 5} seconds between requests`);
+    }
     if (tooSoon) throw new OAuthError('slow_down', `Polling too fast: wait ${interval} seconds between requests`);
     throw new OAuthError('authorization_pending', 'The user has not yet approved the request');
   }
-  const claimed = await deps.db.updateTable('oauth_device_code').set({ used_at: now }).where('id', '=', row.id).where('used_at', 'is', null).executeTakeFirst();
-  if (Number(claimed.numUpdatedRows) !== 1) throw new OAuthError('invalid_grant', 'The device code has already been used');
   const account = row.account_id === null ? undefined : await findAccount(deps, row.account_id);
   if (account === undefined) throw invalid();
   // A redirect URI the exchange accepts for this client; nothing is ever sent to it.
@@ -227,5 +242,15 @@ export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: s
     scopeText: row.scope_text,
     authTime: row.auth_time ?? now,
   });
-  return exchangeCode(deps, app, { code, redirectUri, codeVerifier: undefined, dpopJkt });
+  const tokens = await exchangeCode(deps, app, { code, redirectUri, codeVerifier: undefined, dpopJkt });
+  // The device code is spent only once its tokens exist: a failure before this point (answered
+  // 503 when the database is busy or away) leaves it usable for the next poll. Of polls that
+  // raced to here, one claims it; the others' grants are revoked unseen and they are refused.
+  const claimed = await deps.db.updateTable('oauth_device_code').set({ used_at: now }).where('id', '=', row.id).where('used_at', 'is', null).executeTakeFirst();
+  if (Number(claimed.numUpdatedRows) !== 1) {
+    const minted = await deps.db.selectFrom('oauth_code').select('grant_id').where('code_hash', '=', tokenHash(code)).executeTakeFirst();
+    if (minted?.grant_id != null) await revokeGrant(deps, minted.grant_id);
+    throw new OAuthError('invalid_grant', 'The device code has already been used');
+  }
+  return tokens;
 }

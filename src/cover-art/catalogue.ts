@@ -95,8 +95,12 @@ export async function addRelease(deps: CoverArtDeps, input: AddReleaseInput): Pr
 /**
  * Makes the editor-chosen release of a group (it must belong to the group). Recorded as an
  * edit; under review by an ordinary editor it waits for an approver (cover-art/approval.ts).
+ * With `expectedChosen` (the release chosen when the editor's form was made, null for none),
+ * the change is refused with CONFLICT when the choice is another one by then, checked inside
+ * the transaction holding the group's row, so two editors choosing from the same state cannot
+ * both pass.
  */
-export async function setGroupCover(deps: CoverArtDeps, groupText: string, releaseText: string, options: ChangeOptions = {}): Promise<void> {
+export async function setGroupCover(deps: CoverArtDeps, groupText: string, releaseText: string, options: ChangeOptions = {}, expectedChosen?: string | null): Promise<void> {
   const groupMbid = requireMbid(groupText, 'release group');
   const pending = !appliesAtOnce(deps.approval, options.editor);
   const edit = await deps.db.transaction().execute(async (trx) => {
@@ -104,12 +108,17 @@ export async function setGroupCover(deps: CoverArtDeps, groupText: string, relea
     if (group === undefined) throw notFound(`no release group ${groupMbid}`);
     const release = await requireRelease(trx, releaseText);
     if (release.release_group !== group.id) throw invalidInput(`release ${release.gid} is not in release group ${group.gid}`);
+    // The group's row, held to the end (a write that changes nothing): a concurrent choice waits here, then sees this one.
+    if (expectedChosen !== undefined) await trx.updateTable('release_group').set((eb) => ({ name: eb.ref('name') })).where('id', '=', group.id).execute();
     const chosen = await trx
       .selectFrom('release_group_cover_art as c')
       .innerJoin('release as r', 'r.id', 'c.release')
       .select('r.gid')
       .where('c.release_group', '=', group.id)
       .executeTakeFirst();
+    if (expectedChosen !== undefined && (chosen?.gid ?? null) !== expectedChosen) {
+      throw new AppError('CONFLICT', `the cover of release group ${group.gid} changed meanwhile (it comes from ${chosen?.gid ?? 'no chosen release'} now): choose again`);
+    }
     if (!pending) await applyGroupCover(trx, group.id, release.id);
     return recordEdit(trx, {
       kind: 'set-cover',

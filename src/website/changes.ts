@@ -107,6 +107,9 @@ async function guarded<T>(deps: WebsiteDeps, release: string, ifMatch: string | 
   return result;
 }
 
+/** The longest comment an image takes, in UTF-16 code units as a form's maxlength counts (the website's forms and the API alike). */
+export const COMMENT_MAX_LENGTH = 255;
+
 export interface AddInput {
   release: string;
   bytes: Buffer;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { COMMENT_MAX_LENGTH } from './changes.js';
 import type { WebsiteDeps } from './deps.js';
 
 /*
@@ -21,6 +22,8 @@ const ifMatch = {
   description: 'The ETag of the listing the change is based on; when it no longer matches, the answer is 409 conflict',
   schema: { type: 'string' },
 };
+/** An image's comment: as long as the website's forms take, at most. */
+const COMMENT = { type: 'string', maxLength: COMMENT_MAX_LENGTH };
 const redirect = (description: string) => ({ description, headers: { Location: { schema: { type: 'string', format: 'uri' } } } });
 const formBody = (properties: Record<string, object>, required: string[]) => ({
   required: true,
@@ -107,7 +110,7 @@ function writePaths(): Record<string, object> {
               schema: {
                 type: 'object',
                 required: ['file'],
-                properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' }, types: { type: 'array', items: { type: 'string' } }, comment: { type: 'string' } },
+                properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' }, types: { type: 'array', items: { type: 'string' } }, comment: COMMENT },
               },
             },
           },
@@ -115,7 +118,7 @@ function writePaths(): Record<string, object> {
         responses: {
           '201': { ...json(ref('ListingImage'), 'The new entry'), headers: { Location: { schema: { type: 'string', format: 'uri' } }, ETag: { schema: { type: 'string' } } } },
           ...TOKEN_REFUSALS,
-          '400': apiError('Not an image, truncated, too many pixels, an unknown type, a bad field'),
+          '400': apiError('Not an image, truncated, too many pixels, an unknown type, a comment too long, a bad field'),
           '404': apiError('No such release'),
           '409': apiError('The listing changed (If-Match)'),
           '413': apiError('The file is larger than the limit'),
@@ -143,11 +146,11 @@ function writePaths(): Record<string, object> {
           required: true,
           content: {
             'application/json': {
-              schema: { type: 'object', additionalProperties: false, properties: { types: { type: 'array', items: { type: 'string' } }, comment: { type: 'string' } } },
+              schema: { type: 'object', additionalProperties: false, properties: { types: { type: 'array', items: { type: 'string' } }, comment: COMMENT } },
             },
           },
         },
-        responses: { '200': json(ref('ListingImage'), 'The entry'), ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an unknown type'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
+        responses: { '200': json(ref('ListingImage'), 'The entry'), ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an unknown type, a comment too long'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
       },
       delete: {
         operationId: 'removeImage',

@@ -5,8 +5,11 @@
  * user codes per address and globally, with their audit lines.
  */
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
+import pg from 'pg';
 import { addApp, addUser, Browser, PASSWORD, request, token, type HttpsResponse } from '../helpers/auth.js';
 import { ManualClock } from '../helpers/clock.js';
 import { DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
@@ -156,6 +159,26 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assert.equal(line?.via, 'oauth2/device');
   });
 
+  it('a database failure while the tokens are issued leaves the approved code usable; of simultaneous polls, one gets tokens', async () => {
+    const c = await codes();
+    assert.equal((await decide(alice, c.user_code, 'allow')).status, 303);
+    const failed = await failingCodeInserts(t, () => poll(c));
+    assert.ok(failed.status >= 500, `the failure is the server's: ${failed.status}`);
+    clock.advance(5000);
+    const retried = await poll(c);
+    assert.equal(retried.status, 200, retried.body);
+    assert.equal(await userinfoStatus(s.base, retried.json().access_token), 200);
+    assertOAuthError(await poll(c), 400, 'invalid_grant', 'The device code has already been used');
+
+    const raced = await codes();
+    assert.equal((await decide(alice, raced.user_code, 'allow')).status, 303);
+    const answers = await Promise.all([poll(raced), poll(raced), poll(raced)]);
+    const won = answers.filter((r) => r.status === 200);
+    assert.equal(won.length, 1, answers.map((r) => `${r.status} ${r.body}`).join('\n'));
+    for (const r of answers.filter((a) => a.status !== 200)) assertOAuthError(r, 400, 'invalid_grant');
+    assert.equal(await userinfoStatus(s.base, (won[0] as HttpsResponse).json().access_token), 200);
+  });
+
   it('slow_down when polled sooner than the interval, which then grows by 5 seconds', async () => {
     const c = await codes();
     assertOAuthError(await poll(c), 400, 'authorization_pending');
@@ -167,6 +190,14 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assertOAuthError(await poll(c), 400, 'authorization_pending');
     clock.advance(14000);
     assertOAuthError(await poll(c), 400, 'slow_down', /wait 20 seconds/);
+  });
+
+  it('of two polls at once, one is slow_down: the interval grows once', async () => {
+    const c = await codes();
+    const answers = await Promise.all([poll(c), poll(c)]);
+    assert.deepEqual(answers.map((r) => r.json().error).sort(), ['authorization_pending', 'slow_down']);
+    clock.advance(9000);
+    assertOAuthError(await poll(c), 400, 'slow_down', 'Polling too fast: wait 15 seconds between requests');
   });
 
   it('access_denied after "No thanks", and the page says so', async () => {
@@ -278,6 +309,19 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assert.match(malformed.body, /A code has 8 letters/);
   });
 
+  it('a post without a valid CSRF token is refused before the code is looked up: it spends no throttled attempt', async () => {
+    const c = await codes();
+    const from = '198.51.100.9';
+    const wrong = 'BBBB-CCCC';
+    for (let i = 0; i < 12; i++) {
+      const res = await alice.fetch(`${s.base}/oauth2/device?${new URLSearchParams({ user_code: wrong })}`, { form: { csrf_token: 'forged', decision: 'allow' }, headers: { 'x-forwarded-for': from } });
+      assert.equal(res.status, 400, `forged post ${i}`);
+      assert.match(res.body, /The form you submitted has expired/);
+    }
+    assert.equal((await page(alice, c.user_code, from)).status, 200, 'the address is not throttled');
+    assert.equal(s.logs().split('\n').filter((l) => l.includes('"audit":"device.code_failed"') && l.includes(from)).length, 0);
+  });
+
   it('throttles wrong user codes per client address, then for everyone; each refusal is an audit line', async () => {
     // Windows that earlier tests opened have ended.
     clock.advance(15 * 60 * 1000);
@@ -316,3 +360,28 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assert.equal((await page(alice, fresh.user_code, from)).status, 200);
   });
 });
+
+/** Runs `run` while the database refuses new authorization codes (a trigger), as a failing database would. */
+async function failingCodeInserts<T>(t: TestEnv, run: () => Promise<T>): Promise<T> {
+  if (DIALECT === 'sqlite') {
+    const db = new Database(path.join(t.env.SLEEVE_DATA_DIR as string, 'sleeve.db'));
+    db.exec("CREATE TRIGGER refuse_codes BEFORE INSERT ON oauth_code BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    try {
+      return await run();
+    } finally {
+      db.exec('DROP TRIGGER refuse_codes');
+      db.close();
+    }
+  }
+  const c = new pg.Client({ connectionString: t.env.SLEEVE_DATABASE_URL });
+  await c.connect();
+  await c.query("CREATE FUNCTION refuse_codes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test' USING ERRCODE = '40001'; END $$");
+  await c.query('CREATE TRIGGER refuse_codes BEFORE INSERT ON oauth_code FOR EACH ROW EXECUTE FUNCTION refuse_codes()');
+  try {
+    return await run();
+  } finally {
+    await c.query('DROP TRIGGER refuse_codes ON oauth_code');
+    await c.query('DROP FUNCTION refuse_codes()');
+    await c.end();
+  }
+}

@@ -104,6 +104,9 @@ describe(`the cover art write API (${DIALECT})`, () => {
     assert.match(b.image, /\.png$/);
     assert.deepEqual((await publicListing(site, RELEASE))?.images.map((i) => i.id), [a.id, b.id]);
 
+    const longest = await call(api(`/release/${RELEASE}/images/${b.id}`), { method: 'PATCH', headers: auth(), json: { comment: 'x'.repeat(255) } });
+    assert.equal(longest.status, 200, 'a comment of 255 characters, as the website takes');
+    assert.equal(longest.json().comment, 'x'.repeat(255));
     const edited = await call(api(`/release/${RELEASE}/images/${b.id}`), { method: 'PATCH', headers: auth(), json: { comment: 'the back', types: ['Back', 'Spine'] } });
     assert.equal(edited.status, 200, edited.body);
     assert.deepEqual(edited.json().types, ['Back', 'Spine']);
@@ -145,6 +148,7 @@ describe(`the cover art write API (${DIALECT})`, () => {
       ['not an MBID', upload('not-a-release', [{ name: 'file', value: jpeg, filename: 'a.jpg' }]), 400, 'invalid_request', /MBID/],
       ['no file', upload(RELEASE, [{ name: 'types', value: 'Front' }]), 400, 'invalid_request', /field "file"/],
       ['unknown field', upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'a.jpg' }, { name: 'note', value: 'x' }]), 400, 'invalid_request', /Unknown field "note"/],
+      ['comment too long', upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'a.jpg' }, { name: 'comment', value: 'x'.repeat(256) }]), 400, 'invalid_request', /comment is longer than 255 characters/],
       ['two files', upload(RELEASE, [{ name: 'file', value: jpeg, filename: 'a.jpg' }, { name: 'file', value: png, filename: 'b.png' }]), 400, 'invalid_request', /At most 1 files/],
       [
         'not multipart',
@@ -237,6 +241,7 @@ describe(`the cover art write API (${DIALECT})`, () => {
       ['unknown member (edit)', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { approved: true } }), 400, 'invalid_request', /Unknown member/],
       ['empty edit', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: {} }), 400, 'invalid_request', /types, comment/],
       ['malformed JSON', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: { ...auth(), 'content-type': 'application/json' }, body: '{"comment": ' }), 400, 'invalid_request', /not valid JSON/],
+      ['comment too long (edit)', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { comment: 'é'.repeat(256) } }), 400, 'invalid_request', /comment is longer than 255 characters/],
       ['a NUL', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { comment: 'a\u0000b' } }), 400, 'invalid_request', /NUL/],
       ['oversize JSON', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { comment: 'x'.repeat(70_000) } }), 413, 'too_large', /larger/],
       ['reorder missing one', put({ images: [ids[0]] }), 400, 'invalid_request', /every image/],

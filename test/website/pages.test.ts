@@ -307,7 +307,7 @@ describe(`cover art pages (${DIALECT})`, () => {
     assert.ok(script.body.includes('dragstart'));
   });
 
-  it('two editors post forms made from the same state at once: one is saved, the other is stale (409), for the order and for an image', async () => {
+  it('two editors post forms made from the same state at once: one is saved, the other is stale (409), for the order, an image and a group cover', async () => {
     const { mbid } = await release(site);
     const [a, b, c] = [await art(site, mbid), await art(site, mbid), await art(site, mbid)];
     const bob = await signIn(site.base, 'alice');
@@ -326,6 +326,23 @@ describe(`cover art pages (${DIALECT})`, () => {
     const edit = (br: Browser, form: HttpsResponse, comment: string) => br.fetch(`${site.base}${editPath}`, { form: [['csrf_token', Browser.csrf(form)], ['comment', comment], ['state', state]] });
     const [p, q] = await Promise.all([edit(alice, editA, 'from alice'), edit(bob, editB, 'from bob')]);
     assert.deepEqual([p.status, q.status].sort(), [303, 409], 'the second edit form was made from a comment that no longer is');
+
+    // The group's cover, chosen from the same form by two editors at once.
+    const { mbid: one, group } = await release(site, { title: 'One', date: '1990' });
+    const { mbid: two } = await release(site, { group, title: 'Two', date: '2000' });
+    await art(site, one, { types: ['Front'] });
+    await art(site, two, { types: ['Front'] });
+    const coverPath = `/release-group/${group}/set-cover-art`;
+    const [coverA, coverB] = await Promise.all([get(coverPath, alice), get(coverPath, bob)]);
+    const choose = (br: Browser, form: HttpsResponse, chosen: string) =>
+      br.fetch(`${site.base}${coverPath}`, { form: [['csrf_token', Browser.csrf(form)], ['release', chosen], ['previous', field(form, 'previous')]] });
+    const [u, v] = await Promise.all([choose(alice, coverA, one), choose(bob, coverB, two)]);
+    assert.deepEqual([u.status, v.status].sort(), [303, 409], 'the second cover form was made from a choice that no longer is');
+    const lost = u.status === 409 ? u : v;
+    const kept = u.status === 303 ? one : two;
+    assert.match(lost.body, /changed the group/);
+    assert.equal(field(lost, 'previous'), kept, 'the form is made again from the choice there is now');
+    assert.match(lost.body, new RegExp(`value="${kept}" required checked`));
   });
 
   it('set the group cover: CSRF, stale, a release without front or of another group refused, then saved', async () => {

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { checkAccessToken, isRefusal, type TokenHolder } from '../../auth/pages.js';
 import { currentGroupListing, releaseArt, type Listing } from '../../cover-art/index.js';
 import { AppError, isAppError } from '../../shared/errors.js';
-import { addImage, chooseGroupCover, editImage, listingTag, releaseListing, removeImage, reorderImages, type Editor } from '../changes.js';
+import { addImage, chooseGroupCover, COMMENT_MAX_LENGTH, editImage, listingTag, releaseListing, removeImage, reorderImages, type Editor } from '../changes.js';
 import type { WebsiteDeps } from '../deps.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart } from '../upload-body.js';
 import { makeUploads } from '../uploads.js';
@@ -109,6 +109,11 @@ function stringArray(value: unknown, what: string, max: number): string[] {
   return value as string[];
 }
 
+/** A comment as long as the website's forms take, at most (docs/decisions.md, "Image comments: at most 255 characters"). */
+function checkComment(comment: string | undefined): void {
+  if (comment !== undefined && comment.length > COMMENT_MAX_LENGTH) throw new ApiRefusal(400, 'invalid_request', `comment is longer than ${COMMENT_MAX_LENGTH} characters`);
+}
+
 function ifMatch(req: FastifyRequest): string | undefined {
   const v = req.headers['if-match'];
   return Array.isArray(v) ? v.join(', ') : v;
@@ -207,6 +212,7 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
         if (file === undefined || file.field !== 'file') throw new ApiRefusal(400, 'invalid_request', 'The image goes in the field "file"');
         const comments = form.fields.get('comment') ?? [];
         if (comments.length > 1) throw new ApiRefusal(400, 'invalid_request', 'Give the comment once');
+        checkComment(comments[0]);
         const types = form.fields.get('types') ?? [];
         return await uploads.slots.work(async () => addImage(deps, editorOf(req), { release: mbid, bytes: await readStreamed(file), types, comment: comments[0] ?? '' }, ifMatch(req)));
       } finally {
@@ -225,6 +231,7 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
     if (body.types === undefined && body.comment === undefined) throw new ApiRefusal(400, 'invalid_request', 'Give types, comment or both');
     const types = body.types === undefined ? undefined : stringArray(body.types, 'types', 20);
     if (body.comment !== undefined && typeof body.comment !== 'string') throw new ApiRefusal(400, 'invalid_request', 'comment must be a string');
+    checkComment(body.comment);
     const { mbid, id } = req.params;
     const entry = await editImage(deps, editorOf(req), { release: mbid, id, types, comment: body.comment as string | undefined }, ifMatch(req));
     return sendJsonStatus(reply, 200, entry, { etag: listingTag(await releaseListing(deps, mbid)) });

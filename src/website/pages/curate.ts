@@ -18,7 +18,7 @@ import {
   type ImageWithTypes,
   type ReleaseRef,
 } from '../../cover-art/index.js';
-import { asEditor } from '../changes.js';
+import { asEditor, COMMENT_MAX_LENGTH } from '../changes.js';
 import { isAppError, notFound } from '../../shared/errors.js';
 import { layout, mbidParam, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
@@ -122,7 +122,7 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     const stale = (now: ImageWithTypes) => again(409, STALE_IMAGE, { types: now.types, comment: now.comment }, now);
     if (!csrfValid(req)) return again(400, EXPIRED);
     if (form.get('state') !== fingerprint(image)) return stale(image);
-    if (posted.comment.length > 255) return again(400, 'The comment is longer than 255 characters.');
+    if (posted.comment.length > COMMENT_MAX_LENGTH) return again(400, `The comment is longer than ${COMMENT_MAX_LENGTH} characters.`);
     return formAction(async () => {
       const by = await changeBy(site, editor, revision);
       try {
@@ -224,9 +224,13 @@ export function curationPages(app: FastifyInstance, site: Site): void {
       reply.redirect(coverPath(group.gid), req.method === 'GET' ? 301 : 307);
       return undefined;
     }
-    const { releases, chosen } = await groupReleases(db, group.id);
-    const shown = (await chooseGroupRelease(db, group.id))?.gid;
-    return { editor, group, releases, chosen: chosen ?? '', shown };
+    return { editor, group, ...(await groupChoice(group.id)) };
+  };
+  /** The group's releases, its chosen one ('' for none: the form's `previous`) and the one shown as its cover. */
+  const groupChoice = async (groupId: number) => {
+    const { releases, chosen } = await groupReleases(db, groupId);
+    const shown = (await chooseGroupRelease(db, groupId))?.gid;
+    return { releases, chosen: chosen ?? '', shown };
   };
   app.get('/release-group/:mbid/set-cover-art', async function setCoverPage(req, reply) {
     const g = await openGroup(req, reply);
@@ -248,7 +252,15 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     if (release.front === undefined) return again(400, 'That release has no front cover, so it cannot represent the group.');
     return formAction(async () => {
       const by = await changeBy(site, g.editor);
-      await setGroupCover(coverArt, g.group.gid, release.gid, by.options);
+      try {
+        // The choice the form was made from, checked again inside the change: another editor's may have landed since the check above.
+        await setGroupCover(coverArt, g.group.gid, release.gid, by.options, g.chosen === '' ? null : g.chosen);
+      } catch (err) {
+        if (!changedMeanwhile(err)) throw err;
+        const now = await groupChoice(g.group.id);
+        const f = { group: g.group.gid, releases: now.releases, selected: now.shown, previous: now.chosen, csrf: g.editor.csrf, error: STALE_COVER };
+        return show(reply, 409, "Choose the group's cover", setCoverForm(site.urls, f), g.editor);
+      }
       return done(req, reply, g.editor, 'cover_art.group_cover_set', by.said(`The group's cover now comes from ${release.name || release.gid}.`), `/release-group/${g.group.gid}/cover-art`, {
         releaseGroup: g.group.gid,
         release: release.gid,

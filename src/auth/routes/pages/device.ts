@@ -42,9 +42,10 @@ export function devicePages(app: FastifyInstance, ctx: PageContext): void {
     if (viewer === undefined) return reply;
     const form = formParams(req);
     const typed = form.get('user_code') ?? queryParams(req).get('user_code') ?? '';
+    // The CSRF token first: a forged post must not spend one of the address's throttled lookups.
+    if (!csrfValid(req)) return sendPage(reply, 400, deviceEntryPage({ viewer, userCode: typed.slice(0, 20), error: EXPIRED }));
     const found = await lookUp(ctx, req, reply, viewer, typed);
     if ('refused' in found) return found.refused;
-    if (!csrfValid(req)) return sendConsent(reply, viewer, found, 400, EXPIRED);
     const decision = form.get('decision');
     if (decision !== 'allow' && decision !== 'deny') return sendConsent(reply, viewer, found, 400, 'Choose "Allow access" or "No thanks".');
     const approved = decision === 'allow';
