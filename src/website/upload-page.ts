@@ -3,7 +3,7 @@ import { csrfValid, errorPage, EXPIRED, html, page, pageErrors, redirectWithFlas
 import { artTypeNames, type ListingImage } from '../cover-art/index.js';
 import { isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
-import { addImage, releaseListing, undoAdd } from './changes.js';
+import { addImage, COMMENT_MAX_LENGTH, releaseListing, undoAdd } from './changes.js';
 import type { WebsiteDeps } from './deps.js';
 import { auditCuration } from './audit.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, type StreamedForm } from './upload-body.js';
@@ -157,6 +157,8 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
         if (chosen.length === 0) return () => again(400, 'Choose at least one image.');
         const stray = chosen.find((f) => !/^file\.\d+$/.test(f.field));
         if (stray !== undefined) return () => again(400, `Unknown field ${JSON.stringify(stray.field.slice(0, 40))}.`);
+        const long = chosen.find((f) => (form?.fields.get(`comment.${f.field.slice('file.'.length)}`)?.[0] ?? '').length > COMMENT_MAX_LENGTH);
+        if (long !== undefined) return () => again(400, `The comment of ${long.filename === '' ? 'an image' : JSON.stringify(long.filename.slice(0, 80))} is longer than ${COMMENT_MAX_LENGTH} characters; nothing was added.`);
         const entries: ListingImage[] = [];
         try {
           for (const file of chosen) {

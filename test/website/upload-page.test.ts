@@ -103,6 +103,17 @@ describe(`the upload page (${DIALECT})`, () => {
     assert.match(res.body, /name="types\.1" value="Back" checked/);
     assert.deepEqual(await ids(), [], 'the good file of the same form was not kept');
 
+    const long = await post([
+      { name: 'csrf_token', value: token },
+      { name: 'file.0', value: jpeg, filename: 'good.jpg', type: 'image/jpeg' },
+      { name: 'comment.0', value: 'ok' },
+      { name: 'file.1', value: png, filename: 'long.png', type: 'image/png' },
+      { name: 'comment.1', value: 'x'.repeat(256) },
+    ]);
+    assert.equal(long.status, 400, long.body.slice(0, 300));
+    assert.match(long.body, /The comment of &quot;long\.png&quot; is longer than 255 characters; nothing was added/);
+    assert.deepEqual(await ids(), [], 'a comment over the limit keeps the whole form out');
+
     const none = await post([{ name: 'csrf_token', value: token }, { name: 'file.0', value: Buffer.alloc(0), filename: '' }]);
     assert.equal(none.status, 400);
     assert.match(none.body, /Choose at least one image/);
