@@ -1,4 +1,6 @@
-import { benchScript, SLEEVE_CLI, workDir } from './paths.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { benchScript, ROOT, SLEEVE_CLI, workDir } from './paths.js';
 import { cleanEnv, pinned, startServer, type Server } from './proc.js';
 
 /** The core the servers run on and the one the load generator runs on. */
@@ -22,9 +24,31 @@ export function nodeFlags(cpuProf: boolean, name: string): string[] {
   return cpuProf ? ['--cpu-prof', '--cpu-prof-dir', workDir('profiles'), '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : [];
 }
 
+/** What package.json's start script runs, the default way to run a server (docs/decisions.md, "Server memory: the start script's defaults"). */
+const START_TARGET = 'node bin/sleeve.js serve';
+
 /**
- * `sleeve serve` as a child process on the server core, on a free port. `only`
- * leaves out the auth listener (it takes no part in these measurements).
+ * `sleeve serve ARGS` started the way `npm start` starts it: package.json's start script run
+ * by sh (as npm runs it), with the bundle of the build under test in place of bin/sleeve.js
+ * and ARGS after it. The script ends in `exec`, so the process started is the server itself
+ * (its pid is the server's). --cpu-prof's flags go in through NODE_OPTIONS, which the script
+ * extends rather than replaces.
+ */
+export function serveCommand(core: number | undefined, cpuProf: boolean, name: string, args: string[]): { cmd: string; args: string[]; env: Record<string, string> } {
+  const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  if (!start.endsWith(START_TARGET)) throw new Error(`package.json's start script no longer ends in "${START_TARGET}": ${start}`);
+  const script = `${start.slice(0, -START_TARGET.length)}node "$0" serve "$@"`;
+  const [cmd, full] = pinned(core, '/bin/sh', ['-c', script, SLEEVE_CLI, ...args]);
+  if (!cpuProf) return { cmd, args: full, env: {} };
+  const [flag, dirFlag, dir, nameFlag, file] = nodeFlags(cpuProf, name);
+  const profile = `${flag} ${dirFlag}=${dir} ${nameFlag}=${file}`;
+  return { cmd, args: full, env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${profile}`.trim() } };
+}
+
+/**
+ * `sleeve serve` as a child process on the server core, on a free port, started as `npm
+ * start` starts it (serveCommand). `only` leaves out the auth listener (it takes no part in
+ * these measurements).
  */
 export function startSleeve(opts: {
   name: string;
@@ -35,15 +59,15 @@ export function startSleeve(opts: {
   /** The core to pin it to (default the server core); null leaves it unpinned. */
   core?: number | null;
 }): Promise<Server> {
-  const args = [...nodeFlags(opts.cpuProf, opts.name), SLEEVE_CLI, 'serve', ...(opts.only === undefined ? [] : ['--only', opts.only])];
-  const [cmd, full] = pinned(opts.core === null ? undefined : (opts.core ?? SERVER_CORE), process.execPath, args);
+  const serve = serveCommand(opts.core === null ? undefined : (opts.core ?? SERVER_CORE), opts.cpuProf, opts.name, opts.only === undefined ? [] : ['--only', opts.only]);
   return startServer({
     name: opts.name,
-    cmd,
-    args: full,
+    cmd: serve.cmd,
+    args: serve.args,
     env: sleeveEnv(opts.dataDir, {
       SLEEVE_COVERART_LISTEN: '127.0.0.1:0',
       SLEEVE_AUTH_LISTEN: '127.0.0.1:0',
+      ...serve.env,
       ...opts.env,
     }),
     ready: /cover art:\s+(http:\/\/\S+)/,

@@ -1,0 +1,103 @@
+/*
+ * `npm start`, the default way to run sleeve, gives the server its memory settings unless the
+ * environment has its own (docs/decisions.md, "Server memory: the start script's defaults"):
+ * glibc's malloc arenas limited to 2, V8's young generation to 2 × 2 MiB. Checked on the
+ * running server as the system sees it (its pid and environment in /proc): package.json's
+ * start script run by sh, as npm runs it (without the build npm runs first).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { makeTestEnv, ROOT, type TestEnv } from './helpers/env.js';
+
+interface Started {
+  pid: number;
+  /** The pid the server's own log lines name. */
+  loggedPid: number;
+  environ: Map<string, string>;
+  stop(): Promise<void>;
+}
+
+async function runStartScript(t: TestEnv, inherited: Record<string, string>): Promise<Started> {
+  const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SLEEVE_') && k !== 'MALLOC_ARENA_MAX' && k !== 'NODE_OPTIONS' && v !== undefined) env[k] = v;
+  const child = spawn('/bin/sh', ['-c', `${start} --only coverart`], {
+    cwd: ROOT,
+    env: { ...env, ...t.env, SLEEVE_LOG_LEVEL: 'info', SLEEVE_METRICS_LISTEN: 'off', ...inherited },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 60_000;
+  while (!err.includes('sleeve is running')) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the start script did not start a server (exit ${child.exitCode})\n${err}\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const pid = child.pid as number;
+  const environ = new Map(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter((e) => e.includes('='))
+      .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)] as [string, string]),
+  );
+  const logged = out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { pid?: number });
+  return {
+    pid,
+    loggedPid: logged[0]?.pid ?? Number.NaN,
+    environ,
+    async stop() {
+      // Were the server a child of a shell that stayed, signalling the shell would leave it running.
+      const loggedPid = logged[0]?.pid;
+      if (loggedPid !== undefined && loggedPid !== pid) process.kill(loggedPid, 'SIGKILL');
+      child.kill('SIGTERM');
+      const force = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(force);
+    },
+  };
+}
+
+describe('npm start: the server memory defaults', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
+  const envs: TestEnv[] = [];
+  after(async () => {
+    for (const t of envs) await t.cleanup();
+  });
+
+  it('with nothing set, the server runs with 2 malloc arenas and a young generation of 2 MiB semi-spaces, as the started process itself', async () => {
+    const t = await makeTestEnv();
+    envs.push(t);
+    const s = await runStartScript(t, {});
+    try {
+      // exec: no shell is left between the caller and the server (one pid for signals and systemd).
+      assert.equal(s.loggedPid, s.pid);
+      assert.equal(s.environ.get('MALLOC_ARENA_MAX'), '2');
+      assert.equal(s.environ.get('NODE_OPTIONS')?.trim(), '--max-semi-space-size=2');
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it("keeps the operator's own values: MALLOC_ARENA_MAX as given, NODE_OPTIONS after the default (the last flag wins)", async () => {
+    const t = await makeTestEnv();
+    envs.push(t);
+    const s = await runStartScript(t, { MALLOC_ARENA_MAX: '4', NODE_OPTIONS: '--max-semi-space-size=8' });
+    try {
+      assert.equal(s.environ.get('MALLOC_ARENA_MAX'), '4');
+      assert.equal(s.environ.get('NODE_OPTIONS'), '--max-semi-space-size=2 --max-semi-space-size=8');
+    } finally {
+      await s.stop();
+    }
+  });
+});
