@@ -14,13 +14,13 @@ import { loadConfig } from '../src/config/load.js';
 import { openRuntime } from '../src/runtime.js';
 import { oidcScenarios } from './auth-oidc.js';
 import type { Options } from './lib/options.js';
-import { benchScript, SLEEVE_CLI } from './lib/paths.js';
+import { benchScript } from './lib/paths.js';
 import { cleanEnv, pinned, startServer, which, type Server } from './lib/proc.js';
 import { mediansTable, runsTable, seriesSummary } from './lib/rounds.js';
 import { wrkRounds, writeScript, type Scenario } from './lib/wrk-rounds.js';
 
 export { writeScript, wrkOnce, type Scenario } from './lib/wrk-rounds.js';
-import { LOAD_CORE, nodeFlags, SERVER_CORE, sleeveEnv } from './lib/servers.js';
+import { LOAD_CORE, SERVER_CORE, serveCommand, sleeveEnv } from './lib/servers.js';
 import { fmtMs, fmtRatio, passFail } from './lib/stats.js';
 
 const GOAL = 1.5;
@@ -121,12 +121,12 @@ export async function authBench(opts: Options): Promise<{ markdown: string; data
     const certFile = path.join(dataDir, 'tls', 'self-signed-cert.pem');
     const keyFile = path.join(dataDir, 'tls', 'self-signed-key.pem');
 
-    const [sCmd, sArgs] = pinned(SERVER_CORE, process.execPath, [...nodeFlags(opts.cpuProf, 'sleeve-auth'), SLEEVE_CLI, 'serve', '--only', 'auth']);
+    const serve = serveCommand(SERVER_CORE, opts.cpuProf, 'sleeve-auth', ['--only', 'auth']);
     const sleeve = await startServer({
       name: 'sleeve',
-      cmd: sCmd,
-      args: sArgs,
-      env: sleeveEnv(dataDir, { SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_LOG_LEVEL: 'info' }),
+      cmd: serve.cmd,
+      args: serve.args,
+      env: sleeveEnv(dataDir, { SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_LOG_LEVEL: 'info', ...serve.env }),
       ready: /Server listening at (https:\/\/[^"\s]+)/,
       timeoutMs: 60_000,
     });
