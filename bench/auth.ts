@@ -126,7 +126,7 @@ export async function authBench(opts: Options): Promise<{ markdown: string; data
       name: 'sleeve',
       cmd: serve.cmd,
       args: serve.args,
-      env: sleeveEnv(dataDir, { SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_LOG_LEVEL: 'info', ...serve.env }),
+      env: sleeveEnv(dataDir, { SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_LOG_LEVEL: 'info' }),
       ready: /Server listening at (https:\/\/[^"\s]+)/,
       timeoutMs: 60_000,
     });

@@ -31,18 +31,16 @@ const START_TARGET = 'node bin/sleeve.js serve';
  * `sleeve serve ARGS` started the way `npm start` starts it: package.json's start script run
  * by sh (as npm runs it), with the bundle of the build under test in place of bin/sleeve.js
  * and ARGS after it. The script ends in `exec`, so the process started is the server itself
- * (its pid is the server's). --cpu-prof's flags go in through NODE_OPTIONS, which the script
- * extends rather than replaces.
+ * (its pid is the server's). --cpu-prof's flags (which NODE_OPTIONS does not take) go on
+ * node's command line in the script.
  */
-export function serveCommand(core: number | undefined, cpuProf: boolean, name: string, args: string[]): { cmd: string; args: string[]; env: Record<string, string> } {
+export function serveCommand(core: number | undefined, cpuProf: boolean, name: string, args: string[]): { cmd: string; args: string[] } {
   const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   if (!start.endsWith(START_TARGET)) throw new Error(`package.json's start script no longer ends in "${START_TARGET}": ${start}`);
-  const script = `${start.slice(0, -START_TARGET.length)}node "$0" serve "$@"`;
+  const flags = nodeFlags(cpuProf, name).map((f) => `'${f.replace(/'/g, `'\\''`)}'`);
+  const script = `${start.slice(0, -START_TARGET.length)}${['node', ...flags, '"$0"', 'serve', '"$@"'].join(' ')}`;
   const [cmd, full] = pinned(core, '/bin/sh', ['-c', script, SLEEVE_CLI, ...args]);
-  if (!cpuProf) return { cmd, args: full, env: {} };
-  const [flag, dirFlag, dir, nameFlag, file] = nodeFlags(cpuProf, name);
-  const profile = `${flag} ${dirFlag}=${dir} ${nameFlag}=${file}`;
-  return { cmd, args: full, env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${profile}`.trim() } };
+  return { cmd, args: full };
 }
 
 /**
@@ -67,7 +65,6 @@ export function startSleeve(opts: {
     env: sleeveEnv(opts.dataDir, {
       SLEEVE_COVERART_LISTEN: '127.0.0.1:0',
       SLEEVE_AUTH_LISTEN: '127.0.0.1:0',
-      ...serve.env,
       ...opts.env,
     }),
     ready: /cover art:\s+(http:\/\/\S+)/,
