@@ -71,8 +71,14 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
  */
 export class FileCache {
   private readonly entries = new Map<string, CachedFile>();
-  /** Keys read once while the cache was full, not kept yet (bounded: emptied when it grows past the entries). */
+  /** Keys read once while the cache was full, not kept yet (bounded: emptied when it grows past half the entries). */
   private readonly seen = new Set<string>();
+  /**
+   * The catalogue's answers (catalogueKeeps) in this generation, so a file pushed out and let
+   * in again costs no second question; emptied by `clear` with everything else, and when full.
+   */
+  private readonly answers = new Map<string, boolean>();
+  private readonly maxAnswers: number;
   /** Has had to push a file out since it was last emptied. */
   private full = false;
   readonly maxBytes: number;
@@ -84,6 +90,8 @@ export class FileCache {
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
     this.maxEntryBytes = Math.floor(maxBytes / 8);
+    // About 130 bytes each (key and slot): at most ~1/8 of the budget, 4,096 to 65,536 of them.
+    this.maxAnswers = Math.min(65_536, Math.max(4096, Math.floor(maxBytes / 1024)));
   }
 
   get(key: string): CachedFile | undefined {
@@ -98,12 +106,16 @@ export class FileCache {
    * file gets in on its second read within a window as long as the cache has entries (a
    * doorkeeper): requests spread over more files than fit would otherwise replace an entry
    * at every miss, each entry pushed out being memory that only a full garbage collection
-   * gives back, and a refused read costs no question to the catalogue.
+   * gives back, and a refused read costs no question to the catalogue. The window is half as
+   * many keys as the cache holds entries: on reads spread evenly over more files than fit,
+   * what gets in is then half of what a window of all the entries lets in, at the same hit
+   * ratio (which no admission changes there), while a file read again within that window
+   * still gets in (docs/decisions.md, "The file cache's fill").
    */
   mayKeep(key: string): boolean {
     if (this.maxEntryBytes === 0) return false;
     if (!this.full || this.seen.delete(key)) return true;
-    if (this.seen.size >= Math.max(1024, this.entries.size)) this.seen.clear();
+    if (this.seen.size >= Math.max(512, this.entries.size >> 1)) this.seen.clear();
     this.seen.add(key);
     return false;
   }
@@ -128,11 +140,29 @@ export class FileCache {
     this.used += cost;
   }
 
+  /** What the catalogue answered about keeping `key` in this generation, if it was asked. */
+  answered(key: string): boolean | undefined {
+    return this.answers.get(key);
+  }
+
+  /**
+   * Remembers the catalogue's answer about `key`, asked after `generation` was taken. An
+   * answer stays true until the catalogue mark moves (which empties the cache and these):
+   * what makes it false (an image removed, a listing marked dirty) is a change, and what
+   * makes a no a yes (a listing rewritten) is published as one.
+   */
+  answer(key: string, keep: boolean, generation: number): void {
+    if (generation !== this.generation) return;
+    if (this.answers.size >= this.maxAnswers) this.answers.clear();
+    this.answers.set(key, keep);
+  }
+
   /** Forgets everything (the catalogue changed: listings were rewritten, images may be gone). */
   clear(): void {
     this.generation++;
     this.entries.clear();
     this.seen.clear();
+    this.answers.clear();
     this.full = false;
     this.used = 0;
   }

@@ -210,7 +210,7 @@ export class FileServer {
   private async miss(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, log: FileServerLog, cacheControl: string | undefined): Promise<void> {
     const generation = this.cache.generation;
     // Before the read (see catalogueKeeps); a catalogue that cannot answer keeps nothing.
-    const keep = this.cache.mayKeep(key) && (this.keeps === undefined || (await this.keeps(key).catch(() => false)));
+    const keep = this.cache.mayKeep(key) && (await this.catalogueKeeps(key, generation));
     // What is not kept is read into memory lent for the answer and taken back once the answer is
     // done with it: a fresh buffer per miss is garbage that only waits for the next collection,
     // tens of MB of it at thousands of misses a second.
@@ -241,6 +241,21 @@ export class FileServer {
     const file = cachedFile(key, read.info, read.bytes);
     if (keep) this.cache.set(key, file, generation);
     sendFile(req, res, file, requestId, cacheControl);
+  }
+
+  /** Whether the catalogue lets `key` be kept: asked once per generation (FileCache.answer), true without a catalogue. */
+  private async catalogueKeeps(key: string, generation: number): Promise<boolean> {
+    if (this.keeps === undefined) return true;
+    const known = this.cache.answered(key);
+    if (known !== undefined) return known;
+    let yes: boolean;
+    try {
+      yes = await this.keeps(key);
+    } catch {
+      return false;
+    }
+    this.cache.answer(key, yes, generation);
+    return yes;
   }
 
   /** A file too large to read whole: described, then streamed (ranges too) from the store. */

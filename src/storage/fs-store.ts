@@ -20,15 +20,23 @@ const closeAsync = promisify(closeCb);
  */
 const SYNC_READ_MAX = 256 * 1024;
 
-/** Fills `bytes` from the start of the file. */
-async function readAll(fd: number, bytes: Buffer, sync: boolean): Promise<void> {
+/** Fills `bytes` from the start of the file through the thread pool. */
+async function readAll(fd: number, bytes: Buffer): Promise<void> {
   let at = 0;
-  while (at < bytes.length) {
-    const n = sync ? readSync(fd, bytes, at, bytes.length - at, at) : (await readAsync(fd, bytes, at, bytes.length - at, at)).bytesRead;
-    // Files are replaced by rename, never truncated in place: a short file is not one of ours.
-    if (n === 0) throw new Error(`file shrank while it was read (${at} of ${bytes.length} bytes)`);
-    at += n;
-  }
+  while (at < bytes.length) at += counted((await readAsync(fd, bytes, at, bytes.length - at, at)).bytesRead, at, bytes.length);
+}
+
+/** Fills `bytes` from the start of the file on this thread (no promise: small files, one call as a rule). */
+function readAllSync(fd: number, bytes: Buffer): void {
+  let at = 0;
+  while (at < bytes.length) at += counted(readSync(fd, bytes, at, bytes.length - at, at), at, bytes.length);
+}
+
+/** `n` bytes read at `at` of `size`, refusing a file that came to an end early. */
+function counted(n: number, at: number, size: number): number {
+  // Files are replaced by rename, never truncated in place: a short file is not one of ours.
+  if (n === 0) throw new Error(`file shrank while it was read (${at} of ${size} bytes)`);
+  return n;
 }
 
 function infoOf(st: BigIntStats): ObjectInfo {
@@ -273,10 +281,10 @@ export class FsObjectStore implements ObjectStore {
       // Its own memory, not a slice of Node's shared pool, as it may be kept for long.
       const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
       sync = info.size <= SYNC_READ_MAX;
-      if (sync) await readAll(fd, bytes, true);
+      if (sync) readAllSync(fd, bytes);
       else {
         try {
-          await readAll(fd, bytes, false);
+          await readAll(fd, bytes);
         } finally {
           await closeAsync(fd);
         }
