@@ -17,8 +17,9 @@ const PLAIN_EVERY_MS = 30_000;
 /** The terminal's progress line is redrawn at most this often, ms. */
 const TTY_EVERY_MS = 200;
 
+/** A whole number with thousands separated by commas, as toLocaleString('en-US') writes it, without loading ICU's locale data (about 30 ms of the start). */
 function n(x: number): string {
-  return x.toLocaleString('en-US');
+  return String(x).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 function megabytes(bytes: number): string {

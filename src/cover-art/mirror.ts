@@ -200,12 +200,13 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
     if (summary.failures.length < LISTED_FAILURES) summary.failures.push({ key, reason, message });
   };
 
-  const fetchOne = async (file: KnownFile, md5s: Map<string, string> | undefined): Promise<void> => {
-    if (limit !== undefined && !(await limit.take(signal))) return;
-    if (signal.aborted) return;
+  /** Fetches one file; true when it was stored (its folder's entry made durable by the caller: syncFolder false). */
+  const fetchOne = async (file: KnownFile, md5s: Map<string, string> | undefined): Promise<boolean> => {
+    if (limit !== undefined && !(await limit.take(signal))) return false;
+    if (signal.aborted) return false;
     const md5 = md5s?.get(fileName(file.key));
     const originalMd5 = md5s?.get(fileName(originalKey(file.mbid, file.id, file.suffix)));
-    const got = await upstream.fetchOrMake(file, { md5, originalMd5, signal });
+    const got = await upstream.fetchOrMake(file, { md5, originalMd5, signal, syncFolder: false });
     if (got.kind === 'stored') {
       summary.fetched++;
       summary.bytes += got.bytes;
@@ -213,6 +214,7 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
     } else if (got.kind === 'absent') fail(file.key, 'not_found', 'the upstream has no such file');
     else if (got.code !== 'interrupted') fail(file.key, got.code, got.reason);
     report();
+    return got.kind === 'stored';
   };
 
   const files = new Slots(options.concurrency, stopNow);
@@ -233,10 +235,18 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
     report();
     if (missing.length === 0 || signal.aborted) return;
     const md5s = await upstream.checksums(release.gid, signal);
+    const fetches: Promise<boolean>[] = [];
     for (const file of missing) {
-      if (signal.aborted) return;
-      await files.run(() => fetchOne(file, md5s));
+      if (signal.aborted) break;
+      await files.run(() => {
+        const p = fetchOne(file, md5s);
+        fetches.push(p);
+        return p.then(() => {});
+      });
     }
+    // The release's folder made durable once for all its files, also when stopped (a store failure is the task's, and thrown by drain).
+    const stored = await Promise.allSettled(fetches);
+    if (stored.some((s) => s.status === 'fulfilled' && s.value)) await store.syncFolder?.(folderKey(release.gid));
   };
 
   const batches = options.releases === 'all' ? allReleases(db) : namedReleases(db, options.releases);

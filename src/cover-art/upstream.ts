@@ -44,6 +44,8 @@ export interface FetchOptions {
   /** For a thumbnail: its original's (checked when fetchOrMake fetches the original to make it). */
   originalMd5?: string | undefined;
   signal?: AbortSignal | undefined;
+  /** False: a fetched file's folder entry is left for the caller's store.syncFolder (ObjectStore.put); true by default. */
+  syncFolder?: boolean;
 }
 
 export interface UpstreamLog {
@@ -197,7 +199,7 @@ export class Upstream {
     // type the catalogue says), not every pixel, which costs the bulk mirror most of its time.
     const why = await this.check(got.bytes, mime, options.md5 === undefined);
     if (why !== undefined) return { kind: 'failed', status: 502, code: 'invalid', reason: why };
-    await this.deps.store.put(file.key, got.bytes, mime);
+    await this.deps.store.put(file.key, got.bytes, mime, { syncFolder: options.syncFolder });
     return { kind: 'stored', bytes: got.bytes.length };
   }
 

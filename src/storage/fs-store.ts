@@ -1,15 +1,53 @@
 import { access, constants, mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { closeSync, fstatSync, openSync, read as readCb, readSync, close as closeCb, type BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, writeSync, type BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
 import { storeUnavailable } from '../shared/errors.js';
 import { failpoint, failpointOn } from '../shared/failpoint.js';
 import { hostTag, processAlive } from '../shared/process.js';
-import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore } from './object-store.js';
+import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore, type PutOptions } from './object-store.js';
 
 const readAsync = promisify(readCb);
 const closeAsync = promisify(closeCb);
+const fsyncAsync = promisify(fsyncCb);
+
+/**
+ * Files up to this size are written by put with plain system calls on the calling thread (open,
+ * write, close, rename: page-cache work, no disk wait), and only the fsyncs go through libuv's
+ * thread pool: a pool trip per call cost the bulk mirror more than the calls themselves
+ * (docs/decisions.md, "Bulk mirror: put's calls on the main thread, one folder fsync per release"). Larger files go through the pool.
+ */
+const SYNC_WRITE_MAX = 256 * 1024;
+
+/** Creates `file` and writes `body` with calls on this thread; only the fsync goes through the pool. */
+async function writeSmall(file: string, body: Buffer): Promise<void> {
+  const fd = openSync(file, 'wx', 0o644);
+  try {
+    for (let at = 0; at < body.length; ) at += writeSync(fd, body, at, body.length - at, at);
+    await fsyncAsync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Creates `file` and writes `body` through the pool; with `halfway` (a key), stops at the failpoint half way through. */
+async function writeThroughPool(file: string, body: Buffer, halfway: string | undefined): Promise<void> {
+  const fh = await open(file, 'wx', 0o644);
+  try {
+    if (halfway !== undefined) {
+      // For the test of an upload killed while its original is being written.
+      await fh.write(body.subarray(0, body.length >> 1));
+      await failpoint('upload-original-half', halfway);
+      await fh.write(body.subarray(body.length >> 1));
+    } else await fh.writeFile(body);
+    await fh.sync();
+  } catch (err) {
+    await fh.close().catch(() => {});
+    throw err;
+  }
+  await fh.close();
+}
 
 /**
  * Files up to this size are opened, described and read by read() with plain system calls on
@@ -52,6 +90,9 @@ function infoOf(st: BigIntStats): ObjectInfo {
 export class FsObjectStore implements ObjectStore {
   readonly root: string;
   private temp: Promise<string> | undefined;
+  /** Names of temporary files: a prefix drawn once per store, then a count. */
+  private readonly tempPrefix = randomBytes(6).toString('hex');
+  private tempCount = 0;
   /** Folder fsyncs in flight and queued, by folder (syncDirShared); an entry lives only while one is. */
   private readonly dirSyncs = new Map<string, { inFlight: Promise<void> | undefined; queued: Promise<void> | undefined }>();
 
@@ -92,39 +133,50 @@ export class FsObjectStore implements ObjectStore {
     return this.temp;
   }
 
-  async put(key: string, body: Buffer): Promise<void> {
+  async put(key: string, body: Buffer, _contentType?: string, options?: PutOptions): Promise<void> {
     const target = this.file(key);
     const dir = path.dirname(target);
-    let tmp = path.join(await this.tempDir(), randomBytes(8).toString('hex'));
-    let fh: FileHandle | undefined = await open(tmp, 'wx', 0o644).catch(async (err: unknown) => {
-      if (!isMissing(err)) throw err;
-      // The folder went (another machine's sweep found it idle for an hour): make it again.
-      this.temp = undefined;
-      tmp = path.join(await this.tempDir(), randomBytes(8).toString('hex'));
-      return open(tmp, 'wx', 0o644);
-    });
+    const halfway = failpointOn('upload-original-half') && /(^|\/)original\.[a-z0-9]+$/.test(key);
+    const small = !halfway && Buffer.isBuffer(body) && body.length <= SYNC_WRITE_MAX;
+    const tmp = await this.writeTemporary(small ? (file) => writeSmall(file, body) : (file) => writeThroughPool(file, body, halfway ? key : undefined));
     try {
-      if (failpointOn('upload-original-half') && /(^|\/)original\.[a-z0-9]+$/.test(key)) {
-        // For the test of an upload killed while its original is being written.
-        await fh.write(body.subarray(0, body.length >> 1));
-        await failpoint('upload-original-half', key);
-        await fh.write(body.subarray(body.length >> 1));
-      } else await fh.writeFile(body);
-      await fh.sync();
-      await fh.close();
-      fh = undefined;
-      // Into its folder, made first only when it is missing (one thread-pool trip less per file otherwise).
-      await rename(tmp, target).catch(async (err: unknown) => {
+      // Into its folder, made first only when it is missing (one call less per file otherwise).
+      try {
+        await (small ? renameSync : rename)(tmp, target);
+      } catch (err) {
         if (!isMissing(err)) throw err;
-        await mkdir(dir, { recursive: true });
-        await rename(tmp, target);
-      });
+        await (small ? mkdirSync : mkdir)(dir, { recursive: true });
+        await (small ? renameSync : rename)(tmp, target);
+      }
     } catch (err) {
-      await fh?.close().catch(() => {});
       await rm(tmp, { force: true });
       throw err;
     }
-    await this.syncDirShared(dir);
+    if (options?.syncFolder !== false) await this.syncDirShared(dir);
+  }
+
+  /** A new file in this process's temporary folder, made, filled and fsynced by `write`; its path. Nothing is left of it on failure. */
+  private async writeTemporary(write: (file: string) => Promise<void>): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      // Unique without a random draw per file: this store's random prefix and a count, in this process's own folder.
+      const tmp = path.join(await this.tempDir(), `${this.tempPrefix}${(++this.tempCount).toString(36)}`);
+      try {
+        await write(tmp);
+        return tmp;
+      } catch (err) {
+        await rm(tmp, { force: true });
+        if (!isMissing(err) || attempt === 2) throw err;
+        // The folder went (another machine's sweep found it idle for an hour): make it again.
+        this.temp = undefined;
+      }
+    }
+  }
+
+  async syncFolder(folder: string): Promise<void> {
+    // A folder removed since (its release deleted) has no entries left to make durable.
+    await this.syncDirShared(this.file(folder)).catch((err: unknown) => {
+      if (!isMissing(err)) throw err;
+    });
   }
 
   /**
@@ -356,11 +408,12 @@ const TEMP_DIR = '.tmp';
 const FOREIGN_TEMP_AGE_MS = 60 * 60 * 1000;
 
 async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
+  // Opened and closed on this thread (no disk wait); the fsync, which waits for the disk, in the pool.
+  const fd = openSync(dir, 'r');
   try {
-    await fh.sync();
+    await fsyncAsync(fd);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
 

@@ -25,14 +25,24 @@ export interface ObjectRead {
   bytes: Buffer | undefined;
 }
 
+export interface PutOptions {
+  /** False: the folder's entry is made durable by a later syncFolder, not by this put (true by default). */
+  syncFolder?: boolean;
+}
+
 /**
  * Where originals, thumbnails and index.json live. A store that cannot be reached
  * (rather than one refusing a caller's key) fails with a STORE_UNAVAILABLE AppError. Keys are `/`-separated relative
  * paths of safe characters (see isValidKey); the layout is archive.org's (README, "The built-in file server").
  */
 export interface ObjectStore {
-  /** Stores the bytes atomically and durably: readers see the old object or the new one, never a part. */
-  put(key: string, body: Buffer, contentType: string): Promise<void>;
+  /**
+   * Stores the bytes atomically and durably: readers see the old object or the new one, never a
+   * part. With `syncFolder: false` the object's own bytes are durable when this resolves, but its
+   * entry in its folder only after syncFolder (a crash before may lose the whole object, never leave
+   * part of it); for callers that store many objects into one folder (the bulk mirror).
+   */
+  put(key: string, body: Buffer, contentType: string, options?: PutOptions): Promise<void>;
   head(key: string): Promise<ObjectInfo | undefined>;
   /** Opens the object (or the byte range of it); undefined when there is no such object. */
   get(key: string, range?: ByteRange): Promise<ObjectBody | undefined>;
@@ -59,6 +69,8 @@ export interface ObjectStore {
    * `from` is not there. Absent: callers copy and delete.
    */
   move?(from: string, to: string): Promise<boolean>;
+  /** Makes durable the entries of the objects put into `folder/` with `syncFolder: false`. Absent: puts are durable whole. */
+  syncFolder?(folder: string): Promise<void>;
   /** Removes everything under `folder/`, also what list() does not show. Absent: callers list and delete. */
   removeFolder?(folder: string): Promise<void>;
   /** Removes what writers that died left half-written (where the store has such things); how many went. */
