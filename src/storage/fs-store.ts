@@ -138,6 +138,7 @@ export class FsObjectStore implements ObjectStore {
     const dir = path.dirname(target);
     const halfway = failpointOn('upload-original-half') && /(^|\/)original\.[a-z0-9]+$/.test(key);
     const small = !halfway && Buffer.isBuffer(body) && body.length <= SYNC_WRITE_MAX;
+    let made: string | undefined;
     const tmp = await this.writeTemporary(small ? (file) => writeSmall(file, body) : (file) => writeThroughPool(file, body, halfway ? key : undefined));
     try {
       // Into its folder, made first only when it is missing (one call less per file otherwise).
@@ -145,13 +146,16 @@ export class FsObjectStore implements ObjectStore {
         await (small ? renameSync : rename)(tmp, target);
       } catch (err) {
         if (!isMissing(err)) throw err;
-        await (small ? mkdirSync : mkdir)(dir, { recursive: true });
+        made = await (small ? mkdirSync : mkdir)(dir, { recursive: true });
         await (small ? renameSync : rename)(tmp, target);
       }
     } catch (err) {
       await rm(tmp, { force: true });
       throw err;
     }
+    // A folder made for this file: the entries of the new folders in their parents are made
+    // durable too (the file's own entry is the folder fsync below or the caller's syncFolder).
+    if (made !== undefined) for (let d = dir; d !== path.dirname(made) && d !== path.dirname(d); d = path.dirname(d)) await this.syncDirShared(path.dirname(d));
     if (options?.syncFolder !== false) await this.syncDirShared(dir);
   }
 
