@@ -91,7 +91,7 @@ export function hasBasicAuth(req: FastifyRequest): boolean {
 }
 
 /** Client credentials: HTTP Basic (RFC 6749 §2.3.1, form-encoded) wins over the body's client_id/client_secret. */
-function clientCredentials(req: FastifyRequest, params: Map<string, string>): { id: string | undefined; secret: string | undefined } {
+export function clientCredentials(req: FastifyRequest, params: Map<string, string>): { id: string | undefined; secret: string | undefined } {
   const header = req.headers.authorization;
   const m = header === undefined ? null : /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
   if (m !== null) {
