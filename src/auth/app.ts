@@ -165,11 +165,9 @@ function readForms(app: FastifyInstance): void {
  * headers and the HTTPS-only refusal, and the NUL check.
  */
 function guardRequests(app: FastifyInstance, opts: AuthAppOptions, routeOf: WeakMap<http.IncomingMessage, string>): void {
-  app.addHook('onRequest', async function routeLabel(req) {
+  // One hook for both (each hook is a step of every request).
+  app.addHook('onRequest', async function labelAndRefuseHttp(req, reply) {
     routeOf.set(req.raw, req.routeOptions.url ?? 'other');
-  });
-
-  app.addHook('onRequest', async function httpsOnly(req, reply) {
     reply.headers(SECURITY_HEADERS);
     if (isSecure(req.raw, opts)) return;
     const err = new OAuthError('invalid_request', HTTPS_ONLY);

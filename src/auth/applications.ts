@@ -24,7 +24,7 @@ export interface Application {
   require_dpop: number;
 }
 
-const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg', 'rotate_refresh', 'require_dpop'] as const;
+export const APP_COLUMNS = ['id', 'owner_id', 'name', 'kind', 'client_id', 'redirect_uri', 'created_at', 'resource_server', 'id_token_alg', 'rotate_refresh', 'require_dpop'] as const;
 
 /** An id_token algorithm as given by the operator, checked. */
 function checkIdTokenAlg(alg: string): SigningAlg {

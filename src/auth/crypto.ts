@@ -1,15 +1,32 @@
-import { createHash, randomBytes, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { createHash, hash, randomBytes, randomFillSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 
+/**
+ * Random bytes for tokens, drawn from the CSPRNG a block at a time and each handed out once
+ * (docs/decisions.md, "Token endpoint CPU"): one draw of 4 KiB costs about what one of 32
+ * bytes does, so a token costs a slice instead of a draw. Handed-out bytes are zeroed.
+ */
+const RANDOM_POOL = Buffer.allocUnsafeSlow(4096);
+let randomOffset = RANDOM_POOL.length;
+
 /** A fresh secret of 256 random bits, base64url (43 characters). Used for ids, secrets, codes and tokens. */
 export function randomToken(bytes = 32): string {
-  return randomBytes(bytes).toString('base64url');
+  if (bytes > RANDOM_POOL.length) return randomBytes(bytes).toString('base64url');
+  if (randomOffset + bytes > RANDOM_POOL.length) {
+    randomFillSync(RANDOM_POOL);
+    randomOffset = 0;
+  }
+  const start = randomOffset;
+  randomOffset += bytes;
+  const token = RANDOM_POOL.toString('base64url', start, randomOffset);
+  RANDOM_POOL.fill(0, start, randomOffset);
+  return token;
 }
 
 /** How tokens and client secrets are stored: SHA-256, base64url. They are random, so no salt or stretching is needed. */
 export function tokenHash(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('base64url');
+  return hash('sha256', token, 'base64url');
 }
 
 /** Compares two strings in time that depends only on their lengths. */

@@ -2,7 +2,7 @@ import { preparedQuery } from '../db/prepared.js';
 import type { Account } from './accounts.js';
 import type { Kysely } from 'kysely';
 import type { AuthDeps } from './deps.js';
-import { redirectUriAllowed, type Application } from './applications.js';
+import { APP_COLUMNS, redirectUriAllowed, type Application } from './applications.js';
 import { constantTimeEqual, randomToken, s256, tokenHash } from './crypto.js';
 import { OAuthError } from './errors.js';
 import { signIdToken } from './id-token.js';
@@ -312,6 +312,56 @@ const grantById = preparedQuery(['id'] as const, (db, p) =>
     .where('id', '=', p.id),
 );
 
+type GrantRow = Awaited<ReturnType<typeof grantById>>['rows'][number];
+
+/** A refresh token's grant with its application (and the application's secret hash), when the application is `clientId`: one lookup by primary key. */
+const grantWithClient = preparedQuery(['id', 'clientId'] as const, (db, p) =>
+  db
+    .selectFrom('oauth_grant as g')
+    .innerJoin('oauth_application as a', 'a.id', 'g.application_id')
+    .select([
+      'g.id as grant_id',
+      'g.account_id as grant_account_id',
+      'g.offline as grant_offline',
+      'g.refresh_hash as grant_refresh_hash',
+      'g.access_hash as grant_access_hash',
+      'g.revoked_at as grant_revoked_at',
+      'g.scope_text as grant_scope_text',
+      'g.refresh_jkt as grant_refresh_jkt',
+      ...APP_COLUMNS.map((c) => `a.${c}` as const),
+      'a.secret_hash',
+    ])
+    .where('g.id', '=', p.id)
+    .where('a.client_id', '=', p.clientId),
+);
+
+/**
+ * A refresh request's client and grant in one lookup (docs/decisions.md, "Token endpoint CPU"):
+ * when the refresh token names a grant of the client `clientId` and `secret` is that client's
+ * secret. Otherwise undefined, and the caller authenticates the client as usual (whose
+ * answers, invalid_client first, are the ones given).
+ */
+export async function clientWithGrant(deps: AuthDeps, clientId: string, secret: string, refreshToken: string): Promise<{ app: Application; grant: GrantRow } | undefined> {
+  const id = grantIdOf(refreshToken);
+  if (id === undefined || clientId.length > 200 || secret.length > 200) return undefined;
+  const row = (await grantWithClient(deps.db, { id, clientId })).rows[0];
+  const candidate = tokenHash(secret);
+  if (row === undefined || !constantTimeEqual(candidate, row.secret_hash)) return undefined;
+  const { grant_id, grant_account_id, grant_offline, grant_refresh_hash, grant_access_hash, grant_revoked_at, grant_scope_text, grant_refresh_jkt, secret_hash: _omit, ...app } = row;
+  const grant: GrantRow = {
+    id: grant_id,
+    account_id: grant_account_id,
+    application_id: app.id,
+    offline: grant_offline,
+    refresh_hash: grant_refresh_hash,
+    access_hash: grant_access_hash,
+    revoked_at: grant_revoked_at,
+    scope_text: grant_scope_text,
+    refresh_jkt: grant_refresh_jkt,
+  };
+  return { app, grant };
+}
+
 /** Replaces a grant's access token, unless the grant ended or its refresh token changed meanwhile. */
 const replaceAccessToken = preparedQuery(['id', 'hash', 'createdAt', 'expiresAt', 'refresh', 'jkt'] as const, (db, p) =>
   db
@@ -336,10 +386,11 @@ export class DpopKeyMismatch extends OAuthError {
  * token stays. With `dpopJkt` (the request's DPoP proof) the new access token is bound to that
  * key; a DPoP-bound refresh token needs a proof of its own key.
  */
-export async function refreshGrant(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string): Promise<TokenResponse> {
+export async function refreshGrant(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string, read?: GrantRow): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid refresh token');
   const id = grantIdOf(refreshToken);
-  const grant = id === undefined ? undefined : (await grantById(deps.db, { id })).rows[0];
+  // `read`: the grant as clientWithGrant read it for this request (its update below checks it is still so).
+  const grant = id === undefined ? undefined : read?.id === id ? read : (await grantById(deps.db, { id })).rows[0];
   if (grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null || !tokenMatches(refreshToken, grant.refresh_hash)) throw invalid();
   if (grant.refresh_jkt !== null && grant.refresh_jkt !== dpopJkt) throw new DpopKeyMismatch(dpopJkt === undefined ? 'no_proof' : 'wrong_key');
   const access = grantToken(grant.id);

@@ -354,6 +354,10 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assertOAuthError(await refresh(s.base, web, tokens.refresh_token), 400, 'invalid_grant', 'Invalid refresh token');
       assertOAuthError(await refresh(s.base, desktop, tokens.access_token), 400, 'invalid_grant', 'Invalid refresh token');
       assertInvalidClient(await token(s.base, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: desktop.client_id, client_secret: 'wrong' }));
+      // The client and the grant are read together when they belong together: a wrong secret sent as Basic is still invalid_client.
+      assertInvalidClient(await token(s.base, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token }, { authorization: basic(desktop.client_id, 'wrong') }));
+      // Another client's own secret with this client's token: that client is authenticated, the token is not its.
+      assertOAuthError(await token(s.base, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token }, { authorization: basic(web.client_id, web.client_secret) }), 400, 'invalid_grant', 'Invalid refresh token');
     });
 
     it('gives a new access token and the same refresh token; the old access token dies', async () => {

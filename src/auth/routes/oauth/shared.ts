@@ -62,15 +62,22 @@ export function onlyPost(req: FastifyRequest): void {
 
 /** All values of `name` from query and form body together (a parameter in both counts twice). */
 export function values(req: FastifyRequest, name: string, source: 'both' | 'body' = 'both'): string[] {
-  const body = formParams(req).getAll(name);
-  return source === 'body' ? body : [...queryParams(req).getAll(name), ...body];
+  return valuesIn(formParams(req), source === 'body' ? undefined : queryParams(req), name);
+}
+
+function valuesIn(form: URLSearchParams, query: URLSearchParams | undefined, name: string): string[] {
+  const body = form.getAll(name);
+  return query === undefined ? body : [...query.getAll(name), ...body];
 }
 
 /** Checks each name in order for repetition, and the required ones for presence (empty counts as missing). */
 export function checkParams(req: FastifyRequest, names: string[], required: Set<string>, source: 'both' | 'body' = 'both'): Map<string, string> {
   const out = new Map<string, string>();
+  // Parsed once for all the names.
+  const form = formParams(req);
+  const query = source === 'body' ? undefined : queryParams(req);
   for (const name of names) {
-    const v = values(req, name, source);
+    const v = valuesIn(form, query, name);
     if (v.length > 1) throw new OAuthError('invalid_request', `Parameter is included more than once in the request: ${name}`);
     if (required.has(name) && (v[0] === undefined || v[0] === '')) throw new OAuthError('invalid_request', `Required parameter is missing: ${name}`);
     if (v[0] !== undefined) out.set(name, v[0]);
@@ -84,7 +91,7 @@ export function hasBasicAuth(req: FastifyRequest): boolean {
 }
 
 /** Client credentials: HTTP Basic (RFC 6749 §2.3.1, form-encoded) wins over the body's client_id/client_secret. */
-function clientCredentials(req: FastifyRequest, params: Map<string, string>): { id: string | undefined; secret: string | undefined } {
+export function clientCredentials(req: FastifyRequest, params: Map<string, string>): { id: string | undefined; secret: string | undefined } {
   const header = req.headers.authorization;
   const m = header === undefined ? null : /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
   if (m !== null) {

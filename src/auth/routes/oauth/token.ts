@@ -5,11 +5,11 @@ import type { AuthDeps } from '../../deps.js';
 import { audit } from '../../audit.js';
 import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
-import { CodeReplayed, DpopKeyMismatch, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
+import { clientWithGrant, CodeReplayed, DpopKeyMismatch, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
 import { RefreshReused, rotateRefresh } from '../../rotation.js';
 import { tokenRequestProof } from './dpop.js';
 import type { PageContext } from '../pages/shared.js';
-import { ANY_METHOD, checkParams, CORS, hasBasicAuth, onlyPost, optionsReply, requireClient, sendJson, values } from './shared.js';
+import { ANY_METHOD, checkParams, clientCredentials, CORS, hasBasicAuth, onlyPost, optionsReply, requireClient, sendJson, values } from './shared.js';
 import { deviceTokenRequest } from './device.js';
 
 const PARAMS = ['client_id', 'client_secret', 'grant_type', 'code', 'refresh_token', 'redirect_uri', 'token_type', 'code_verifier'];
@@ -28,7 +28,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       if (grantType === 'authorization_code') ['code', 'redirect_uri'].forEach((n) => required.add(n));
       if (grantType === 'refresh_token') required.add('refresh_token');
       const params = checkParams(req, PARAMS, required);
-      const { client, secretless } = await tokenClient(ctx.deps, req, params);
+      const { client, secretless, grant } = await tokenClient(ctx.deps, req, params, grantType === 'refresh_token' ? params.get('refresh_token') : undefined);
       if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {
         throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
       }
@@ -37,7 +37,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       const body =
         grantType === 'authorization_code'
           ? await exchange(ctx, req, client, params, { secretless, dpopJkt })
-          : await refresh(ctx, req, client, params.get('refresh_token') as string, dpopJkt);
+          : await refresh(ctx, req, client, params.get('refresh_token') as string, dpopJkt, grant);
       return sendJson(reply, body, CORS);
     },
   });
@@ -49,11 +49,22 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
  * at all (`token_endpoint_auth_method=none`, RFC 8252 §8.4), whose code must then carry PKCE
  * (exchangeCode checks). A confidential application without its secret is refused as before.
  */
-async function tokenClient(deps: AuthDeps, req: FastifyRequest, params: Map<string, string>): Promise<{ client: Application; secretless: boolean }> {
+async function tokenClient(
+  deps: AuthDeps,
+  req: FastifyRequest,
+  params: Map<string, string>,
+  refreshToken: string | undefined,
+): Promise<{ client: Application; secretless: boolean; grant?: Parameters<typeof refreshGrant>[4] }> {
   const id = params.get('client_id');
   if (!hasBasicAuth(req) && params.get('client_secret') === undefined && id !== undefined && id !== '') {
     const app = await findAppByClientId(deps, id);
     if (app?.kind === 'public') return { client: app, secretless: true };
+  }
+  // A refresh: the client and the refresh token's grant in one lookup when they belong together.
+  const credentials = refreshToken === undefined ? undefined : clientCredentials(req, params);
+  if (credentials?.id !== undefined && credentials.secret !== undefined) {
+    const found = await clientWithGrant(deps, credentials.id, credentials.secret, refreshToken as string);
+    if (found !== undefined) return { client: found.app, secretless: false, grant: found.grant };
   }
   return { client: await requireClient(deps, req, params), secretless: false };
 }
@@ -75,8 +86,15 @@ async function exchange(
  * presented again (which ended its grant) and a refresh token bound to another DPoP key go in
  * the audit trail.
  */
-async function refresh(ctx: PageContext, req: FastifyRequest, client: Application, refreshToken: string, dpopJkt: string | undefined): Promise<TokenResponse> {
-  const run = client.rotate_refresh === 1 ? rotateRefresh(ctx.deps, client, refreshToken, dpopJkt) : refreshGrant(ctx.deps, client, refreshToken, dpopJkt);
+async function refresh(
+  ctx: PageContext,
+  req: FastifyRequest,
+  client: Application,
+  refreshToken: string,
+  dpopJkt: string | undefined,
+  grant: Parameters<typeof refreshGrant>[4],
+): Promise<TokenResponse> {
+  const run = client.rotate_refresh === 1 ? rotateRefresh(ctx.deps, client, refreshToken, dpopJkt) : refreshGrant(ctx.deps, client, refreshToken, dpopJkt, grant);
   return run.catch((err: unknown) => {
     if (err instanceof DpopKeyMismatch) audit(req.log, 'dpop.rejected', { clientId: client.client_id, address: ctx.clientAddress(req), reason: err.reason, via: 'oauth2/token' });
     return auditRevoked(ctx, req, RefreshReused, 'refresh_reused')(err);
