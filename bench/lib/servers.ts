@@ -25,7 +25,7 @@ export function nodeFlags(cpuProf: boolean, name: string): string[] {
 }
 
 /** What package.json's start script runs, the default way to run a server (docs/decisions.md, "Server memory: the start script's defaults"). */
-const START_TARGET = 'node bin/sleeve.js serve';
+const START_TARGET = 'bin/sleeve.js serve';
 
 /**
  * `sleeve serve ARGS` started the way `npm start` starts it: package.json's start script run
@@ -38,7 +38,7 @@ export function serveCommand(core: number | undefined, cpuProf: boolean, name: s
   const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   if (!start.endsWith(START_TARGET)) throw new Error(`package.json's start script no longer ends in "${START_TARGET}": ${start}`);
   const flags = nodeFlags(cpuProf, name).map((f) => `'${f.replace(/'/g, `'\\''`)}'`);
-  const script = `${start.slice(0, -START_TARGET.length)}${['node', ...flags, '"$0"', 'serve', '"$@"'].join(' ')}`;
+  const script = `${start.slice(0, -START_TARGET.length)}${[...flags, '"$0"', 'serve', '"$@"'].join(' ')}`;
   const [cmd, full] = pinned(core, '/bin/sh', ['-c', script, SLEEVE_CLI, ...args]);
   return { cmd, args: full };
 }
