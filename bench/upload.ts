@@ -201,7 +201,7 @@ export async function uploadBench(opts: Options): Promise<{ markdown: string; da
       const markdown = [
         `### upload: ${SIDE}×${SIDE} JPEG (q90, ${(bytes.length / 2 ** 20).toFixed(2)} MiB) through the write API vs sleeve art add`,
         '',
-        `${rounds} rounds after a warm-up, order alternating; API: POST multipart over HTTPS with a bearer token to a running sleeve serve (response timed end to end) started as \`npm start\` starts it, nothing set in its environment (the start script's defaults: 2 malloc arenas, a young generation fixed at 2 × 16 MiB); CLI: the whole process, spawn to exit.`,
+        `${rounds} rounds after a warm-up, order alternating; API: POST multipart over HTTPS with a bearer token to a running sleeve serve (response timed end to end) started as \`npm start\` starts it, nothing set in its environment (the start script's default: 2 malloc arenas); CLI: the whole process, spawn to exit.`,
         '',
         table(
           ['path', '>median [range]', '>images/s'],
