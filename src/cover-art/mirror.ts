@@ -206,7 +206,7 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
     if (signal.aborted) return false;
     const md5 = md5s?.get(fileName(file.key));
     const originalMd5 = md5s?.get(fileName(originalKey(file.mbid, file.id, file.suffix)));
-    const got = await upstream.fetchOrMake(file, { md5, originalMd5, signal, syncFolder: false });
+    const got = await upstream.fetchOrMake(file, { md5, originalMd5, signal, syncFolder: false, callingThread: true });
     if (got.kind === 'stored') {
       summary.fetched++;
       summary.bytes += got.bytes;

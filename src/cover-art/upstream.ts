@@ -46,6 +46,8 @@ export interface FetchOptions {
   signal?: AbortSignal | undefined;
   /** False: a fetched file's folder entry is left for the caller's store.syncFolder (ObjectStore.put); true by default. */
   syncFolder?: boolean;
+  /** True: small files are stored with calls on this thread (PutOptions.callingThread; the bulk mirror only). */
+  callingThread?: boolean;
 }
 
 export interface UpstreamLog {
@@ -199,7 +201,7 @@ export class Upstream {
     // type the catalogue says), not every pixel, which costs the bulk mirror most of its time.
     const why = await this.check(got.bytes, mime, options.md5 === undefined);
     if (why !== undefined) return { kind: 'failed', status: 502, code: 'invalid', reason: why };
-    await this.deps.store.put(file.key, got.bytes, mime, { syncFolder: options.syncFolder });
+    await this.deps.store.put(file.key, got.bytes, mime, { syncFolder: options.syncFolder, callingThread: options.callingThread });
     return { kind: 'stored', bytes: got.bytes.length };
   }
 

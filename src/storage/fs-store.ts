@@ -13,7 +13,7 @@ const closeAsync = promisify(closeCb);
 const fsyncAsync = promisify(fsyncCb);
 
 /**
- * Files up to this size are written by put with plain system calls on the calling thread (open,
+ * Files up to this size are written by a batch put (PutOptions.callingThread) with plain system calls on the calling thread (open,
  * write, close, rename: page-cache work, no disk wait), and only the fsyncs go through libuv's
  * thread pool: a pool trip per call cost the bulk mirror more than the calls themselves
  * (docs/decisions.md, "Bulk mirror: put's calls on the main thread, one folder fsync per release"). Larger files go through the pool.
@@ -93,6 +93,8 @@ export class FsObjectStore implements ObjectStore {
   /** Names of temporary files: a prefix drawn once per store, then a count. */
   private readonly tempPrefix = randomBytes(6).toString('hex');
   private tempCount = 0;
+  /** Folders a put of this process is making, until their entries in their parents are fsynced (an entry lives only that long). */
+  private readonly newFolders = new Map<string, Promise<void>>();
   /** Folder fsyncs in flight and queued, by folder (syncDirShared); an entry lives only while one is. */
   private readonly dirSyncs = new Map<string, { inFlight: Promise<void> | undefined; queued: Promise<void> | undefined }>();
 
@@ -137,8 +139,9 @@ export class FsObjectStore implements ObjectStore {
     const target = this.file(key);
     const dir = path.dirname(target);
     const halfway = failpointOn('upload-original-half') && /(^|\/)original\.[a-z0-9]+$/.test(key);
-    const small = !halfway && Buffer.isBuffer(body) && body.length <= SYNC_WRITE_MAX;
+    const small = options?.callingThread === true && !halfway && Buffer.isBuffer(body) && body.length <= SYNC_WRITE_MAX;
     let made: string | undefined;
+    let newFolder: { done: Promise<void>; settle: (err?: unknown) => void } | undefined;
     const tmp = await this.writeTemporary(small ? (file) => writeSmall(file, body) : (file) => writeThroughPool(file, body, halfway ? key : undefined));
     try {
       // Into its folder, made first only when it is missing (one call less per file otherwise).
@@ -146,17 +149,49 @@ export class FsObjectStore implements ObjectStore {
         await (small ? renameSync : rename)(tmp, target);
       } catch (err) {
         if (!isMissing(err)) throw err;
+        // Announced before the folder exists, so that a put whose rename finds it waits for its entry's fsync.
+        if (!this.newFolders.has(dir)) {
+          let settle!: (err?: unknown) => void;
+          const done = new Promise<void>((resolve, reject) => (settle = (e) => (e === undefined ? resolve() : reject(e))));
+          done.catch(() => {});
+          newFolder = { done, settle };
+          this.newFolders.set(dir, done);
+        }
         made = await (small ? mkdirSync : mkdir)(dir, { recursive: true });
         await (small ? renameSync : rename)(tmp, target);
       }
     } catch (err) {
+      this.settleNewFolder(dir, newFolder, err);
       await rm(tmp, { force: true });
       throw err;
     }
     // A folder made for this file: the entries of the new folders in their parents are made
-    // durable too (the file's own entry is the folder fsync below or the caller's syncFolder).
-    if (made !== undefined) for (let d = dir; d !== path.dirname(made) && d !== path.dirname(d); d = path.dirname(d)) await this.syncDirShared(path.dirname(d));
+    // durable too (the file's own entry is the folder fsync below or the caller's syncFolder);
+    // a put into a folder another put of this process is making waits for the same.
+    if (made !== undefined || newFolder !== undefined) {
+      try {
+        // Up to the first folder made; when this put's mkdir found the folder made (by another
+        // put of this process, say), the folder's own entry only.
+        const top = made ?? dir;
+        for (let d = dir; ; d = path.dirname(d)) {
+          await this.syncDirShared(path.dirname(d));
+          if (d === top || d === path.dirname(d)) break;
+        }
+        this.settleNewFolder(dir, newFolder);
+      } catch (err) {
+        this.settleNewFolder(dir, newFolder, err);
+        throw err;
+      }
+    }
+    if (newFolder === undefined) await this.newFolders.get(dir);
     if (options?.syncFolder !== false) await this.syncDirShared(dir);
+  }
+
+  /** Ends the announcement of a new folder by this put (newFolders), with the outcome of its fsyncs. */
+  private settleNewFolder(dir: string, folder: { done: Promise<void>; settle: (err?: unknown) => void } | undefined, err?: unknown): void {
+    if (folder === undefined) return;
+    if (this.newFolders.get(dir) === folder.done) this.newFolders.delete(dir);
+    folder.settle(err);
   }
 
   /** A new file in this process's temporary folder, made, filled and fsynced by `write`; its path. Nothing is left of it on failure. */

@@ -28,6 +28,12 @@ export interface ObjectRead {
 export interface PutOptions {
   /** False: the folder's entry is made durable by a later syncFolder, not by this put (true by default). */
   syncFolder?: boolean;
+  /**
+   * True: a small file may be written with calls on the calling thread, for a batch process
+   * (the bulk mirror) that no one else waits on. A server leaves it false: its store may be on a
+   * network file system, where such a call would stall every request (false by default).
+   */
+  callingThread?: boolean;
 }
 
 /**

@@ -48,11 +48,11 @@ describe('FsObjectStore puts into one folder at once', () => {
     assert.deepEqual(await store.list('mbid-x1/'), ['mbid-x1/again.jpg', 'mbid-x1/again2.jpg']);
   });
 
-  it('puts with the folder fsync left for syncFolder, small (written on the main thread) and large (through the pool), from two stores on one root', async () => {
+  it('puts with the folder fsync left for syncFolder, small (a batch put: written on the calling thread) and large (through the pool), from two stores on one root', async () => {
     const root = path.join(await tempDir(), 'files');
     const [a, b] = [new FsObjectStore(root), new FsObjectStore(root)];
     const large = Buffer.alloc(300 * 1024, 7);
-    const puts = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? a : b).put(`mbid-y/f${i}.jpg`, i === 5 ? large : Buffer.from(`y${i}`), 'image/jpeg', { syncFolder: false }));
+    const puts = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? a : b).put(`mbid-y/f${i}.jpg`, i === 5 ? large : Buffer.from(`y${i}`), 'image/jpeg', { syncFolder: false, callingThread: true }));
     await Promise.all(puts);
     await a.syncFolder('mbid-y');
     for (let i = 0; i < 12; i++) assert.deepEqual((await a.read(`mbid-y/f${i}.jpg`, 1024 * 1024))?.bytes, i === 5 ? large : Buffer.from(`y${i}`));
