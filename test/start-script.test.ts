@@ -20,6 +20,8 @@ interface Started {
   /** The server's command line (node's arguments included). */
   argv: string[];
   stop(): Promise<void>;
+  /** What the server printed so far, for the assertion messages. */
+  output(): string;
 }
 
 async function runStartScript(t: TestEnv, inherited: Record<string, string>): Promise<Started> {
@@ -37,7 +39,8 @@ async function runStartScript(t: TestEnv, inherited: Record<string, string>): Pr
   child.stderr.on('data', (c: Buffer) => (err += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const deadline = Date.now() + 60_000;
-  while (!err.includes('sleeve is running')) {
+  // The banner goes to stderr and the log lines to stdout: wait for both, in whichever order they come.
+  while (!err.includes('sleeve is running') || !out.split('\n').some((l) => l.startsWith('{') && l.endsWith('}'))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`the start script did not start a server (exit ${child.exitCode})\n${err}\n${out}`);
@@ -61,6 +64,7 @@ async function runStartScript(t: TestEnv, inherited: Record<string, string>): Pr
     loggedPid: logged[0]?.pid ?? Number.NaN,
     environ,
     argv,
+    output: () => `stderr:\n${err}\nstdout:\n${out}`,
     async stop() {
       // Were the server a child of a shell that stayed, signalling the shell would leave it running.
       const loggedPid = logged[0]?.pid;
@@ -85,11 +89,11 @@ describe('npm start: the server memory defaults', { skip: process.platform !== '
     const s = await runStartScript(t, {});
     try {
       // exec: no shell is left between the caller and the server (one pid for signals and systemd).
-      assert.equal(s.loggedPid, s.pid);
-      assert.equal(s.environ.get('MALLOC_ARENA_MAX'), '2');
+      assert.equal(s.loggedPid, s.pid, s.output());
+      assert.equal(s.environ.get('MALLOC_ARENA_MAX'), '2', [...s.environ.keys()].join(' '));
       // V8's own young generation: a smaller one cost the token endpoint a quarter of its speed (docs/decisions.md).
       assert.deepEqual(s.argv.slice(0, s.argv.findIndex((a) => a.endsWith('sleeve.js'))).filter((a) => a.startsWith('--')), [], s.argv.join(' '));
-      assert.equal(s.environ.get('NODE_OPTIONS'), undefined);
+      assert.equal(s.environ.get('NODE_OPTIONS'), undefined, s.environ.get('NODE_OPTIONS'));
     } finally {
       await s.stop();
     }
