@@ -113,7 +113,7 @@ for (const withRedis of [false, true]) {
         assert.ok(!r.stderr.includes(`pid ${live.child.pid} `), 'the live server confirmed');
         assert.ok(ms >= WAIT_MS - 50, `waited ${ms.toFixed(0)} ms`);
         // The bound plus start-up and the change itself (a loaded machine).
-        assert.ok(ms < WAIT_MS + 4000, `returned after ${ms.toFixed(0)} ms`);
+        assert.ok(ms < WAIT_MS + 10_000, `returned after ${ms.toFixed(0)} ms`);
         assert.equal(await groupRelease(live), chosen);
       } finally {
         hung.child.kill('SIGCONT');
@@ -126,13 +126,16 @@ for (const withRedis of [false, true]) {
       await killed.exited;
       servers = [live];
       const chosen = (await groupRelease(live)) === release(1) ? release(2) : release(1);
+      // A bound far above the command's own run time even on a loaded machine: had the command waited
+      // for the killed server, it would have taken the whole bound and warned.
+      const bound = 60_000;
       const started = performance.now();
-      const r = await runCli(t.env, ['release-group', 'set-cover', G, chosen]);
+      const r = await runCli({ ...t.env, SLEEVE_CHANGE_WAIT_MS: String(bound) }, ['release-group', 'set-cover', G, chosen]);
       const ms = performance.now() - started;
       assert.equal(r.code, 0, r.stderr);
       // SQLite: its signal port refuses; PostgreSQL: its session ended with it, and its liveness lock too.
       assert.equal(r.stderr, '');
-      assert.ok(ms < WAIT_MS, `took ${ms.toFixed(0)} ms`);
+      assert.ok(ms < bound, `took ${ms.toFixed(0)} ms`);
       assert.equal(await groupRelease(live), chosen);
     });
   });
