@@ -130,6 +130,11 @@ export async function revokeGrant(deps: AuthDeps, grantId: number, db = deps.db)
 
 const CODE_RE = /^[A-Za-z0-9_-]+$/;
 
+/** Whether `code` has the form of an authorization code (anything else is not looked up). */
+function wellFormedCode(code: string): boolean {
+  return code.length <= 200 && CODE_RE.test(code);
+}
+
 /**
  * A grant ended because something that created or continued it was presented again (a used
  * code, a used refresh token): answered `invalid_grant`, and said in the audit trail.
@@ -151,30 +156,60 @@ export class CodeReplayed extends GrantEndedByReuse {
   }
 }
 
-/** The code and, for the id_token's `sub`, its user's name: one lookup by primary key (an account's codes go with it). */
+/** A code's columns, and for the id_token's `sub` its user's name (an account's codes go with it). */
+const CODE_COLUMNS = [
+  'c.code_hash',
+  'c.account_id',
+  'c.application_id',
+  'c.scope',
+  'c.offline',
+  'c.redirect_uri',
+  'c.code_challenge',
+  'c.code_challenge_method',
+  'c.expires_at',
+  'c.used_at',
+  'c.grant_id',
+  'c.scope_text',
+  'c.nonce',
+  'c.auth_time',
+  'u.name as account_name',
+] as const;
+
+/** The code: one lookup by primary key. */
 const codeByHash = preparedQuery(['hash'] as const, (db, p) =>
+  db.selectFrom('oauth_code as c').innerJoin('account as u', 'u.id', 'c.account_id').select(CODE_COLUMNS).where('c.code_hash', '=', p.hash),
+);
+
+/** A code with its application (its redirect_uri as app_redirect_uri, and its secret hash), when the application is `clientId`: one lookup by primary key. */
+const codeWithClient = preparedQuery(['hash', 'clientId'] as const, (db, p) =>
   db
     .selectFrom('oauth_code as c')
     .innerJoin('account as u', 'u.id', 'c.account_id')
-    .select([
-      'c.code_hash',
-      'c.account_id',
-      'c.application_id',
-      'c.scope',
-      'c.offline',
-      'c.redirect_uri',
-      'c.code_challenge',
-      'c.code_challenge_method',
-      'c.expires_at',
-      'c.used_at',
-      'c.grant_id',
-      'c.scope_text',
-      'c.nonce',
-      'c.auth_time',
-      'u.name as account_name',
-    ])
-    .where('c.code_hash', '=', p.hash),
+    .innerJoin('oauth_application as a', 'a.id', 'c.application_id')
+    .select([...CODE_COLUMNS, ...APP_COLUMNS.filter((c) => c !== 'redirect_uri').map((c) => `a.${c}` as const), 'a.redirect_uri as app_redirect_uri', 'a.secret_hash'])
+    .where('c.code_hash', '=', p.hash)
+    .where('a.client_id', '=', p.clientId),
 );
+
+/** A code as read for its exchange (by codeByHash or clientWithCode). */
+export type CodeRow = NonNullable<Awaited<ReturnType<typeof codeByHash>>['rows'][number]>;
+
+/**
+ * A code exchange's client and code in one lookup (docs/decisions.md, "Token endpoint CPU:
+ * the code exchange"): when the code is one of the client `clientId`'s and `secret` is that
+ * client's secret. Otherwise undefined, and the caller authenticates the client as usual
+ * (whose answers, invalid_client first, are the ones given).
+ */
+export async function clientWithCode(deps: AuthDeps, clientId: string, secret: string, code: string): Promise<{ app: Application; code: CodeRow } | undefined> {
+  if (!wellFormedCode(code) || clientId.length > 200 || secret.length > 200) return undefined;
+  const row = (await codeWithClient(deps.db, { hash: tokenHash(code), clientId })).rows[0];
+  const candidate = tokenHash(secret);
+  if (row === undefined || !constantTimeEqual(candidate, row.secret_hash)) return undefined;
+  const { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, account_name } = row;
+  const read: CodeRow = { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, account_name };
+  const app: Application = { id: row.id, owner_id: row.owner_id, name: row.name, kind: row.kind, client_id: row.client_id, redirect_uri: row.app_redirect_uri, created_at: row.created_at, resource_server: row.resource_server, id_token_alg: row.id_token_alg, rotate_refresh: row.rotate_refresh, require_dpop: row.require_dpop };
+  return { app, code: read };
+}
 
 /** The grant a code creates; its tokens, which name its id, are set once the id is known. */
 const insertGrant = preparedQuery(['accountId', 'appId', 'scope', 'offline', 'now', 'scopeText'] as const, (db, p) =>
@@ -207,8 +242,6 @@ const setGrantTokens = preparedQuery(['id', 'access', 'createdAt', 'expiresAt', 
     .set({ access_hash: p.access, access_created_at: p.createdAt, access_expires_at: p.expiresAt, refresh_hash: p.refresh, access_jkt: p.accessJkt, refresh_jkt: p.refreshJkt })
     .where('id', '=', p.id),
 );
-
-type CodeRow = NonNullable<Awaited<ReturnType<typeof codeByHash>>['rows'][number]>;
 
 /**
  * The writes of a code exchange, in one transaction (a batch's, with group commit): the grant,
@@ -248,10 +281,12 @@ export async function exchangeCode(
   deps: AuthDeps,
   app: Application,
   params: { code: string; redirectUri: string; codeVerifier: string | undefined; withoutSecret?: boolean; dpopJkt?: string | undefined },
+  read?: CodeRow,
 ): Promise<TokenResponse> {
   if (!redirectUriAllowed(app, params.redirectUri)) throw new OAuthError('invalid_request', 'Mismatched redirect URI');
-  if (!CODE_RE.test(params.code) || params.code.length > 200) throw new OAuthError('invalid_request', 'Malformed authorization code');
-  const row = (await codeByHash(deps.db, { hash: tokenHash(params.code) })).rows[0];
+  if (!wellFormedCode(params.code)) throw new OAuthError('invalid_request', 'Malformed authorization code');
+  // `read`: this code as clientWithCode read it for this request (its claim below checks it is still unused).
+  const row = read ?? (await codeByHash(deps.db, { hash: tokenHash(params.code) })).rows[0];
   if (row === undefined || row.application_id !== app.id) throw new OAuthError('invalid_grant', 'Invalid authorization code');
   if (row.used_at !== null) {
     // A second use of a code: whoever holds it is not to be trusted, so what the first use issued is revoked (RFC 6749 §4.1.2).

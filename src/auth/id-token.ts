@@ -3,9 +3,9 @@
  * active key of the client's algorithm (auth/signing-keys.ts). See docs/decisions.md,
  * "Signing keys".
  */
-import { createHash } from 'node:crypto';
-import { SignJWT } from 'jose';
-import { MAX_SIGNED_LIFETIME_SECONDS, type SigningAlg, type SigningKeys } from './signing-keys.js';
+import { hash } from 'node:crypto';
+import { CompactSign, type CompactJWSHeaderParameters } from 'jose';
+import { MAX_SIGNED_LIFETIME_SECONDS, type SigningAlg, type SigningKey, type SigningKeys } from './signing-keys.js';
 
 /** How long an id_token is valid (seconds): it proves a sign-in to the client once, at the code exchange. */
 export const ID_TOKEN_LIFETIME_SECONDS = MAX_SIGNED_LIFETIME_SECONDS;
@@ -35,11 +35,22 @@ export interface IdTokenClaims {
  * access token, base64url-encoded. SHA-256 serves both ES256 and RS256.
  */
 export function atHash(accessToken: string): string {
-  const digest = createHash('sha256').update(accessToken, 'ascii').digest();
+  // The token is ASCII, whose UTF-8 is itself.
+  const digest = hash('sha256', accessToken, 'buffer');
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }
 
-/** A signed id_token (compact JWS) with `kid` in its header. */
+/** The protected header of each key's id_tokens, made once per key. */
+const headers = new WeakMap<SigningKey, CompactJWSHeaderParameters>();
+
+const utf8 = new TextEncoder();
+
+/**
+ * A signed id_token (compact JWS) with `kid` in its header. The claims are the JSON of the
+ * payload as jose's SignJWT would write it, signed by jose's CompactSign, which skips SignJWT's
+ * copy of the claims and its per-claim checks (every claim here is a string or an integer made
+ * above). See docs/decisions.md, "Token endpoint CPU: the code exchange".
+ */
 export async function signIdToken(keys: SigningKeys, claims: IdTokenClaims): Promise<string> {
   const lifetime = claims.lifetimeSeconds ?? ID_TOKEN_LIFETIME_SECONDS;
   // A longer one could outlive its key's stay in the JWKS.
@@ -47,16 +58,21 @@ export async function signIdToken(keys: SigningKeys, claims: IdTokenClaims): Pro
     throw new RangeError(`an id_token lifetime must be 1–${MAX_SIGNED_LIFETIME_SECONDS} seconds`);
   }
   const key = await keys.activeKey(claims.alg);
+  let header = headers.get(key);
+  if (header === undefined) {
+    header = { alg: key.alg, kid: key.kid, typ: 'JWT' };
+    headers.set(key, header);
+  }
   const iat = Math.floor(claims.now / 1000);
-  const payload: Record<string, unknown> = { auth_time: Math.floor(claims.authTime / 1000) };
+  const payload: Record<string, string | number> = {
+    iss: claims.issuer,
+    sub: claims.subject,
+    aud: claims.audience,
+    iat,
+    exp: iat + lifetime,
+    auth_time: Math.floor(claims.authTime / 1000),
+  };
   if (claims.nonce !== undefined) payload.nonce = claims.nonce;
   if (claims.accessToken !== undefined) payload.at_hash = atHash(claims.accessToken);
-  return new SignJWT(payload)
-    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
-    .setIssuer(claims.issuer)
-    .setSubject(claims.subject)
-    .setAudience(claims.audience)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + lifetime)
-    .sign(key.key);
+  return new CompactSign(utf8.encode(JSON.stringify(payload))).setProtectedHeader(header).sign(key.key);
 }

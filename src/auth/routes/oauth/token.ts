@@ -5,7 +5,7 @@ import type { AuthDeps } from '../../deps.js';
 import { audit } from '../../audit.js';
 import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
-import { clientWithGrant, CodeReplayed, DpopKeyMismatch, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
+import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DpopKeyMismatch, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
 import { RefreshReused, rotateRefresh } from '../../rotation.js';
 import { tokenRequestProof } from './dpop.js';
 import type { PageContext } from '../pages/shared.js';
@@ -28,7 +28,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       if (grantType === 'authorization_code') ['code', 'redirect_uri'].forEach((n) => required.add(n));
       if (grantType === 'refresh_token') required.add('refresh_token');
       const params = checkParams(req, PARAMS, required);
-      const { client, secretless, grant } = await tokenClient(ctx.deps, req, params, grantType === 'refresh_token' ? params.get('refresh_token') : undefined);
+      const { client, secretless, grant, code } = await tokenClient(ctx.deps, req, params, grantType);
       if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {
         throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
       }
@@ -36,7 +36,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       const dpopJkt = await tokenRequestProof(ctx, req, client);
       const body =
         grantType === 'authorization_code'
-          ? await exchange(ctx, req, client, params, { secretless, dpopJkt })
+          ? await exchange(ctx, req, client, params, { secretless, dpopJkt, code })
           : await refresh(ctx, req, client, params.get('refresh_token') as string, dpopJkt, grant);
       return sendJson(reply, body, CORS);
     },
@@ -53,18 +53,25 @@ async function tokenClient(
   deps: AuthDeps,
   req: FastifyRequest,
   params: Map<string, string>,
-  refreshToken: string | undefined,
-): Promise<{ client: Application; secretless: boolean; grant?: Parameters<typeof refreshGrant>[4] }> {
+  grantType: string | undefined,
+): Promise<{ client: Application; secretless: boolean; grant?: Parameters<typeof refreshGrant>[4]; code?: CodeRow }> {
   const id = params.get('client_id');
   if (!hasBasicAuth(req) && params.get('client_secret') === undefined && id !== undefined && id !== '') {
     const app = await findAppByClientId(deps, id);
     if (app?.kind === 'public') return { client: app, secretless: true };
   }
-  // A refresh: the client and the refresh token's grant in one lookup when they belong together.
-  const credentials = refreshToken === undefined ? undefined : clientCredentials(req, params);
+  // A refresh or a code exchange: the client and the refresh token's grant, or the code, in one lookup when they belong together.
+  const refreshToken = grantType === 'refresh_token' ? params.get('refresh_token') : undefined;
+  const code = grantType === 'authorization_code' ? params.get('code') : undefined;
+  const credentials = refreshToken === undefined && code === undefined ? undefined : clientCredentials(req, params);
   if (credentials?.id !== undefined && credentials.secret !== undefined) {
-    const found = await clientWithGrant(deps, credentials.id, credentials.secret, refreshToken as string);
-    if (found !== undefined) return { client: found.app, secretless: false, grant: found.grant };
+    if (refreshToken !== undefined) {
+      const found = await clientWithGrant(deps, credentials.id, credentials.secret, refreshToken);
+      if (found !== undefined) return { client: found.app, secretless: false, grant: found.grant };
+    } else {
+      const found = await clientWithCode(deps, credentials.id, credentials.secret, code as string);
+      if (found !== undefined) return { client: found.app, secretless: false, code: found.code };
+    }
   }
   return { client: await requireClient(deps, req, params), secretless: false };
 }
@@ -75,10 +82,10 @@ async function exchange(
   req: FastifyRequest,
   client: Application,
   params: Map<string, string>,
-  how: { secretless: boolean; dpopJkt: string | undefined },
+  how: { secretless: boolean; dpopJkt: string | undefined; code: CodeRow | undefined },
 ): Promise<TokenResponse> {
   const request = { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier'), withoutSecret: how.secretless, dpopJkt: how.dpopJkt };
-  return exchangeCode(ctx.deps, client, request).catch(auditRevoked(ctx, req, CodeReplayed, 'code_replayed'));
+  return exchangeCode(ctx.deps, client, request, how.code).catch(auditRevoked(ctx, req, CodeReplayed, 'code_replayed'));
 }
 
 /**
