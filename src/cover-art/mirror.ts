@@ -229,7 +229,7 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
       }
     summary.files += wanted.length;
     // One listing of the release's folder, not a stat (or an S3 HEAD) per file.
-    const present = new Set(await store.list(`${folderKey(release.gid)}/`));
+    const present = new Set(await store.list(`${folderKey(release.gid)}/`, { callingThread: true }));
     const missing = wanted.filter((f) => !present.has(f.key));
     summary.skipped += wanted.length - missing.length;
     report();

@@ -1,4 +1,4 @@
-import http, { type IncomingMessage } from 'node:http';
+import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { finished } from 'node:stream/promises';
 
@@ -34,24 +34,70 @@ export class UpstreamNetworkError extends Error {
   }
 }
 
-function once(url: URL, headers: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
+/**
+ * Abandons a GET in flight: stop() destroys its request and its response with an AbortError.
+ * Cheaper per request than an AbortSignal given to http.get, which hangs a listener and an
+ * end-of-stream watcher on every request (docs/decisions.md, "Bulk mirror: one cancel handle per request").
+ */
+export class UpstreamCall {
+  /** The error the GET fails with once stopped. */
+  stopped: Error | undefined;
+  private req: ClientRequest | undefined;
+  private res: IncomingMessage | undefined;
+
+  stop(): void {
+    if (this.stopped !== undefined) return;
+    const err = new Error('The operation was aborted');
+    err.name = 'AbortError';
+    this.stopped = err;
+    this.req?.destroy(err);
+    this.res?.destroy(err);
+  }
+
+  /** The request of the current hop (its response, when it comes, through `answered`). */
+  started(req: ClientRequest): void {
+    this.req = req;
+    this.res = undefined;
+  }
+
+  answered(res: IncomingMessage): void {
+    this.res = res;
+  }
+}
+
+function once(url: URL, headers: Record<string, string>, call: UpstreamCall): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
+    if (call.stopped !== undefined) {
+      reject(call.stopped);
+      return;
+    }
     const get = url.protocol === 'https:' ? https.get : http.get;
     const agent = url.protocol === 'https:' ? AGENTS['https:'] : AGENTS['http:'];
-    const req = get(url, { agent, headers, signal }, resolve);
+    const req = get(url, { agent, headers }, (res) => {
+      call.answered(res);
+      resolve(res);
+    });
+    call.started(req);
     req.on('error', reject);
   });
 }
 
 /**
  * GETs `url`, following redirects (http and https only), until the answer that is not one;
- * `signal` abandons it (the promise rejects, as does a body being read). Network failures
- * reject with UpstreamNetworkError or the system's error.
+ * `stop` (a signal or an UpstreamCall) abandons it (the promise rejects with an AbortError, as
+ * does a body being read). Network failures reject with UpstreamNetworkError or the system's error.
  */
-export async function upstreamGet(url: string, headers: Record<string, string>, signal: AbortSignal): Promise<UpstreamResponse> {
+export async function upstreamGet(url: string, headers: Record<string, string>, stop: AbortSignal | UpstreamCall): Promise<UpstreamResponse> {
+  let call: UpstreamCall;
+  if (stop instanceof UpstreamCall) call = stop;
+  else {
+    call = new UpstreamCall();
+    if (stop.aborted) call.stop();
+    else stop.addEventListener('abort', () => call.stop(), { once: true });
+  }
   let target = new URL(url);
   for (let hop = 0; ; hop++) {
-    const res = await once(target, headers, signal);
+    const res = await once(target, headers, call);
     const status = res.statusCode ?? 0;
     const location = res.headers.location;
     if (!REDIRECT.has(status) || location === undefined) {
@@ -66,6 +112,38 @@ export async function upstreamGet(url: string, headers: Record<string, string>, 
     if (next.protocol !== 'http:' && next.protocol !== 'https:') throw new UpstreamNetworkError(`a redirect to ${next.protocol} (only http and https are followed)`, undefined);
     target = next;
   }
+}
+
+/**
+ * Reads a response's body whole, at most `maxBytes` (more: the response is destroyed and the
+ * answer is 'too_large'). Rejects when the body is cut (the connection reset, the call stopped).
+ * Plain 'data' listeners, not an async iterator: the bulk mirror reads one body per file.
+ */
+export function readBody(res: IncomingMessage, maxBytes: number): Promise<Buffer | 'too_large'> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      fn();
+    };
+    res.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      length += chunk.length;
+      if (length > maxBytes) {
+        settle(() => resolve('too_large'));
+        res.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    res.on('end', () => settle(() => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length))));
+    res.on('error', (err) => settle(() => reject(err)));
+    // Closed before its end without an error (a cut body the parser did not report).
+    res.on('close', () => settle(() => reject(Object.assign(new Error('the body was cut short'), { code: 'ECONNRESET' }))));
+  });
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

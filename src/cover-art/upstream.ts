@@ -7,7 +7,7 @@ import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
 import type { FileResponse } from './file-server.js';
 import { originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
-import { discard, upstreamGet } from './upstream-http.js';
+import { discard, readBody, UpstreamCall, upstreamGet } from './upstream-http.js';
 import { processImage, verifyImage } from './thumbnails.js';
 
 /*
@@ -283,20 +283,20 @@ export class Upstream {
   private async attempt(url: string, mime: string, maxBytes: number, signal: AbortSignal | undefined): Promise<Attempt> {
     const { timeoutMs } = this.deps.config;
     const xml = mime === 'application/xml';
-    const abort = new AbortController();
-    const stop = () => abort.abort();
+    const call = new UpstreamCall();
+    const stop = () => call.stop();
     signal?.addEventListener('abort', stop, { once: true });
     let timedOut: string | undefined;
     const headersTimer = setTimeout(() => {
       timedOut = `no answer from the upstream within ${timeoutMs} ms`;
-      abort.abort();
+      call.stop();
     }, timeoutMs);
     const bodyTimer = setTimeout(() => {
       timedOut = `the upstream did not send the whole file within ${3 * timeoutMs} ms`;
-      abort.abort();
+      call.stop();
     }, 3 * timeoutMs);
     try {
-      const res = await upstreamGet(url, { accept: mime, 'user-agent': 'sleeve (pull-through)' }, abort.signal);
+      const res = await upstreamGet(url, { accept: mime, 'user-agent': 'sleeve (pull-through)' }, call);
       clearTimeout(headersTimer);
       if (res.status === 404 || res.status === 410) {
         discard(res);
@@ -317,22 +317,14 @@ export class Upstream {
         res.body.destroy();
         return { kind: 'failed', status: 502, code: 'too_large', reason: `the upstream file has ${declared} bytes, more than ${maxBytes} (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
       }
-      const chunks: Buffer[] = [];
-      let length = 0;
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        length += chunk.length;
-        if (length > maxBytes) {
-          res.body.destroy();
-          return { kind: 'failed', status: 502, code: 'too_large', reason: `the upstream file has more than ${maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
-        }
-        chunks.push(chunk);
-      }
+      const bytes = await readBody(res.body, maxBytes);
+      if (bytes === 'too_large') return { kind: 'failed', status: 502, code: 'too_large', reason: `the upstream file has more than ${maxBytes} bytes (SLEEVE_UPSTREAM_MAX_BYTES)`, retry: false };
       // A body cut short by the timer or the signal is a failure of that kind, not a short file.
-      if (abort.signal.aborted) throw new Error('aborted');
-      if (declared !== undefined && Number(declared) !== length) {
-        return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream sent ${length} of ${declared} bytes`, retry: true };
+      if (call.stopped !== undefined) throw call.stopped;
+      if (declared !== undefined && Number(declared) !== bytes.length) {
+        return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream sent ${bytes.length} of ${declared} bytes`, retry: true };
       }
-      return { kind: 'bytes', bytes: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length) };
+      return { kind: 'bytes', bytes };
     } catch (err) {
       if (timedOut !== undefined) return { kind: 'failed', status: 504, code: 'timeout', reason: timedOut, retry: false };
       if (signal?.aborted === true) return { kind: 'failed', status: 502, code: 'interrupted', reason: 'the download was stopped', retry: false };

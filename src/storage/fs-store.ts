@@ -1,7 +1,7 @@
 import { access, constants, mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { closeSync, fstatSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, writeSync, type BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, readdirSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, writeSync, type BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
 import { storeUnavailable } from '../shared/errors.js';
 import { failpoint, failpointOn } from '../shared/failpoint.js';
@@ -395,12 +395,14 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async list(prefix: string): Promise<string[]> {
+  async list(prefix: string, options?: { callingThread?: boolean }): Promise<string[]> {
     const out: string[] = [];
+    // The bulk mirror lists one small release folder per release (most often missing): no pool trip for it.
+    const read = options?.callingThread === true ? readdirSync : readdir;
     const walk = async (rel: string): Promise<void> => {
       let entries;
       try {
-        entries = await readdir(path.join(this.root, rel), { withFileTypes: true });
+        entries = await read(path.join(this.root, rel), { withFileTypes: true });
       } catch (err) {
         if (isMissing(err)) return;
         throw err;

@@ -61,8 +61,8 @@ export interface ObjectStore {
   read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined>;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
-  /** Keys that start with `prefix`, sorted. */
-  list(prefix: string): Promise<string[]>;
+  /** Keys that start with `prefix`, sorted. `callingThread`: folders may be read with calls on the calling thread (as PutOptions.callingThread). */
+  list(prefix: string, options?: { callingThread?: boolean }): Promise<string[]>;
   /**
    * Resolves when the store can be used (a directory that exists or can be made and is
    * writable; a bucket that answers); rejects with a STORE_UNAVAILABLE AppError saying why.

@@ -62,6 +62,16 @@ describe('FsObjectStore puts into one folder at once', () => {
     await Promise.all([a.close(), b.close()]);
     assert.deepEqual(await allFiles(root), []);
   });
+
+  it('lists a folder the same on the calling thread (the bulk mirror) as through the pool, a missing folder as empty', async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    for (const key of ['mbid-z/b.jpg', 'mbid-z/a.jpg', 'mbid-z/sub/c.jpg', 'mbid-zz/d.jpg']) await store.put(key, Buffer.from(key));
+    const pooled = await store.list('mbid-z/');
+    assert.deepEqual(pooled, ['mbid-z/a.jpg', 'mbid-z/b.jpg', 'mbid-z/sub/c.jpg']);
+    assert.deepEqual(await store.list('mbid-z/', { callingThread: true }), pooled);
+    assert.deepEqual(await store.list('mbid-none/', { callingThread: true }), []);
+    await store.close();
+  });
 });
 
 describe('FsObjectStore on disk', () => {
