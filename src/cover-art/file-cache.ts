@@ -9,13 +9,13 @@ export interface CachedFile {
   etag: string;
   /** Modification time in whole seconds, for If-Modified-Since. */
   modifiedS: number;
-  /** Headers every answer about the file carries (validators, caching, CORS), as name, value, …. */
-  common: string[];
   contentType: string;
   /** The 200 answer's headers for writeHead, the request id's value last (set per request). */
   ok: string[];
-  /** The 304 answer's headers, likewise. */
-  notModified: string[];
+  /** Headers every answer about the file carries (validators, caching, CORS), as name, value, …: made when first needed (commonOf). */
+  common: string[] | undefined;
+  /** The 304 answer's headers, the request id's value last: made when first needed (notModifiedOf). */
+  notModified: string[] | undefined;
   /** Read since the eviction hand last passed (the clock algorithm's second chance). */
   used: boolean;
 }
@@ -33,7 +33,7 @@ export function fileHeaders(key: string, info: ObjectInfo): string[] {
     'etag',
     info.etag,
     'last-modified',
-    info.lastModified.toUTCString(),
+    httpDate(info.lastModified),
     'cache-control',
     layoutCacheControl(key) ?? 'no-cache',
     'accept-ranges',
@@ -41,24 +41,76 @@ export function fileHeaders(key: string, info: ObjectInfo): string[] {
   ];
 }
 
+/** Where fileHeaders puts the values that differ from file to file, and how many names and values it has. */
+const ETAG_AT = 5;
+const LAST_MODIFIED_AT = 7;
+const COMMON_LENGTH = 12;
+
+let lastSecond = Number.NaN;
+let lastDate = '';
+
+/** `date` as an HTTP date; the last one is remembered (files written together share their second). */
+function httpDate(date: Date): string {
+  const s = Math.floor(date.getTime() / 1000);
+  if (s !== lastSecond) {
+    lastDate = date.toUTCString();
+    lastSecond = s;
+  }
+  return lastDate;
+}
+
 export function contentTypeOf(key: string): string {
   return layoutContentType(key) ?? 'application/octet-stream';
 }
 
+/**
+ * The 200 answer's list for each (Cache-Control, Content-Type) seen, with the per-file values
+ * blank: a file's list is a copy with its ETag, Last-Modified and length filled in. A handful of
+ * shapes exist (the layout's suffixes).
+ */
+const shapes = new Map<string, string[]>();
+
+function okShape(key: string, contentType: string): string[] {
+  const cacheControl = layoutCacheControl(key) ?? 'no-cache';
+  const name = `${cacheControl}\n${contentType}`;
+  let shape = shapes.get(name);
+  if (shape === undefined) {
+    shape = fileHeaders(key, { size: 0, etag: '', lastModified: new Date(0) });
+    shape.push('content-type', contentType, 'content-length', '', 'x-request-id', '');
+    if (shapes.size < 64) shapes.set(name, shape);
+  }
+  return shape;
+}
+
 /** A file read whole, ready to answer from (whether or not the cache keeps it). */
 export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
-  const common = fileHeaders(key, info);
   const contentType = contentTypeOf(key);
+  const ok = okShape(key, contentType).slice();
+  ok[ETAG_AT] = info.etag;
+  ok[LAST_MODIFIED_AT] = httpDate(info.lastModified);
+  ok[COMMON_LENGTH + 3] = String(bytes.length);
   return {
     bytes,
     etag: info.etag,
     modifiedS: Math.floor(info.lastModified.getTime() / 1000),
-    common,
     contentType,
-    ok: [...common, 'content-type', contentType, 'content-length', String(bytes.length), 'x-request-id', ''],
-    notModified: [...common, 'x-request-id', ''],
+    ok,
+    common: undefined,
+    notModified: undefined,
     used: false,
   };
+}
+
+/** The headers every answer about `f` carries (fileHeaders'). */
+export function commonOf(f: CachedFile): string[] {
+  f.common ??= f.ok.slice(0, COMMON_LENGTH);
+  return f.common;
+}
+
+/** The 304 answer's headers of `f`, the request id's value last. */
+export function notModifiedOf(f: CachedFile): string[] {
+  f.notModified ??= [...commonOf(f), 'x-request-id', ''];
+  return f.notModified;
 }
 
 /**

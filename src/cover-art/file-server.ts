@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
 import { isStoreUnavailable } from '../shared/errors.js';
-import type { ByteRange, ObjectStore } from '../storage/index.js';
-import { cachedFile, contentTypeOf, fileHeaders, type CachedFile, type FileCache } from './file-cache.js';
+import type { ByteRange, ObjectRead, ObjectStore } from '../storage/index.js';
+import { cachedFile, commonOf, contentTypeOf, fileHeaders, notModifiedOf, type CachedFile, type FileCache } from './file-cache.js';
 import { parseImageKey } from './keys.js';
 import { etagMatches } from './responses.js';
 
@@ -194,26 +194,104 @@ export class FileServer {
     this.missOrFail(req, res, key, requestId, log, cacheControl);
   }
 
+  /**
+   * A file the cache lacks. Whether it may be kept is decided first (the doorkeeper, then the
+   * catalogue's answer of this generation); when that needs no question and the store reads on
+   * this thread (local files of up to 256 KiB), the whole answer is made now: no promise, no
+   * thread-pool trip. Otherwise (a question, a larger file, a file to fetch or write first) the
+   * same steps, awaited.
+   */
   private missOrFail(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, log: FileServerLog, cacheControl: string | undefined): void {
-    this.miss(req, res, key, requestId, log, cacheControl).catch((err: unknown) => {
-      if (isStoreUnavailable(err)) {
-        log.warn({ err, reqId: requestId }, 'file store unavailable');
-        sendResponse(req, res, storeUnavailableResponse(), requestId);
-        return;
+    const generation = this.cache.generation;
+    const mayKeep = this.cache.mayKeep(key);
+    const known = mayKeep ? this.knownKeeps(key) : false;
+    const store = this.store;
+    if (known !== undefined && store.readSync !== undefined) {
+      try {
+        const read = store.readSync(key, this.readMax, known ? undefined : this.lend);
+        if (read !== null && (read !== undefined || this.fill === undefined)) {
+          this.countRead(read);
+          return this.answerRead(req, res, key, read, known, generation, requestId, cacheControl, this.taken());
+        }
+      } catch (err) {
+        giveBack(this.scratch, res, this.taken());
+        return this.failed(req, res, err, requestId, log);
       }
-      log.error({ err, reqId: requestId }, 'cover art request failed');
-      if (res.headersSent) res.destroy();
-      else sendText(req, res, 500, BASE, WHOOPS, requestId);
-    });
+    }
+    this.miss(req, res, key, requestId, log, cacheControl, mayKeep, generation).catch((err: unknown) => this.failed(req, res, err, requestId, log));
   }
 
-  private async miss(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, log: FileServerLog, cacheControl: string | undefined): Promise<void> {
-    const generation = this.cache.generation;
+  private failed(req: IncomingMessage, res: ServerResponse, err: unknown, requestId: string, log: FileServerLog): void {
+    if (isStoreUnavailable(err)) {
+      log.warn({ err, reqId: requestId }, 'file store unavailable');
+      sendResponse(req, res, storeUnavailableResponse(), requestId);
+      return;
+    }
+    log.error({ err, reqId: requestId }, 'cover art request failed');
+    if (res.headersSent) res.destroy();
+    else sendText(req, res, 500, BASE, WHOOPS, requestId);
+  }
+
+  private countRead(read: ObjectRead | undefined): void {
+    if (read === undefined) this.storeReads.misses++;
+    else this.storeReads.hits++;
+  }
+
+  /**
+   * Memory for a file that will not be kept, read on this thread: lent from the free list
+   * (taken), and given back once the answer is done with it (giveBack): a fresh buffer per
+   * miss is garbage that only waits for the next collection, tens of MB of it at thousands of
+   * misses a second.
+   */
+  private readonly lend = (size: number): Buffer => {
+    const buf = this.scratch.take(size);
+    this.lent = buf;
+    return buf.length === size ? buf : buf.subarray(0, size);
+  };
+
+  /** The buffer lend gave out for the read just made, if any (no await comes between). */
+  private lent: Buffer | undefined;
+
+  private taken(): Buffer | undefined {
+    const buf = this.lent;
+    this.lent = undefined;
+    return buf;
+  }
+
+  /** Answers with what the store read: a 404, a stream for a large file, or the bytes (kept when `keep`). */
+  private answerRead(
+    req: IncomingMessage,
+    res: ServerResponse,
+    key: string,
+    read: ObjectRead | undefined,
+    keep: boolean,
+    generation: number,
+    requestId: string,
+    cacheControl: string | undefined,
+    lent: Buffer | undefined,
+  ): void {
+    if (read === undefined) sendText(req, res, 404, BASE, 'Not Found\n', requestId);
+    else if (read.bytes === undefined) void this.stream(req, res, key, requestId, cacheControl);
+    else {
+      const file = cachedFile(key, read.info, read.bytes);
+      if (keep) this.cache.set(key, file, generation);
+      sendFile(req, res, file, requestId, cacheControl);
+    }
+    giveBack(this.scratch, res, lent);
+  }
+
+  private async miss(
+    req: IncomingMessage,
+    res: ServerResponse,
+    key: string,
+    requestId: string,
+    log: FileServerLog,
+    cacheControl: string | undefined,
+    mayKeep: boolean,
+    generation: number,
+  ): Promise<void> {
     // Before the read (see catalogueKeeps); a catalogue that cannot answer keeps nothing.
-    const keep = this.cache.mayKeep(key) && (await this.catalogueKeeps(key, generation));
-    // What is not kept is read into memory lent for the answer and taken back once the answer is
-    // done with it: a fresh buffer per miss is garbage that only waits for the next collection,
-    // tens of MB of it at thousands of misses a second.
+    const keep = mayKeep && (await this.catalogueKeeps(key, generation));
     let lent: Buffer | undefined;
     const alloc = keep
       ? undefined
@@ -224,30 +302,29 @@ export class FileServer {
     let read;
     try {
       read = await this.store.read(key, this.readMax, alloc);
-      if (read === undefined) this.storeReads.misses++;
-      else this.storeReads.hits++;
+      this.countRead(read);
       if (read === undefined && this.fill !== undefined) {
         // Not in the store: made or fetched now, then read like any other file.
         const filled = await this.fill(key, log);
         if (filled !== undefined && filled !== 'stored') return sendResponse(req, res, filled, requestId);
         if (filled === 'stored') read = await this.store.read(key, this.readMax, alloc);
       }
-    } finally {
-      const buf = lent;
-      if (buf !== undefined) res.once('close', () => this.scratch.give(buf));
+    } catch (err) {
+      giveBack(this.scratch, res, lent);
+      throw err;
     }
-    if (read === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
-    if (read.bytes === undefined) return this.stream(req, res, key, requestId, cacheControl);
-    const file = cachedFile(key, read.info, read.bytes);
-    if (keep) this.cache.set(key, file, generation);
-    sendFile(req, res, file, requestId, cacheControl);
+    this.answerRead(req, res, key, read, keep, generation, requestId, cacheControl, lent);
+  }
+
+  /** The catalogue's answer about keeping `key` in this generation if known (true without a catalogue), else undefined. */
+  private knownKeeps(key: string): boolean | undefined {
+    return this.keeps === undefined ? true : this.cache.answered(key);
   }
 
   /** Whether the catalogue lets `key` be kept: asked once per generation (FileCache.answer), true without a catalogue. */
   private async catalogueKeeps(key: string, generation: number): Promise<boolean> {
-    if (this.keeps === undefined) return true;
-    const known = this.cache.answered(key);
-    if (known !== undefined) return known;
+    const known = this.knownKeeps(key);
+    if (known !== undefined || this.keeps === undefined) return known ?? true;
     let yes: boolean;
     try {
       yes = await this.keeps(key);
@@ -310,6 +387,17 @@ class Scratch {
 }
 
 /**
+ * Takes back `buf`, lent for `res`'s answer: at once when nothing of the answer waits in
+ * memory (the socket took all of it, as it does unless the client reads slowly), else when
+ * the answer is closed.
+ */
+function giveBack(scratch: Scratch, res: ServerResponse, buf: Buffer | undefined): void {
+  if (buf === undefined) return;
+  if (res.writableLength === 0) scratch.give(buf);
+  else res.once('close', () => scratch.give(buf));
+}
+
+/**
  * Answers from a file held in memory: 304, 206 or 416 for a range, else 200. `cacheControl`
  * replaces the file's own (an image endpoint answered with the file); the prepared lists are
  * then copied, never changed.
@@ -319,7 +407,7 @@ function sendFile(req: IncomingMessage, res: ServerResponse, f: CachedFile, requ
   const inm = header(req, 'if-none-match');
   const ims = h['if-modified-since'];
   if (inm !== undefined ? etagMatches(inm, f.etag) : ims !== undefined && f.modifiedS <= Date.parse(ims) / 1000) {
-    const list = withCacheControl(f.notModified, cacheControl);
+    const list = withCacheControl(notModifiedOf(f), cacheControl);
     list[list.length - 1] = requestId;
     res.writeHead(304, list);
     res.end();
@@ -329,7 +417,7 @@ function sendFile(req: IncomingMessage, res: ServerResponse, f: CachedFile, requ
   if (h.range !== undefined) {
     const ifRange = header(req, 'if-range');
     const range = ifRange === undefined || ifRange === f.etag ? parseRange(h.range, size) : undefined;
-    const common = withCacheControl(f.common, cacheControl);
+    const common = withCacheControl(commonOf(f), cacheControl);
     if (range === 'unsatisfiable') {
       sendText(req, res, 416, [...common, 'content-range', `bytes */${size}`], 'Range Not Satisfiable\n', requestId);
       return;

@@ -89,6 +89,8 @@ function infoOf(st: BigIntStats): ObjectInfo {
 /** Objects as files under one root directory. */
 export class FsObjectStore implements ObjectStore {
   readonly root: string;
+  /** The root with one separator after it. */
+  private readonly rootSlash: string;
   private temp: Promise<string> | undefined;
   /** Names of temporary files: a prefix drawn once per store, then a count. */
   private readonly tempPrefix = randomBytes(6).toString('hex');
@@ -100,11 +102,13 @@ export class FsObjectStore implements ObjectStore {
 
   constructor(root: string) {
     this.root = path.resolve(root);
+    this.rootSlash = this.root.endsWith(path.sep) ? this.root : this.root + path.sep;
   }
 
   private file(key: string): string {
     if (!isValidKey(key)) throw new Error(`invalid storage key ${JSON.stringify(key)}`);
-    return path.join(this.root, key);
+    // A valid key has no empty, `.` or `..` segment, so joining it needs no normalising.
+    return this.rootSlash + key;
   }
 
   /**
@@ -356,6 +360,44 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
+    const small = this.readSync(key, maxBytes, alloc);
+    if (small !== null) return small;
+    // Larger than a read on this thread may be: opened again, read through the pool.
+    const file = this.describe(key);
+    if (file === undefined) return undefined;
+    const { fd, info } = file;
+    try {
+      if (info.size > maxBytes) return { info, bytes: undefined };
+      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
+      await readAll(fd, bytes);
+      return { info, bytes };
+    } finally {
+      await closeAsync(fd);
+    }
+  }
+
+  /**
+   * A file of up to SYNC_READ_MAX bytes (or one larger than `maxBytes`, described only) with
+   * plain system calls on this thread: open, fstat, read, close; null for a larger one.
+   */
+  readSync(key: string, maxBytes: number, alloc?: (size: number) => Buffer): ObjectRead | undefined | null {
+    const file = this.describe(key);
+    if (file === undefined) return undefined;
+    const { fd, info } = file;
+    try {
+      if (info.size > maxBytes) return { info, bytes: undefined };
+      if (info.size > SYNC_READ_MAX) return null;
+      // Its own memory, not a slice of Node's shared pool, as it may be kept for long.
+      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
+      readAllSync(fd, bytes);
+      return { info, bytes };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** The file of `key` opened (the caller closes it) and described; undefined when there is none (or it is no file). */
+  private describe(key: string): { fd: number; info: ObjectInfo } | undefined {
     let fd: number;
     try {
       fd = openSync(this.file(key), 'r');
@@ -363,27 +405,15 @@ export class FsObjectStore implements ObjectStore {
       if (isMissing(err)) return undefined;
       throw err;
     }
-    let sync = true;
     try {
       const st = fstatSync(fd, { bigint: true });
-      if (!st.isFile()) return undefined;
-      const info = infoOf(st);
-      if (info.size > maxBytes) return { info, bytes: undefined };
-      // Its own memory, not a slice of Node's shared pool, as it may be kept for long.
-      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
-      sync = info.size <= SYNC_READ_MAX;
-      if (sync) readAllSync(fd, bytes);
-      else {
-        try {
-          await readAll(fd, bytes);
-        } finally {
-          await closeAsync(fd);
-        }
-      }
-      return { info, bytes };
-    } finally {
-      if (sync) closeSync(fd);
+      if (st.isFile()) return { fd, info: infoOf(st) };
+    } catch (err) {
+      closeSync(fd);
+      throw err;
     }
+    closeSync(fd);
+    return undefined;
   }
 
   async delete(key: string): Promise<void> {

@@ -59,6 +59,11 @@ export interface ObjectStore {
    * given, provides the memory to read into (exactly `size` bytes; a store may ignore it).
    */
   read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined>;
+  /**
+   * read() done entirely on the calling thread, for stores that can (local files): the object,
+   * undefined when there is none, or null when it is too large for that (then call read()).
+   */
+  readSync?(key: string, maxBytes: number, alloc?: (size: number) => Buffer): ObjectRead | undefined | null;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
   /** Keys that start with `prefix`, sorted. `callingThread`: folders may be read with calls on the calling thread (as PutOptions.callingThread). */
