@@ -21,6 +21,7 @@ import { WriteBatcher } from './db/write-batch.js';
 import { importLockHeld, type ImportLockPlace } from './import/lock.js';
 import { isStoreUnavailable } from './shared/errors.js';
 import { keepTickShape } from './shared/tick-shape.js';
+import { FsObjectStore } from './storage/index.js';
 import type { Clock } from './shared/clock.js';
 import { startUploadSweeper } from './cover-art/uploads.js';
 import { websiteRoutes } from './website/index.js';
@@ -227,6 +228,9 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
     );
   }
   if (prepared.pendingIndexes !== undefined) app.log.warn({ err: prepared.pendingIndexes }, 'index.json files left to rewrite; retrying while serving');
+  if (runtime.store instanceof FsObjectStore && runtime.store.remoteFileSystem !== undefined) {
+    app.log.info({ fileSystem: runtime.store.remoteFileSystem }, 'file storage is on a network file system: files are read through the thread pool (SLEEVE_STORAGE_READS=inline to change)');
+  }
   await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
   const address = addressOf(app.server, 'http');
   await registration.setAddress(address);

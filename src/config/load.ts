@@ -14,7 +14,8 @@ export type DatabaseConfig =
   | { kind: 'sqlite'; file: string }
   | { kind: 'postgres'; url: string };
 
-export type StorageConfig = { kind: 'file'; root: string } | S3StorageConfig;
+/** `reads`: how the file store reads (FsReads in storage/fs-store.ts: auto, inline or pool). */
+export type StorageConfig = { kind: 'file'; root: string; reads: 'auto' | 'inline' | 'pool' } | S3StorageConfig;
 
 /** `s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=…` (README, "Storing the images in S3"). */
 export interface S3StorageConfig {
@@ -114,6 +115,7 @@ export const VARIABLES = {
   SLEEVE_DATA_DIR: 'embedded database, stored files, generated TLS material (default ./data)',
   SLEEVE_DATABASE_URL: 'sqlite:PATH or postgres://… (default sqlite:$SLEEVE_DATA_DIR/sleeve.db)',
   SLEEVE_STORAGE_URL: 'file:PATH or s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=… (default file:$SLEEVE_DATA_DIR/files)',
+  SLEEVE_STORAGE_READS: 'auto|inline|pool: file storage reads small files with calls on the serving thread (inline) or through the thread pool (pool); auto: inline unless the folder is on a network file system (default auto)',
   SLEEVE_REDIS_URL: 'redis://[:PASSWORD@]HOST[:PORT][/DB] or rediss://… for the shared rate limit and change notifications (unset: in-process)',
   SLEEVE_COVERART_LISTEN: 'host:port of the cover art listener (default 127.0.0.1:8080)',
   SLEEVE_AUTH_LISTEN: 'host:port of the auth listener (default 127.0.0.1:8443)',
@@ -329,6 +331,9 @@ function readStores(r: SettingsReader, cwd: string) {
   if (typeof database === 'string') r.bad('SLEEVE_DATABASE_URL', database);
   const storage = parseStorage(r.get('SLEEVE_STORAGE_URL') ?? `file:${path.join(dataDir, 'files')}`, cwd);
   if (typeof storage === 'string') r.bad('SLEEVE_STORAGE_URL', storage);
+  const reads = (r.get('SLEEVE_STORAGE_READS') ?? 'auto').toLowerCase();
+  if (reads !== 'auto' && reads !== 'inline' && reads !== 'pool') r.bad('SLEEVE_STORAGE_READS', 'must be auto, inline or pool');
+  else if (typeof storage !== 'string' && storage.kind === 'file') storage.reads = reads;
   const redisUrl = r.get('SLEEVE_REDIS_URL');
   if (redisUrl !== undefined) {
     const why = checkRedisUrl(redisUrl);
@@ -505,7 +510,7 @@ function parseStorage(raw: string, cwd: string): StorageConfig | string {
     let p = raw.slice('file:'.length);
     if (p.startsWith('//')) p = p.slice(2);
     if (p === '') return 'file: needs a directory, e.g. file:./data/files';
-    return { kind: 'file', root: path.resolve(cwd, decodeURIComponent(p)) };
+    return { kind: 'file', root: path.resolve(cwd, decodeURIComponent(p)), reads: 'auto' };
   }
   if (raw.startsWith('s3://')) return parseS3Storage(raw);
   return 'must start with file: or s3://';

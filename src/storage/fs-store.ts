@@ -1,7 +1,7 @@
 import { access, constants, mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { closeSync, fstatSync, readdirSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, writeSync, type BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, readdirSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, statfsSync, writeSync, type BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
 import { storeUnavailable } from '../shared/errors.js';
 import { failpoint, failpointOn } from '../shared/failpoint.js';
@@ -58,6 +58,52 @@ async function writeThroughPool(file: string, body: Buffer, halfway: string | un
  */
 const SYNC_READ_MAX = 256 * 1024;
 
+/**
+ * How the store reads: `inline` (files of up to SYNC_READ_MAX bytes with calls on this thread),
+ * `pool` (every call through libuv's thread pool), `auto` (inline unless the root is on a
+ * network or user-space file system, where each call may wait on a network and stall every
+ * request with it). docs/decisions.md, "File store: reads on the serving thread, except on
+ * network file systems".
+ */
+export type FsReads = 'auto' | 'inline' | 'pool';
+
+/** statfs(2) f_type of file systems whose calls may wait on a network or another process (linux/magic.h). */
+const REMOTE_FILE_SYSTEMS = new Map<number, string>([
+  [0x6969, 'nfs'],
+  [0x517b, 'smb'],
+  [0xff534d42, 'cifs'],
+  [0xfe534d42, 'smb2'],
+  [0x65735546, 'fuse'],
+  [0x00c36400, 'ceph'],
+  [0x5346414f, 'afs'],
+  [0x6b414653, 'afs'],
+  [0x73757245, 'coda'],
+  [0x01021997, '9p'],
+  [0x564c, 'ncp'],
+  [0x01161970, 'gfs2'],
+  [0x7461636f, 'ocfs2'],
+  [0x0bd00bd0, 'lustre'],
+  [0x47504653, 'gpfs'],
+  [0x20030528, 'orangefs'],
+]);
+
+/** The name of the network or user-space file system a statfs(2) type number stands for, or undefined for a local one. */
+export function remoteFileSystemName(type: number | bigint): string | undefined {
+  // The type is an unsigned word: a value over 2^31 may come back negative.
+  return REMOTE_FILE_SYSTEMS.get(Number(BigInt.asUintN(32, BigInt(type))));
+}
+
+/** The network file system `dir` (or, while it does not exist yet, its nearest existing parent) is on; undefined for a local one. */
+function remoteFileSystemOf(dir: string): string | undefined {
+  for (let d = dir; ; d = path.dirname(d)) {
+    try {
+      return remoteFileSystemName(statfsSync(d).type);
+    } catch (err) {
+      if (!isMissing(err) || path.dirname(d) === d) return undefined;
+    }
+  }
+}
+
 /** Fills `bytes` from the start of the file through the thread pool. */
 async function readAll(fd: number, bytes: Buffer): Promise<void> {
   let at = 0;
@@ -75,6 +121,15 @@ function counted(n: number, at: number, size: number): number {
   // Files are replaced by rename, never truncated in place: a short file is not one of ours.
   if (n === 0) throw new Error(`file shrank while it was read (${at} of ${size} bytes)`);
   return n;
+}
+
+/** A described file of at most SYNC_READ_MAX bytes read on this thread, or one over `maxBytes` described only. */
+function readDescribed(fd: number, info: ObjectInfo, maxBytes: number, alloc: ((size: number) => Buffer) | undefined): ObjectRead {
+  if (info.size > maxBytes) return { info, bytes: undefined };
+  // Its own memory, not a slice of Node's shared pool, as it may be kept for long.
+  const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
+  readAllSync(fd, bytes);
+  return { info, bytes };
 }
 
 function infoOf(st: BigIntStats): ObjectInfo {
@@ -100,9 +155,17 @@ export class FsObjectStore implements ObjectStore {
   /** Folder fsyncs in flight and queued, by folder (syncDirShared); an entry lives only while one is. */
   private readonly dirSyncs = new Map<string, { inFlight: Promise<void> | undefined; queued: Promise<void> | undefined }>();
 
-  constructor(root: string) {
+  /** The network file system the root is on (by statfs at construction), or undefined for a local one. */
+  readonly remoteFileSystem: string | undefined;
+  /** Whether small files are read with calls on this thread (FsReads). */
+  readonly inlineReads: boolean;
+
+  constructor(root: string, options: { reads?: FsReads } = {}) {
     this.root = path.resolve(root);
     this.rootSlash = this.root.endsWith(path.sep) ? this.root : this.root + path.sep;
+    const reads = options.reads ?? 'auto';
+    this.remoteFileSystem = reads === 'auto' ? remoteFileSystemOf(this.root) : undefined;
+    this.inlineReads = reads === 'inline' || (reads === 'auto' && this.remoteFileSystem === undefined);
   }
 
   private file(key: string): string {
@@ -360,14 +423,19 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
-    const small = this.readSync(key, maxBytes, alloc);
-    if (small !== null) return small;
-    // Larger than a read on this thread may be: opened again, read through the pool.
+    if (!this.inlineReads) return this.readThroughPool(key, maxBytes, alloc);
     const file = this.describe(key);
     if (file === undefined) return undefined;
     const { fd, info } = file;
+    if (info.size > maxBytes || info.size <= SYNC_READ_MAX) {
+      try {
+        return readDescribed(fd, info, maxBytes, alloc);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    // Larger than a read on this thread may be: read through the pool.
     try {
-      if (info.size > maxBytes) return { info, bytes: undefined };
       const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
       await readAll(fd, bytes);
       return { info, bytes };
@@ -378,21 +446,41 @@ export class FsObjectStore implements ObjectStore {
 
   /**
    * A file of up to SYNC_READ_MAX bytes (or one larger than `maxBytes`, described only) with
-   * plain system calls on this thread: open, fstat, read, close; null for a larger one.
+   * plain system calls on this thread: open, fstat, read, close; null for a larger one, and for
+   * every file when this store reads through the pool (inlineReads false).
    */
   readSync(key: string, maxBytes: number, alloc?: (size: number) => Buffer): ObjectRead | undefined | null {
+    if (!this.inlineReads) return null;
     const file = this.describe(key);
     if (file === undefined) return undefined;
     const { fd, info } = file;
     try {
-      if (info.size > maxBytes) return { info, bytes: undefined };
-      if (info.size > SYNC_READ_MAX) return null;
-      // Its own memory, not a slice of Node's shared pool, as it may be kept for long.
-      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
-      readAllSync(fd, bytes);
-      return { info, bytes };
+      if (info.size <= maxBytes && info.size > SYNC_READ_MAX) return null;
+      return readDescribed(fd, info, maxBytes, alloc);
     } finally {
       closeSync(fd);
+    }
+  }
+
+  /** read() with every call (open, fstat, read, close) through the thread pool. */
+  private async readThroughPool(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
+    let fh: FileHandle;
+    try {
+      fh = await open(this.file(key), 'r');
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    try {
+      const st = await fh.stat({ bigint: true });
+      if (!st.isFile()) return undefined;
+      const info = infoOf(st);
+      if (info.size > maxBytes) return { info, bytes: undefined };
+      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
+      await readAll(fh.fd, bytes);
+      return { info, bytes };
+    } finally {
+      await fh.close();
     }
   }
 

@@ -5,7 +5,7 @@ import { S3ObjectStore } from './s3-store.js';
 
 export type { ObjectStore, ObjectInfo, ObjectBody, ObjectRead, ByteRange } from './object-store.js';
 export { isValidKey, layoutCacheControl, layoutContentType } from './object-store.js';
-export { FsObjectStore } from './fs-store.js';
+export { FsObjectStore, type FsReads } from './fs-store.js';
 export { S3ObjectStore, type S3StoreOptions } from './s3-store.js';
 
 /** Builds the store the configuration names. */
@@ -19,5 +19,5 @@ export function createObjectStore(cfg: StorageConfig): ObjectStore {
       forcePathStyle: cfg.forcePathStyle,
     });
   }
-  return new FsObjectStore(cfg.root);
+  return new FsObjectStore(cfg.root, { reads: cfg.reads });
 }

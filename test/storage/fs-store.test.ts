@@ -20,6 +20,8 @@ after(async () => {
 });
 
 runObjectStoreContract('FsObjectStore', async () => new FsObjectStore(path.join(await tempDir(), 'files')));
+// As on a network file system: every read through the thread pool.
+runObjectStoreContract('FsObjectStore reading through the pool', async () => new FsObjectStore(path.join(await tempDir(), 'files'), { reads: 'pool' }));
 
 /** Every file under dir, dot files included, as /-separated relative paths. */
 async function allFiles(dir: string): Promise<string[]> {
