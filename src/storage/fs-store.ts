@@ -400,13 +400,8 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async get(key: string, range?: ByteRange): Promise<ObjectBody | undefined> {
-    let fh: FileHandle;
-    try {
-      fh = await open(this.file(key), 'r');
-    } catch (err) {
-      if (isMissing(err)) return undefined;
-      throw err;
-    }
+    const fh = await this.openFile(key);
+    if (fh === undefined) return undefined;
     try {
       const st = await fh.stat({ bigint: true });
       if (!st.isFile()) {
@@ -462,15 +457,20 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  /** read() with every call (open, fstat, read, close) through the thread pool. */
-  private async readThroughPool(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
-    let fh: FileHandle;
+  /** The file of `key` opened through the pool, or undefined when there is none. */
+  private async openFile(key: string): Promise<FileHandle | undefined> {
     try {
-      fh = await open(this.file(key), 'r');
+      return await open(this.file(key), 'r');
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw err;
     }
+  }
+
+  /** read() with every call (open, fstat, read, close) through the thread pool. */
+  private async readThroughPool(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
+    const fh = await this.openFile(key);
+    if (fh === undefined) return undefined;
     try {
       const st = await fh.stat({ bigint: true });
       if (!st.isFile()) return undefined;
