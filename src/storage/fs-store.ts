@@ -157,7 +157,7 @@ export class FsObjectStore implements ObjectStore {
 
   /** The network file system the root is on (by statfs at construction), or undefined for a local one. */
   readonly remoteFileSystem: string | undefined;
-  /** Whether small files are read with calls on this thread (FsReads). */
+  /** Whether small files are read, and folders opened for their fsync, with calls on this thread (FsReads). */
   readonly inlineReads: boolean;
 
   constructor(root: string, options: { reads?: FsReads } = {}) {
@@ -300,7 +300,7 @@ export class FsObjectStore implements ObjectStore {
     const s = state;
     if (s.queued !== undefined) return s.queued;
     const start = (): Promise<void> => {
-      const p: Promise<void> = syncDir(dir).finally(() => {
+      const p: Promise<void> = syncDir(dir, this.inlineReads).finally(() => {
         if (s.inFlight === p) s.inFlight = undefined;
         if (s.inFlight === undefined && s.queued === undefined && this.dirSyncs.get(dir) === s) this.dirSyncs.delete(dir);
       });
@@ -327,7 +327,7 @@ export class FsObjectStore implements ObjectStore {
       if (isMissing(err)) return false;
       throw err;
     }
-    await syncDir(path.dirname(target));
+    await syncDir(path.dirname(target), this.inlineReads);
     return true;
   }
 
@@ -566,8 +566,18 @@ const TEMP_DIR = '.tmp';
 /** Part-written files of another machine's process are left alone this long. */
 const FOREIGN_TEMP_AGE_MS = 60 * 60 * 1000;
 
-async function syncDir(dir: string): Promise<void> {
-  // Opened and closed on this thread (no disk wait); the fsync, which waits for the disk, in the pool.
+/** fsyncs a folder; `inline`: opened and closed on this thread (no disk wait on a local disk), else every call in the pool. */
+async function syncDir(dir: string, inline: boolean): Promise<void> {
+  if (!inline) {
+    const fh = await open(dir, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    return;
+  }
+  // The fsync, which waits for the disk, in the pool.
   const fd = openSync(dir, 'r');
   try {
     await fsyncAsync(fd);
