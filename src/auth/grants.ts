@@ -202,7 +202,8 @@ export type CodeRow = NonNullable<Awaited<ReturnType<typeof codeByHash>>['rows']
  */
 export async function clientWithCode(deps: AuthDeps, clientId: string, secret: string, code: string): Promise<{ app: Application; code: CodeRow } | undefined> {
   if (!wellFormedCode(code) || clientId.length > 200 || secret.length > 200) return undefined;
-  const row = (await codeWithClient(deps.db, { hash: tokenHash(code), clientId })).rows[0];
+  const params = { hash: tokenHash(code), clientId };
+  const row = (await (deps.writes === undefined ? codeWithClient(deps.db, params) : deps.writes.read((db) => codeWithClient(db, params)))).rows[0];
   const candidate = tokenHash(secret);
   if (row === undefined || !constantTimeEqual(candidate, row.secret_hash)) return undefined;
   const { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, account_name } = row;
@@ -379,7 +380,7 @@ const grantWithClient = preparedQuery(['id', 'clientId'] as const, (db, p) =>
 export async function clientWithGrant(deps: AuthDeps, clientId: string, secret: string, refreshToken: string): Promise<{ app: Application; grant: GrantRow } | undefined> {
   const id = grantIdOf(refreshToken);
   if (id === undefined || clientId.length > 200 || secret.length > 200) return undefined;
-  const row = (await grantWithClient(deps.db, { id, clientId })).rows[0];
+  const row = (await (deps.writes === undefined ? grantWithClient(deps.db, { id, clientId }) : deps.writes.read((db) => grantWithClient(db, { id, clientId })))).rows[0];
   const candidate = tokenHash(secret);
   if (row === undefined || !constantTimeEqual(candidate, row.secret_hash)) return undefined;
   const { grant_id, grant_account_id, grant_offline, grant_refresh_hash, grant_access_hash, grant_revoked_at, grant_scope_text, grant_refresh_jkt, secret_hash: _omit, ...app } = row;

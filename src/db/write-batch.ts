@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { dialectOf } from './dialect.js';
 
 type Job = {
   run: (trx: Transaction<any>) => Promise<unknown>;
@@ -17,10 +18,27 @@ export class WriteBatcher {
   private queue: Job[] = [];
   private scheduled = false;
   private readonly maxBatch: number;
+  private readonly readsInBatches: boolean;
 
   constructor(db: Kysely<any>, maxBatch = 256) {
     this.db = db;
     this.maxBatch = maxBatch;
+    this.readsInBatches = !dialectOf(db).queriesAreRoundTrips;
+  }
+
+  /**
+   * A read made for a write that follows it (a token request's lookup before its batched
+   * write). On SQLite it runs as a job of the next batch: a statement outside a transaction
+   * is a read transaction of its own, whose locks cost two system calls (fcntl), where inside
+   * the batch's transaction it shares the batch's. It sees what was committed before, as a
+   * read of its own would, and answers after the batch's commit like every job. On a database
+   * whose statements are round trips (PostgreSQL) it runs on its own, in parallel with the
+   * batch, rather than one after another in it. Only for requests that write anyway: a batch
+   * waits for SQLite's write lock, which a plain read does not (docs/decisions.md, "Token
+   * endpoint CPU: the lookup in the batch, one write per TLS answer").
+   */
+  read<T>(job: (db: Kysely<any>) => Promise<T>): Promise<T> {
+    return this.readsInBatches ? this.run(job) : job(this.db);
   }
 
   run<T>(job: (trx: Transaction<any>) => Promise<T>): Promise<T> {

@@ -1,4 +1,10 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+
+function overTls(socket: Socket | null): boolean {
+  return (socket as TLSSocket | null)?.encrypted === true;
+}
 
 /**
  * A ServerResponse whose `end(body)` sends the head and the body in one write().
@@ -12,6 +18,12 @@ import { ServerResponse, type IncomingMessage } from 'node:http';
  * than a tick later. Answers without a head made by writeHead first, and streamed answers
  * (end() without a body), take Node's own path. A text body
  * joins the head in one string; a Buffer stays a chunk of its own (two, not three, in a writev).
+ *
+ * Not over TLS: a TLS socket finishes each write a tick later, so after the body's write the
+ * empty final write of `end()` goes out on its own, one more write() system call per answer
+ * (strace: 2.0 writes per answer against Node's own 1.0, where end(body) sends head, body and
+ * the empty chunk together in one writev). TLS answers take Node's own path (docs/decisions.md,
+ * "Token endpoint CPU: the lookup in the batch, one write per TLS answer").
  */
 export class OneWriteResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   override end(cb?: () => void): this;
@@ -20,7 +32,7 @@ export class OneWriteResponse<Request extends IncomingMessage = IncomingMessage>
   override end(chunk?: unknown, encoding?: BufferEncoding | (() => void), cb?: () => void): this {
     // Only once writeHead has made the head: before it, end(body) is what lets Node send a
     // Content-Length, where a write first would make the answer chunked.
-    if (this.headersSent && (typeof chunk === 'string' || chunk instanceof Uint8Array) && chunk.length > 0 && this.req.method !== 'HEAD') {
+    if (this.headersSent && (typeof chunk === 'string' || chunk instanceof Uint8Array) && chunk.length > 0 && this.req.method !== 'HEAD' && !overTls(this.socket)) {
       if (typeof encoding === 'function') {
         cb = encoding;
         encoding = undefined;

@@ -57,4 +57,13 @@ describe('WriteBatcher', () => {
     assert.equal(outcomes[1]?.status === 'rejected' && outcomes[1].reason, refused);
     assert.deepEqual((await rows()).at(-1), [4, 'd']);
   });
+
+  it('reads in the batch on SQLite (one transaction with the writes queued with it), alone on PostgreSQL', async () => {
+    const batcher = new WriteBatcher(h.db);
+    const read = batcher.read(async (db) => ({ inTransaction: db.isTransaction, rows: (await sql<{ v: string }>`select v from batch_probe where id = ${1}`.execute(db)).rows }));
+    const [seen] = await Promise.all([read, batcher.run(insert(5, 'e'))]);
+    assert.deepEqual(seen.rows, [{ v: 'a' }]);
+    assert.equal(seen.inTransaction, h.dialect === 'sqlite');
+    assert.deepEqual((await rows()).at(-1), [5, 'e']);
+  });
 });
