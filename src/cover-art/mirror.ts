@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { invalidInput } from '../shared/errors.js';
@@ -176,6 +177,9 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
   const { db, store, clock, upstream } = deps;
   // Stopped by the caller's signal, or by a task's error (the store down): no new file either way.
   const stop = new AbortController();
+  // Each GET in flight listens for the stop (up to --concurrency of them, and the rate limit's
+  // wait): not a leak, so no MaxListenersExceededWarning on stderr past ten.
+  setMaxListeners(0, stop.signal);
   const stopNow = () => stop.abort();
   options.signal.addEventListener('abort', stopNow, { once: true });
   const signal = stop.signal;
