@@ -18,6 +18,15 @@ export interface CachedFile {
   notModified: string[] | undefined;
   /** Read since the eviction hand last passed (the clock algorithm's second chance). */
   used: boolean;
+  /**
+   * The cache's own memory (FileCache.alloc: a buffer no one else shares), so it may be read
+   * into again once the entry is pushed out and no answer is still being written from it.
+   */
+  own: boolean;
+  /** Answers still being written from `bytes` (FileCache.hold). */
+  writing: number;
+  /** Pushed out while answers were still being written from it: its memory is spare once they are done. */
+  retired: boolean;
 }
 
 /** What an entry costs beyond its bytes (header lists, strings, the map's slot), roughly. */
@@ -98,6 +107,9 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
     common: undefined,
     notModified: undefined,
     used: false,
+    own: false,
+    writing: 0,
+    retired: false,
   };
 }
 
@@ -138,6 +150,14 @@ export class FileCache {
   readonly maxEntryBytes: number;
   private used = 0;
   generation = 0;
+  /**
+   * Memory of entries pushed out, for the next files read to be kept (alloc): on a set larger
+   * than the cache every fill pushes one out, and a fresh buffer per fill leaves the old one as
+   * garbage that only a full collection frees (docs/decisions.md, "Evicted entries' memory read
+   * into again"). Bounded in count and bytes.
+   */
+  private readonly spare: Buffer[] = [];
+  private spareBytes = 0;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
@@ -172,9 +192,59 @@ export class FileCache {
     return false;
   }
 
+  /**
+   * Memory to read a file of `size` bytes into, to be kept: an evicted entry's when one of
+   * about that size is spare (at most an eighth larger), else new. The file made from it is
+   * marked `own` by the file server, so that its memory is reused in turn.
+   */
+  alloc(size: number): Buffer {
+    const spare = this.spare;
+    for (let i = spare.length - 1; i >= 0; i--) {
+      const buf = spare[i] as Buffer;
+      if (buf.length >= size && buf.length - size <= size >> 3) {
+        spare[i] = spare[spare.length - 1] as Buffer;
+        spare.pop();
+        this.spareBytes -= buf.length;
+        return buf.length === size ? buf : buf.subarray(0, size);
+      }
+    }
+    return Buffer.allocUnsafeSlow(size);
+  }
+
+  /**
+   * Holds `file`'s memory for `res`, whose answer from it is still being written (the
+   * socket did not take all of it at once): an entry pushed out meanwhile is not read into
+   * again until the answer is closed.
+   */
+  hold(file: CachedFile, res: { once(event: 'close', listener: () => void): unknown }): void {
+    file.writing++;
+    res.once('close', () => {
+      if (--file.writing === 0 && file.retired) this.toSpare(file);
+    });
+  }
+
+  /** An evicted entry's memory, spare for the next fill when no answer is being written from it. */
+  private retire(file: CachedFile): void {
+    if (!file.own) return;
+    if (file.writing > 0) file.retired = true;
+    else this.toSpare(file);
+  }
+
+  private toSpare(file: CachedFile): void {
+    const whole = file.bytes.byteLength === file.bytes.buffer.byteLength ? file.bytes : Buffer.from(file.bytes.buffer, 0, file.bytes.buffer.byteLength);
+    if (this.spare.length >= 64 || this.spareBytes + whole.length > this.maxEntryBytes) return;
+    this.spare.push(whole);
+    this.spareBytes += whole.length;
+  }
+
+  /** What `file` costs while kept: its memory (all of it when the cache's own) and the overhead. */
+  private cost(file: CachedFile): number {
+    return (file.own ? file.bytes.buffer.byteLength : file.bytes.length) + ENTRY_OVERHEAD;
+  }
+
   /** Keeps `file` under `key` unless the catalogue changed since `generation` or it is too big. */
   set(key: string, file: CachedFile, generation: number): void {
-    const cost = file.bytes.length + ENTRY_OVERHEAD;
+    const cost = this.cost(file);
     if (generation !== this.generation || file.bytes.length > this.maxEntryBytes || this.entries.has(key)) return;
     // Each entry is looked at most twice (a second chance, then out), so this ends.
     while (this.used + cost > this.maxBytes) {
@@ -186,7 +256,10 @@ export class FileCache {
       if (entry.used) {
         entry.used = false;
         this.entries.set(oldest, entry);
-      } else this.used -= entry.bytes.length + ENTRY_OVERHEAD;
+      } else {
+        this.used -= this.cost(entry);
+        this.retire(entry);
+      }
     }
     this.entries.set(key, file);
     this.used += cost;
