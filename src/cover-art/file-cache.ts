@@ -126,6 +126,19 @@ export function notModifiedOf(f: CachedFile): string[] {
 }
 
 /**
+ * A 30-bit hash of a key (FNV-1a), what the doorkeeper remembers: a small integer is no object,
+ * whereas each key remembered would be a string kept past a collection or two, moved to the
+ * old generation and left there as garbage when the window starts again (a read of nearly
+ * every request on a set larger than the cache). Two keys of one hash only let a file in on
+ * its first read now and then.
+ */
+function keyHash(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return h & 0x3fffffff;
+}
+
+/**
  * Files of the built-in file server kept in memory, bounded in bytes, filled on use (once
  * full, on a file's second use: see mayKeep). Eviction is the clock algorithm: a hit only sets a flag (no
  * reordering on the hot path); the hand passes over the oldest entries, giving each one read
@@ -135,8 +148,8 @@ export function notModifiedOf(f: CachedFile): string[] {
  */
 export class FileCache {
   private readonly entries = new Map<string, CachedFile>();
-  /** Keys read once while the cache was full, not kept yet (bounded: emptied when it grows past half the entries). */
-  private readonly seen = new Set<string>();
+  /** Keys read once while the cache was full, not kept yet, by their hash (keyHash; bounded: emptied when it grows past half the entries). */
+  private readonly seen = new Set<number>();
   /**
    * The catalogue's answers (catalogueKeeps) in this generation, so a file pushed out and let
    * in again costs no second question; emptied by `clear` with everything else, and when full.
@@ -186,9 +199,11 @@ export class FileCache {
    */
   mayKeep(key: string): boolean {
     if (this.maxEntryBytes === 0) return false;
-    if (!this.full || this.seen.delete(key)) return true;
+    if (!this.full) return true;
+    const h = keyHash(key);
+    if (this.seen.delete(h)) return true;
     if (this.seen.size >= Math.max(512, this.entries.size >> 1)) this.seen.clear();
-    this.seen.add(key);
+    this.seen.add(h);
     return false;
   }
 
