@@ -18,6 +18,15 @@ export interface CachedFile {
   notModified: string[] | undefined;
   /** Read since the eviction hand last passed (the clock algorithm's second chance). */
   used: boolean;
+  /**
+   * The cache's own memory (FileCache.alloc: a buffer no one else shares), so it may be read
+   * into again once the entry is pushed out and no answer is still being written from it.
+   */
+  own: boolean;
+  /** Answers still being written from `bytes` (FileCache.hold). */
+  writing: number;
+  /** Pushed out while answers were still being written from it: its memory is spare once they are done. */
+  retired: boolean;
 }
 
 /** What an entry costs beyond its bytes (header lists, strings, the map's slot), roughly. */
@@ -98,6 +107,9 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
     common: undefined,
     notModified: undefined,
     used: false,
+    own: false,
+    writing: 0,
+    retired: false,
   };
 }
 
@@ -114,6 +126,19 @@ export function notModifiedOf(f: CachedFile): string[] {
 }
 
 /**
+ * A 30-bit hash of a key (FNV-1a), what the doorkeeper remembers: a small integer is no object,
+ * whereas each key remembered would be a string kept past a collection or two, moved to the
+ * old generation and left there as garbage when the window starts again (a read of nearly
+ * every request on a set larger than the cache). Two keys of one hash only let a file in on
+ * its first read now and then.
+ */
+function keyHash(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return h & 0x3fffffff;
+}
+
+/**
  * Files of the built-in file server kept in memory, bounded in bytes, filled on use (once
  * full, on a file's second use: see mayKeep). Eviction is the clock algorithm: a hit only sets a flag (no
  * reordering on the hot path); the hand passes over the oldest entries, giving each one read
@@ -123,8 +148,8 @@ export function notModifiedOf(f: CachedFile): string[] {
  */
 export class FileCache {
   private readonly entries = new Map<string, CachedFile>();
-  /** Keys read once while the cache was full, not kept yet (bounded: emptied when it grows past half the entries). */
-  private readonly seen = new Set<string>();
+  /** Keys read once while the cache was full, not kept yet, by their hash (keyHash; bounded: emptied when it grows past half the entries). */
+  private readonly seen = new Set<number>();
   /**
    * The catalogue's answers (catalogueKeeps) in this generation, so a file pushed out and let
    * in again costs no second question; emptied by `clear` with everything else, and when full.
@@ -138,6 +163,14 @@ export class FileCache {
   readonly maxEntryBytes: number;
   private used = 0;
   generation = 0;
+  /**
+   * Memory of entries pushed out, for the next files read to be kept (alloc): on a set larger
+   * than the cache every fill pushes one out, and a fresh buffer per fill leaves the old one as
+   * garbage that only a full collection frees (docs/decisions.md, "Evicted entries' memory read
+   * into again"). Bounded in count and bytes.
+   */
+  private readonly spare: Buffer[] = [];
+  private spareBytes = 0;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
@@ -166,15 +199,67 @@ export class FileCache {
    */
   mayKeep(key: string): boolean {
     if (this.maxEntryBytes === 0) return false;
-    if (!this.full || this.seen.delete(key)) return true;
+    if (!this.full) return true;
+    const h = keyHash(key);
+    if (this.seen.delete(h)) return true;
     if (this.seen.size >= Math.max(512, this.entries.size >> 1)) this.seen.clear();
-    this.seen.add(key);
+    this.seen.add(h);
     return false;
+  }
+
+  /**
+   * Memory to read a file of `size` bytes into, to be kept: an evicted entry's when one of
+   * about that size is spare (at most an eighth larger), else new. The file made from it is
+   * marked `own` by the file server, so that its memory is reused in turn.
+   */
+  alloc(size: number): Buffer {
+    const spare = this.spare;
+    for (let i = spare.length - 1; i >= 0; i--) {
+      const buf = spare[i] as Buffer;
+      if (buf.length >= size && buf.length - size <= size >> 3) {
+        spare[i] = spare[spare.length - 1] as Buffer;
+        spare.pop();
+        this.spareBytes -= buf.length;
+        return buf.length === size ? buf : buf.subarray(0, size);
+      }
+    }
+    return Buffer.allocUnsafeSlow(size);
+  }
+
+  /**
+   * Holds `file`'s memory for `res`, whose answer from it is still being written (the
+   * socket did not take all of it at once): an entry pushed out meanwhile is not read into
+   * again until the answer is closed.
+   */
+  hold(file: CachedFile, res: { once(event: 'close', listener: () => void): unknown }): void {
+    file.writing++;
+    res.once('close', () => {
+      if (--file.writing === 0 && file.retired) this.toSpare(file);
+    });
+  }
+
+  /** An evicted entry's memory, spare for the next fill when no answer is being written from it. */
+  private retire(file: CachedFile): void {
+    if (!file.own) return;
+    if (file.writing > 0) file.retired = true;
+    else this.toSpare(file);
+  }
+
+  private toSpare(file: CachedFile): void {
+    const whole = file.bytes.byteLength === file.bytes.buffer.byteLength ? file.bytes : Buffer.from(file.bytes.buffer, 0, file.bytes.buffer.byteLength);
+    if (this.spare.length >= 64 || this.spareBytes + whole.length > this.maxEntryBytes) return;
+    this.spare.push(whole);
+    this.spareBytes += whole.length;
+  }
+
+  /** What `file` costs while kept: its memory (all of it when the cache's own) and the overhead. */
+  private cost(file: CachedFile): number {
+    return (file.own ? file.bytes.buffer.byteLength : file.bytes.length) + ENTRY_OVERHEAD;
   }
 
   /** Keeps `file` under `key` unless the catalogue changed since `generation` or it is too big. */
   set(key: string, file: CachedFile, generation: number): void {
-    const cost = file.bytes.length + ENTRY_OVERHEAD;
+    const cost = this.cost(file);
     if (generation !== this.generation || file.bytes.length > this.maxEntryBytes || this.entries.has(key)) return;
     // Each entry is looked at most twice (a second chance, then out), so this ends.
     while (this.used + cost > this.maxBytes) {
@@ -186,7 +271,10 @@ export class FileCache {
       if (entry.used) {
         entry.used = false;
         this.entries.set(oldest, entry);
-      } else this.used -= entry.bytes.length + ENTRY_OVERHEAD;
+      } else {
+        this.used -= this.cost(entry);
+        this.retire(entry);
+      }
     }
     this.entries.set(key, file);
     this.used += cost;

@@ -175,11 +175,11 @@ export class FileServer {
     const rest = (req.url as string).slice(PREFIX);
     // Only keys of the layout are ever kept, so a target that is one needs no other check.
     const hit = this.cache.get(rest);
-    if (hit !== undefined) return sendFile(req, res, hit, requestId);
+    if (hit !== undefined) return this.sendKept(req, res, hit, requestId, undefined);
     const key = keyForDownloadPath(rest);
     if (key === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
     const other = key === rest ? undefined : this.cache.get(key);
-    if (other !== undefined) return sendFile(req, res, other, requestId);
+    if (other !== undefined) return this.sendKept(req, res, other, requestId, undefined);
     this.missOrFail(req, res, key, requestId, log, undefined);
   }
 
@@ -190,8 +190,14 @@ export class FileServer {
    */
   answerImage(req: IncomingMessage, res: ServerResponse, key: string, cacheControl: string | undefined, requestId: string, log: FileServerLog): void {
     const hit = this.cache.get(key);
-    if (hit !== undefined) return sendFile(req, res, hit, requestId, cacheControl);
+    if (hit !== undefined) return this.sendKept(req, res, hit, requestId, cacheControl);
     this.missOrFail(req, res, key, requestId, log, cacheControl);
+  }
+
+  /** Answers from a file the cache holds (or has just been given), holding its memory while the answer is still being written. */
+  private sendKept(req: IncomingMessage, res: ServerResponse, file: CachedFile, requestId: string, cacheControl: string | undefined): void {
+    sendFile(req, res, file, requestId, cacheControl);
+    if (res.writableLength !== 0) this.cache.hold(file, res);
   }
 
   /**
@@ -208,13 +214,14 @@ export class FileServer {
     const store = this.store;
     if (known !== undefined && store.readSync !== undefined) {
       try {
-        const read = store.readSync(key, this.readMax, known ? undefined : this.lend);
+        const read = store.readSync(key, this.readMax, known ? this.lendKept : this.lend);
         if (read !== null && (read !== undefined || this.fill === undefined)) {
           this.countRead(read);
           return this.answerRead(req, res, key, read, known, generation, requestId, cacheControl, this.taken());
         }
       } catch (err) {
-        giveBack(this.scratch, res, this.taken());
+        const lent = this.taken();
+        if (!known) giveBack(this.scratch, res, lent);
         return this.failed(req, res, err, requestId, log);
       }
     }
@@ -249,7 +256,14 @@ export class FileServer {
     return buf.length === size ? buf : buf.subarray(0, size);
   };
 
-  /** The buffer lend gave out for the read just made, if any (no await comes between). */
+  /** Memory for a file to be kept, read on this thread: the cache's (FileCache.alloc), remembered as lend's is. */
+  private readonly lendKept = (size: number): Buffer => {
+    const buf = this.cache.alloc(size);
+    this.lent = buf;
+    return buf;
+  };
+
+  /** The buffer lend or lendKept gave out for the read just made, if any (no await comes between). */
   private lent: Buffer | undefined;
 
   private taken(): Buffer | undefined {
@@ -258,7 +272,11 @@ export class FileServer {
     return buf;
   }
 
-  /** Answers with what the store read: a 404, a stream for a large file, or the bytes (kept when `keep`). */
+  /**
+   * Answers with what the store read: a 404, a stream for a large file, or the bytes (kept
+   * when `keep`). `lent` is the memory given for the read: the cache's when `keep`, else the
+   * free list's, given back once the answer is done with it.
+   */
   private answerRead(
     req: IncomingMessage,
     res: ServerResponse,
@@ -272,12 +290,14 @@ export class FileServer {
   ): void {
     if (read === undefined) sendText(req, res, 404, BASE, 'Not Found\n', requestId);
     else if (read.bytes === undefined) void this.stream(req, res, key, requestId, cacheControl);
-    else {
+    else if (keep) {
       const file = cachedFile(key, read.info, read.bytes);
-      if (keep) this.cache.set(key, file, generation);
-      sendFile(req, res, file, requestId, cacheControl);
-    }
-    giveBack(this.scratch, res, lent);
+      // A store may read into memory of its own (S3): only the cache's is reused.
+      file.own = lent !== undefined && read.bytes.buffer === lent.buffer;
+      this.cache.set(key, file, generation);
+      return this.sendKept(req, res, file, requestId, cacheControl);
+    } else sendFile(req, res, cachedFile(key, read.info, read.bytes), requestId, cacheControl);
+    if (!keep) giveBack(this.scratch, res, lent);
   }
 
   private async miss(
@@ -294,7 +314,7 @@ export class FileServer {
     const keep = mayKeep && (await this.catalogueKeeps(key, generation));
     let lent: Buffer | undefined;
     const alloc = keep
-      ? undefined
+      ? (size: number): Buffer => (lent = this.cache.alloc(size))
       : (size: number): Buffer => {
           lent = this.scratch.take(size);
           return lent.subarray(0, size);
@@ -310,7 +330,7 @@ export class FileServer {
         if (filled === 'stored') read = await this.store.read(key, this.readMax, alloc);
       }
     } catch (err) {
-      giveBack(this.scratch, res, lent);
+      if (!keep) giveBack(this.scratch, res, lent);
       throw err;
     }
     this.answerRead(req, res, key, read, keep, generation, requestId, cacheControl, lent);
