@@ -71,8 +71,10 @@ describe('SLEEVE_STORAGE_URL=s3://…', () => {
     assert.equal(load({}).imageBaseUrl, 'http://localhost:8080/download');
   });
 
-  it('file: storage is unchanged', () => {
-    assert.deepEqual(load({ SLEEVE_STORAGE_URL: 'file:./files' }).storage, { kind: 'file', root: path.resolve('/srv/sleeve', 'files') });
+  it('file: storage is unchanged; SLEEVE_STORAGE_READS picks how it reads', () => {
+    assert.deepEqual(load({ SLEEVE_STORAGE_URL: 'file:./files' }).storage, { kind: 'file', root: path.resolve('/srv/sleeve', 'files'), reads: 'auto' });
+    assert.deepEqual(load({ SLEEVE_STORAGE_URL: 'file:./files', SLEEVE_STORAGE_READS: 'POOL' }).storage, { kind: 'file', root: path.resolve('/srv/sleeve', 'files'), reads: 'pool' });
+    assert.throws(() => load({ SLEEVE_STORAGE_READS: 'sometimes' }), /SLEEVE_STORAGE_READS="sometimes": must be auto, inline or pool/);
   });
 
   const bad: [string, RegExp][] = [
