@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, statfsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -91,6 +91,30 @@ async function mountBindfs(source: string, point: string): Promise<Mount> {
   };
 }
 
+/** The threads of process `pid` waiting for an answer of a FUSE daemon (the kernel's wait, as /proc shows it). */
+function fuseWaiters(pid: number): number[] {
+  const waiting: number[] = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${tid}/wchan`, 'utf8') === 'request_wait_answer') waiting.push(Number(tid));
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  return waiting;
+}
+
+/** Waits until a thread of the process waits on the stopped mount; returns those threads. */
+async function untilWaitingOnMount(pid: number): Promise<number[]> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const waiting = fuseWaiters(pid);
+    if (waiting.length > 0) return waiting;
+    if (Date.now() > deadline) throw new Error('no thread of the server came to wait on the stopped mount');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** Whether GET url answers (with its status) within ms, or undefined when it does not. */
 async function answersWithin(url: string, ms: number): Promise<number | undefined> {
   try {
@@ -145,6 +169,9 @@ describe('file storage on a FUSE mount whose daemon stops answering', { skip: fu
     mount.pause();
     // A file not read before, so neither cache has it: its read waits on the stopped daemon.
     const stalled = fetch(`${server.base}/download/${thumbs[1]}`);
+    // The read has begun, on a thread of the pool: not on the server's own (its tid is its pid).
+    const pid = server.child.pid as number;
+    assert.equal((await untilWaitingOnMount(pid)).includes(pid), false);
     assert.equal(await answersWithin(`${server.base}/healthz`, 10_000), 200, 'the server must keep answering while one read waits');
     assert.equal(await answersWithin(`${server.base}/download/${thumbs[0]}`, 10_000), 200, 'a file in memory must still be served');
     mount.resume();
@@ -162,6 +189,9 @@ describe('file storage on a FUSE mount whose daemon stops answering', { skip: fu
     assert.equal(await answersWithin(`${server.base}/healthz`, 10_000), 200);
     mount.pause();
     const stalled = fetch(`${server.base}/download/${thumbs[2]}`);
+    // The read has begun, on the server's own thread (after the catalogue's question, which on PostgreSQL is a round trip).
+    const pid = server.child.pid as number;
+    assert.deepEqual(await untilWaitingOnMount(pid), [pid]);
     // Not an answer that is late: none can come while the event loop waits in read(2).
     assert.equal(await answersWithin(`${server.base}/healthz`, 1_500), undefined, 'an inline read on a stopped mount blocks the event loop');
     mount.resume();
