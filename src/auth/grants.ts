@@ -194,6 +194,11 @@ const codeWithClient = preparedQuery(['hash', 'clientId'] as const, (db, p) =>
 /** A code as read for its exchange (by codeByHash or clientWithCode). */
 export type CodeRow = NonNullable<Awaited<ReturnType<typeof codeByHash>>['rows'][number]>;
 
+/** A lookup made for the write that follows it: in the write batch where there is one (WriteBatcher.read), else on its own. */
+function lookupForWrite<T>(deps: AuthDeps, query: (db: Kysely<any>) => Promise<T>): Promise<T> {
+  return deps.writes === undefined ? query(deps.db) : deps.writes.read(query);
+}
+
 /**
  * A code exchange's client and code in one lookup (docs/decisions.md, "Token endpoint CPU:
  * the code exchange"): when the code is one of the client `clientId`'s and `secret` is that
@@ -203,7 +208,7 @@ export type CodeRow = NonNullable<Awaited<ReturnType<typeof codeByHash>>['rows']
 export async function clientWithCode(deps: AuthDeps, clientId: string, secret: string, code: string): Promise<{ app: Application; code: CodeRow } | undefined> {
   if (!wellFormedCode(code) || clientId.length > 200 || secret.length > 200) return undefined;
   const params = { hash: tokenHash(code), clientId };
-  const row = (await (deps.writes === undefined ? codeWithClient(deps.db, params) : deps.writes.read((db) => codeWithClient(db, params)))).rows[0];
+  const row = (await lookupForWrite(deps, (db) => codeWithClient(db, params))).rows[0];
   const candidate = tokenHash(secret);
   if (row === undefined || !constantTimeEqual(candidate, row.secret_hash)) return undefined;
   const { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, account_name } = row;
@@ -380,7 +385,7 @@ const grantWithClient = preparedQuery(['id', 'clientId'] as const, (db, p) =>
 export async function clientWithGrant(deps: AuthDeps, clientId: string, secret: string, refreshToken: string): Promise<{ app: Application; grant: GrantRow } | undefined> {
   const id = grantIdOf(refreshToken);
   if (id === undefined || clientId.length > 200 || secret.length > 200) return undefined;
-  const row = (await (deps.writes === undefined ? grantWithClient(deps.db, { id, clientId }) : deps.writes.read((db) => grantWithClient(db, { id, clientId })))).rows[0];
+  const row = (await lookupForWrite(deps, (db) => grantWithClient(db, { id, clientId }))).rows[0];
   const candidate = tokenHash(secret);
   if (row === undefined || !constantTimeEqual(candidate, row.secret_hash)) return undefined;
   const { grant_id, grant_account_id, grant_offline, grant_refresh_hash, grant_access_hash, grant_revoked_at, grant_scope_text, grant_refresh_jkt, secret_hash: _omit, ...app } = row;
