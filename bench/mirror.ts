@@ -7,8 +7,14 @@
  * sequential misses through `sleeve serve` against direct fetches from the same upstream
  * (the overhead), and hits of those files against hits of files the mirror stored.
  * Goals: sleeve's files/s ≥ 0.9× curl's; the mirror's peak RSS under 200 MB.
+ *
+ * Each run starts with its output folder empty. By default the last run's files are renamed
+ * aside and all removed at the end (--mirror-clear move): deleted right before the next run
+ * (--mirror-clear delete, as up to session 10), their inodes are "recently deleted", which a
+ * journal-less ext4 skips one by one on every new file for a minute or more, and that scan
+ * was about half of both tools' CPU time (bench/RESULTS.md, "Session 11: mirror").
  */
-import { createWriteStream, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -72,14 +78,24 @@ async function makeCatalogue(dir: string, n: number): Promise<Catalogue> {
   return { dataDir, keys, items: itemsFile, image };
 }
 
+/** Empties `folder` for the next run: renamed into `trash` (removed at the end) or deleted. */
+function clear(folder: string, mode: Options['mirrorClear'], trash: string): void {
+  if (mode === 'delete' || !existsSync(folder)) {
+    rmSync(folder, { recursive: true, force: true });
+    return;
+  }
+  mkdirSync(trash, { recursive: true });
+  renameSync(folder, path.join(trash, String(readdirSync(trash).length)));
+}
+
 interface Run {
   ms: number;
   files: number;
   rssKb: number;
 }
 
-async function mirrorRun(cat: Catalogue, upstream: string, concurrency: number): Promise<Run> {
-  rmSync(path.join(cat.dataDir, 'files'), { recursive: true, force: true });
+async function mirrorRun(cat: Catalogue, upstream: string, concurrency: number, empty: (folder: string) => void): Promise<Run> {
+  empty(path.join(cat.dataDir, 'files'));
   const [cmd, args] = pinned(SERVER_CORE, process.execPath, [
     ...(TIME === undefined ? ['--import', `file://${benchScript('rss-probe.js')}`] : []),
     SLEEVE_CLI,
@@ -101,8 +117,8 @@ async function mirrorRun(cat: Catalogue, upstream: string, concurrency: number):
   return { ms: r.ms, files: s.fetched, rssKb: Number(rss?.[1] ?? Number.NaN) };
 }
 
-async function curlRun(curl: string, urls: string, out: string, concurrency: number): Promise<Run> {
-  rmSync(out, { recursive: true, force: true });
+async function curlRun(curl: string, urls: string, out: string, concurrency: number, empty: (folder: string) => void): Promise<Run> {
+  empty(out);
   mkdirSync(out, { recursive: true });
   const [cmd, args] = pinned(SERVER_CORE, 'xargs', ['-a', urls, '-P', String(concurrency), '-n', '100', curl, '-sSf', '--remote-name-all', '--output-dir', out]);
   const r = await run(cmd, args);
@@ -127,6 +143,8 @@ export async function mirrorBench(opts: Options): Promise<{ markdown: string; da
   const curl = which('curl');
   if (curl === undefined) throw new Error('mirror needs curl (Debian: apt-get install curl)');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sleeve-bench-mirror-'));
+  const trash = path.join(dir, 'cleared');
+  const empty = (folder: string) => clear(folder, opts.mirrorClear, trash);
   try {
     log(`mirror: a catalogue of ${n} images`);
     const cat = await makeCatalogue(dir, n);
@@ -144,12 +162,12 @@ export async function mirrorBench(opts: Options): Promise<{ markdown: string; da
     const curlRuns: Run[] = [];
     try {
       // A warm-up of each (page cache, the upstream's JIT), not counted.
-      await mirrorRun(cat, up.url, concurrency);
-      await curlRun(curl, urls, path.join(dir, 'curl'), concurrency);
+      await mirrorRun(cat, up.url, concurrency, empty);
+      await curlRun(curl, urls, path.join(dir, 'curl'), concurrency, empty);
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? ['sleeve', 'curl'] : ['curl', 'sleeve'];
         for (const which of order) {
-          const got = which === 'sleeve' ? await mirrorRun(cat, up.url, concurrency) : await curlRun(curl, urls, path.join(dir, 'curl'), concurrency);
+          const got = which === 'sleeve' ? await mirrorRun(cat, up.url, concurrency, empty) : await curlRun(curl, urls, path.join(dir, 'curl'), concurrency, empty);
           if (got.files !== n) throw new Error(`${which} fetched ${got.files} of ${n} files`);
           (which === 'sleeve' ? mirrorRuns : curlRuns).push(got);
           log(`mirror: round ${r + 1} ${which}: ${((n * 1000) / got.ms).toFixed(0)} files/s${Number.isFinite(got.rssKb) ? `, peak RSS ${fmtMiB(got.rssKb)}` : ''}`);
@@ -157,7 +175,7 @@ export async function mirrorBench(opts: Options): Promise<{ markdown: string; da
       }
 
       // Pull-through: the first K files gone from a full store, fetched through on their first request.
-      await mirrorRun(cat, up.url, concurrency);
+      await mirrorRun(cat, up.url, concurrency, empty);
       const k = Math.min(200, Math.floor(n / 2));
       for (const key of cat.keys.slice(0, k)) rmSync(path.join(cat.dataDir, 'files', key));
       const sleeve = await startSleeve({ name: 'pull-through', dataDir: cat.dataDir, only: 'coverart', cpuProf: opts.cpuProf, env: { SLEEVE_UPSTREAM_URL: up.url } });
@@ -179,11 +197,12 @@ export async function mirrorBench(opts: Options): Promise<{ markdown: string; da
       } finally {
         await sleeve.stop();
       }
-      return report({ n, rounds, concurrency, rate: opts.mirrorRate, curl, mirrorRuns, curlRuns, k, miss, direct, pulledHit, storedHit });
+      return report({ n, rounds, concurrency, rate: opts.mirrorRate, clear: opts.mirrorClear, curl, mirrorRuns, curlRuns, k, miss, direct, pulledHit, storedHit });
     } finally {
       await up.stop();
     }
   } finally {
+    rmSync(trash, { recursive: true, force: true });
     if (!opts.keep) rmSync(dir, { recursive: true, force: true });
     else log(`mirror: kept ${dir}`);
   }
@@ -194,6 +213,7 @@ function report(r: {
   rounds: number;
   concurrency: number;
   rate: number;
+  clear: Options['mirrorClear'];
   curl: string;
   mirrorRuns: Run[];
   curlRuns: Run[];
@@ -217,7 +237,8 @@ function report(r: {
     '',
     `${fmtInt(r.n)} originals (${PER_RELEASE} per release, one 250 px JPEG each) from a local upstream serving at most ${fmtInt(r.rate)} images/s (node:http, core ${LOAD_CORE}); ` +
       `\`sleeve mirror images --all --sizes original --concurrency ${r.concurrency}\` against \`xargs -P ${r.concurrency} -n 100 ${r.curl} --remote-name-all\` (Debian's curl) on core ${SERVER_CORE}; ` +
-      `${r.rounds} interleaved rounds after one warm-up run of each; files/s from spawn to exit (sleeve's includes its start, the import's database, and one \`_files.xml\` per release for the md5 check).`,
+      `${r.rounds} interleaved rounds after one warm-up run of each; files/s from spawn to exit (sleeve's includes its start, the import's database, and one \`_files.xml\` per release for the md5 check); ` +
+      `each run into an empty folder, the last run's files ${r.clear === 'move' ? 'renamed aside (removed at the end)' : 'deleted just before'} (\`--mirror-clear ${r.clear}\`).`,
     '',
     table(['round', '>sleeve files/s', '>sleeve peak RSS', '>curl files/s', '>ratio'], rows),
     '',

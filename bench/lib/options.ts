@@ -57,6 +57,12 @@ export interface Options {
   mirrorRate: number;
   /** Concurrency of the mirror and of curl. */
   mirrorConcurrency: number;
+  /**
+   * How the mirror benchmark clears the last run's files before the next: `move` (renamed aside,
+   * all removed at the end) or `delete` (removed right before the run, as sessions 6-10 did; on a
+   * journal-less ext4 the kernel then skips the freed inodes one by one for a minute or more).
+   */
+  mirrorClear: 'move' | 'delete';
 }
 
 export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|upload|all ...] [options]
@@ -95,6 +101,8 @@ options (environment variable in brackets):
   --mirror-images N  originals the mirror benchmark mirrors [SLEEVE_BENCH_MIRROR_IMAGES] (5000; --quick 500)
   --mirror-rate N    images/s its upstream serves at most    [SLEEVE_BENCH_MIRROR_RATE]   (1000)
   --mirror-concurrency N  of sleeve mirror and of curl      [SLEEVE_BENCH_MIRROR_CONCURRENCY] (16)
+  --mirror-clear move|delete  the last run's files before the next: renamed aside
+                    (removed at the end) or deleted         [SLEEVE_BENCH_MIRROR_CLEAR]  (move)
   --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
   --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
   --keep            keep the temporary data directories
@@ -110,6 +118,11 @@ function num(name: string, flag: string | undefined, env: string | undefined, fa
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, not ${JSON.stringify(raw)}`);
   return n;
+}
+
+function clearMode(raw: string): 'move' | 'delete' {
+  if (raw !== 'move' && raw !== 'delete') throw new Error(`--mirror-clear takes move or delete, not ${JSON.stringify(raw)}`);
+  return raw;
 }
 
 /** Parses the command line; returns undefined after printing the usage for --help. */
@@ -145,6 +158,7 @@ export function parseOptions(argv: string[]): Options | undefined {
       'mirror-images': { type: 'string' },
       'mirror-rate': { type: 'string' },
       'mirror-concurrency': { type: 'string' },
+      'mirror-clear': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -188,5 +202,6 @@ export function parseOptions(argv: string[]): Options | undefined {
     mirrorImages: Math.round(num('--mirror-images', values['mirror-images'], e.SLEEVE_BENCH_MIRROR_IMAGES, quick ? 500 : 5000)),
     mirrorRate: num('--mirror-rate', values['mirror-rate'], e.SLEEVE_BENCH_MIRROR_RATE, 1000),
     mirrorConcurrency: Math.round(num('--mirror-concurrency', values['mirror-concurrency'], e.SLEEVE_BENCH_MIRROR_CONCURRENCY, 16)),
+    mirrorClear: clearMode(values['mirror-clear'] ?? (e.SLEEVE_BENCH_MIRROR_CLEAR || 'move')),
   };
 }
