@@ -1,3 +1,4 @@
+import type { ReadsNow } from '../db/connect.js';
 import { preparedQuery } from '../db/prepared.js';
 import type { Db } from '../db/schema.js';
 import { layoutCacheControl, layoutContentType, type ObjectInfo } from '../storage/index.js';
@@ -343,8 +344,30 @@ export function catalogueKeeps(db: Db): (key: string) => Promise<boolean> {
   return async (key) => {
     const image = parseImageKey(key);
     if (image !== undefined) return (await imageNamed(db, { id: image.id, gid: image.mbid })).rows.length > 0;
-    const gid = key.slice('mbid-'.length, key.indexOf('/'));
-    const row = (await listingClean(db, { gid })).rows[0];
+    const row = (await listingClean(db, { gid: listingGid(key) })).rows[0];
+    return row !== undefined && Number(row.index_dirty) === 0;
+  };
+}
+
+/** The release MBID of an index.json key. */
+function listingGid(key: string): string {
+  return key.slice('mbid-'.length, key.indexOf('/'));
+}
+
+/**
+ * catalogueKeeps' question asked on the calling thread (SQLite: `reads`, its read-only
+ * connection), the same statements: no promise, no turn of the writing connection, no
+ * Kysely on the way. Throws when the file is busy; the caller then keeps nothing.
+ */
+export function catalogueKeepsNow(db: Db, reads: ReadsNow): (key: string) => boolean {
+  return (key) => {
+    const image = parseImageKey(key);
+    if (image !== undefined) {
+      const q = imageNamed.statement(db, { id: image.id, gid: image.mbid });
+      return reads.first(q.sql, q.parameters) !== undefined;
+    }
+    const q = listingClean.statement(db, { gid: listingGid(key) });
+    const row = reads.first(q.sql, q.parameters) as { index_dirty: unknown } | undefined;
     return row !== undefined && Number(row.index_dirty) === 0;
   };
 }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
-import { catalogueKeeps, FileCache } from '../../src/cover-art/file-cache.js';
+import { catalogueKeeps, catalogueKeepsNow, FileCache } from '../../src/cover-art/file-cache.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
@@ -93,5 +93,39 @@ describe(`the catalogue's answers (${DIALECT})`, () => {
     // Asked at once, the same key twice too.
     const answers = await Promise.all([...Object.keys(asked), thumb(R1, id1)].map((k) => keeps(k)));
     assert.deepEqual(answers, [...Object.values(asked), true]);
+  });
+
+  it('asks the same on the calling thread where the catalogue is a SQLite file, seeing each change once committed', async () => {
+    const reads = rt.database.readsNow;
+    if (DIALECT === 'postgres') {
+      assert.equal(reads, undefined, 'PostgreSQL has no read on the calling thread');
+      return;
+    }
+    assert.ok(reads !== undefined);
+    const now = catalogueKeepsNow(rt.database.db, reads);
+    await rt.database.db.updateTable('release').set({ index_dirty: 1 }).where('gid', '=', R2).execute();
+    const asked = {
+      [thumb(R1, id1)]: true,
+      [thumb(R2, id2)]: true,
+      [thumb(R1, id2)]: false,
+      [thumb(R1, '999999')]: false,
+      [thumb(EMPTY, id1)]: false,
+      [index(R1)]: true,
+      [index(R2)]: false,
+      [index(EMPTY)]: false,
+    };
+    assert.deepEqual(
+      Object.keys(asked).map((k) => now(k)),
+      Object.values(asked),
+    );
+    // The listing rewritten (committed by the writing connection): the read-only connection sees it.
+    await rt.database.db.updateTable('release').set({ index_dirty: 0 }).where('gid', '=', R2).execute();
+    assert.equal(now(index(R2)), true);
+    // Not while a transaction of the writing connection is still open: only once it commits.
+    await rt.database.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('cover_art').where('id', '=', Number(id2)).execute();
+      assert.equal(now(thumb(R2, id2)), true, 'the delete is not committed yet');
+    });
+    assert.equal(now(thumb(R2, id2)), false);
   });
 });
