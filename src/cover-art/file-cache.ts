@@ -357,7 +357,7 @@ function listingGid(key: string): string {
 /**
  * catalogueKeeps' question asked on the calling thread (SQLite: `reads`, its read-only
  * connection), the same statements: no promise, no turn of the writing connection, no
- * Kysely on the way. Throws when the file is busy; the caller then keeps nothing.
+ * Kysely on the way. Throws when the file is busy; the caller then asks the awaited way.
  */
 export function catalogueKeepsNow(db: Db, reads: ReadsNow): (key: string) => boolean {
   return (key) => {

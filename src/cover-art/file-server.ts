@@ -128,7 +128,7 @@ export interface FileServerOptions {
   cache: FileCache;
   /** Whether the catalogue lets a file be kept (file-cache.ts, catalogueKeeps); absent: whatever was read. */
   keeps?: (key: string) => Promise<boolean>;
-  /** The same question answered on the calling thread (file-cache.ts, catalogueKeepsNow), asked in its place when given; throws when it cannot answer now. */
+  /** The same question answered on the calling thread (file-cache.ts, catalogueKeepsNow), asked first when given; when it throws (SQLite busy), the awaited one. */
   keepsNow?: (key: string) => boolean;
   /**
    * Asked when the store lacks a file (listings written on demand, pull-through: see
@@ -347,13 +347,13 @@ export class FileServer {
     return this.keeps === undefined ? true : this.cache.answered(key);
   }
 
-  /** The catalogue's answer asked on this thread, remembered as catalogueKeeps' is; a catalogue that cannot answer now keeps nothing. */
-  private askNow(keepsNow: (key: string) => boolean, key: string, generation: number): boolean {
+  /** The catalogue's answer asked on this thread, remembered as catalogueKeeps' is; undefined when it cannot answer now (the awaited question is asked instead). */
+  private askNow(keepsNow: (key: string) => boolean, key: string, generation: number): boolean | undefined {
     let yes: boolean;
     try {
       yes = keepsNow(key);
     } catch {
-      return false;
+      return undefined;
     }
     this.cache.answer(key, yes, generation);
     return yes;

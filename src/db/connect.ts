@@ -34,7 +34,7 @@ export interface ReadsNow {
  * A read-only connection of its own to the SQLite file, opened on first use: it sees what
  * was committed, never the middle of a transaction on the writing connection (whose turns
  * span awaits). It waits for no lock (busy_timeout 0): a read that finds the file busy
- * throws at once rather than stalling the thread, and the caller answers without it.
+ * throws at once rather than stalling the thread, and the caller asks the awaited way.
  * Statements are prepared once per text (a handful: bounded all the same).
  */
 class SqliteReadsNow implements ReadsNow {
