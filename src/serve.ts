@@ -8,7 +8,7 @@ import { buildAuthApp, loadTlsMaterial } from './auth/app.js';
 import { PasswordHasher, ReplayStore } from './auth/index.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
-import { catalogueKeeps, type ApiDeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
+import { catalogueKeeps, catalogueKeepsNow, type ApiDeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
 import { buildCoverArtApp } from './cover-art/app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
@@ -191,7 +191,15 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   const { commands, notifications } = openRedis(s);
   // Files the store lacks: listings written from the database, images fetched through (SLEEVE_UPSTREAM_URL).
   const misses = storeMisses(runtime.coverArt, config.upstream);
-  const files = new FileServer({ store: runtime.store, cache: fileCache, keeps: catalogueKeeps(runtime.database.db), fill: misses.fill });
+  const { db, readsNow } = runtime.database;
+  const files = new FileServer({
+    store: runtime.store,
+    cache: fileCache,
+    keeps: catalogueKeeps(db),
+    // SQLite: the question on this thread, through a read-only connection (a fill's one promise less).
+    keepsNow: readsNow === undefined ? undefined : catalogueKeepsNow(db, readsNow),
+    fill: misses.fill,
+  });
   const app = buildCoverArtApp({
     routes: {
       api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, ensureListing: (id) => misses.listings.ensure(id) },

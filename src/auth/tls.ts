@@ -2,7 +2,6 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile, writeFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { generate } from 'selfsigned';
 
 export interface TlsMaterial {
   cert: string;
@@ -67,6 +66,8 @@ async function readPair(certFile: string, keyFile: string): Promise<{ cert: stri
 
 async function generatePair(hostnames: string[]): Promise<{ cert: string; private: string }> {
   const names = [...new Set(['localhost', ...hostnames])];
+  // Loaded only to make a pair (an X.509 library and its ASN.1 packages): a server that finds its pair, or has no TLS listener, never needs it.
+  const { generate } = await import('selfsigned');
   return generate([{ name: 'commonName', value: 'sleeve (self-signed)' }], {
     keyType: 'ec',
     curve: 'P-256',

@@ -1,10 +1,22 @@
+import type { ReadsNow } from '../db/connect.js';
 import { preparedQuery } from '../db/prepared.js';
 import type { Db } from '../db/schema.js';
 import { layoutCacheControl, layoutContentType, type ObjectInfo } from '../storage/index.js';
 import { parseImageKey } from './keys.js';
 
-/** A file of the layout held in memory with everything its answers need, prepared once. */
-export interface CachedFile {
+/**
+ * A file of the layout held in memory with everything its answers need, prepared once.
+ *
+ * A class, not an object literal: V8 tracks each literal's allocation site and, once most of
+ * what a site made outlived a young-generation collection (the cache's first fill keeps every
+ * file read), makes that site's objects in the old generation from then on. The same site then
+ * made the files answered and not kept too (nearly every read on a set larger than the cache),
+ * each a dead object in the old generation holding its young header list, strings and buffer
+ * alive through the next scavenges into the old generation as well: ~0.5 MB per scavenge that
+ * only a full collection frees. Objects made by `new` have no such site (docs/decisions.md,
+ * "The file server's entries: no allocation site to pretenure").
+ */
+export class CachedFile {
   bytes: Buffer;
   etag: string;
   /** Modification time in whole seconds, for If-Modified-Since. */
@@ -13,20 +25,28 @@ export interface CachedFile {
   /** The 200 answer's headers for writeHead, the request id's value last (set per request). */
   ok: string[];
   /** Headers every answer about the file carries (validators, caching, CORS), as name, value, …: made when first needed (commonOf). */
-  common: string[] | undefined;
+  common: string[] | undefined = undefined;
   /** The 304 answer's headers, the request id's value last: made when first needed (notModifiedOf). */
-  notModified: string[] | undefined;
+  notModified: string[] | undefined = undefined;
   /** Read since the eviction hand last passed (the clock algorithm's second chance). */
-  used: boolean;
+  used = false;
   /**
    * The cache's own memory (FileCache.alloc: a buffer no one else shares), so it may be read
    * into again once the entry is pushed out and no answer is still being written from it.
    */
-  own: boolean;
+  own = false;
   /** Answers still being written from `bytes` (FileCache.hold). */
-  writing: number;
+  writing = 0;
   /** Pushed out while answers were still being written from it: its memory is spare once they are done. */
-  retired: boolean;
+  retired = false;
+
+  constructor(bytes: Buffer, etag: string, modifiedS: number, contentType: string, ok: string[]) {
+    this.bytes = bytes;
+    this.etag = etag;
+    this.modifiedS = modifiedS;
+    this.contentType = contentType;
+    this.ok = ok;
+  }
 }
 
 /** What an entry costs beyond its bytes (header lists, strings, the map's slot), roughly. */
@@ -98,19 +118,7 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
   ok[ETAG_AT] = info.etag;
   ok[LAST_MODIFIED_AT] = httpDate(info.lastModified);
   ok[COMMON_LENGTH + 3] = String(bytes.length);
-  return {
-    bytes,
-    etag: info.etag,
-    modifiedS: Math.floor(info.lastModified.getTime() / 1000),
-    contentType,
-    ok,
-    common: undefined,
-    notModified: undefined,
-    used: false,
-    own: false,
-    writing: 0,
-    retired: false,
-  };
+  return new CachedFile(bytes, info.etag, Math.floor(info.lastModified.getTime() / 1000), contentType, ok);
 }
 
 /** The headers every answer about `f` carries (fileHeaders'). */
@@ -336,8 +344,30 @@ export function catalogueKeeps(db: Db): (key: string) => Promise<boolean> {
   return async (key) => {
     const image = parseImageKey(key);
     if (image !== undefined) return (await imageNamed(db, { id: image.id, gid: image.mbid })).rows.length > 0;
-    const gid = key.slice('mbid-'.length, key.indexOf('/'));
-    const row = (await listingClean(db, { gid })).rows[0];
+    const row = (await listingClean(db, { gid: listingGid(key) })).rows[0];
+    return row !== undefined && Number(row.index_dirty) === 0;
+  };
+}
+
+/** The release MBID of an index.json key. */
+function listingGid(key: string): string {
+  return key.slice('mbid-'.length, key.indexOf('/'));
+}
+
+/**
+ * catalogueKeeps' question asked on the calling thread (SQLite: `reads`, its read-only
+ * connection), the same statements: no promise, no turn of the writing connection, no
+ * Kysely on the way. Throws when the file is busy; the caller then asks the awaited way.
+ */
+export function catalogueKeepsNow(db: Db, reads: ReadsNow): (key: string) => boolean {
+  return (key) => {
+    const image = parseImageKey(key);
+    if (image !== undefined) {
+      const q = imageNamed.statement(db, { id: image.id, gid: image.mbid });
+      return reads.first(q.sql, q.parameters) !== undefined;
+    }
+    const q = listingClean.statement(db, { gid: listingGid(key) });
+    const row = reads.first(q.sql, q.parameters) as { index_dirty: unknown } | undefined;
     return row !== undefined && Number(row.index_dirty) === 0;
   };
 }

@@ -128,6 +128,8 @@ export interface FileServerOptions {
   cache: FileCache;
   /** Whether the catalogue lets a file be kept (file-cache.ts, catalogueKeeps); absent: whatever was read. */
   keeps?: (key: string) => Promise<boolean>;
+  /** The same question answered on the calling thread (file-cache.ts, catalogueKeepsNow), asked first when given; when it throws (SQLite busy), the awaited one. */
+  keepsNow?: (key: string) => boolean;
   /**
    * Asked when the store lacks a file (listings written on demand, pull-through: see
    * cover-art/fill.ts): 'stored' when the file is there now (it is read again), an answer to
@@ -156,6 +158,7 @@ export class FileServer {
   readonly store: ObjectStore;
   readonly cache: FileCache;
   private readonly keeps: ((key: string) => Promise<boolean>) | undefined;
+  private readonly keepsNow: ((key: string) => boolean) | undefined;
   private readonly fill: FileFill | undefined;
   private readonly readMax: number;
   private readonly scratch = new Scratch();
@@ -166,6 +169,7 @@ export class FileServer {
     this.store = opts.store;
     this.cache = opts.cache;
     this.keeps = opts.keeps;
+    this.keepsNow = opts.keepsNow;
     this.fill = opts.fill;
     this.readMax = Math.max(SMALL_FILE, opts.cache.maxEntryBytes);
   }
@@ -202,7 +206,8 @@ export class FileServer {
 
   /**
    * A file the cache lacks. Whether it may be kept is decided first (the doorkeeper, then the
-   * catalogue's answer of this generation); when that needs no question and the store reads on
+   * catalogue's answer of this generation, or its question asked on this thread where the
+   * catalogue allows: keepsNow); when that needs no awaited question and the store reads on
    * this thread (local files of up to 256 KiB), the whole answer is made now: no promise, no
    * thread-pool trip. Otherwise (a question, a larger file, a file to fetch or write first) the
    * same steps, awaited.
@@ -210,7 +215,8 @@ export class FileServer {
   private missOrFail(req: IncomingMessage, res: ServerResponse, key: string, requestId: string, log: FileServerLog, cacheControl: string | undefined): void {
     const generation = this.cache.generation;
     const mayKeep = this.cache.mayKeep(key);
-    const known = mayKeep ? this.knownKeeps(key) : false;
+    let known = mayKeep ? this.knownKeeps(key) : false;
+    if (known === undefined && this.keepsNow !== undefined) known = this.askNow(this.keepsNow, key, generation);
     const store = this.store;
     if (known !== undefined && store.readSync !== undefined) {
       try {
@@ -225,7 +231,7 @@ export class FileServer {
         return this.failed(req, res, err, requestId, log);
       }
     }
-    this.miss(req, res, key, requestId, log, cacheControl, mayKeep, generation).catch((err: unknown) => this.failed(req, res, err, requestId, log));
+    this.miss(req, res, key, requestId, log, cacheControl, mayKeep && known !== false, generation).catch((err: unknown) => this.failed(req, res, err, requestId, log));
   }
 
   private failed(req: IncomingMessage, res: ServerResponse, err: unknown, requestId: string, log: FileServerLog): void {
@@ -339,6 +345,18 @@ export class FileServer {
   /** The catalogue's answer about keeping `key` in this generation if known (true without a catalogue), else undefined. */
   private knownKeeps(key: string): boolean | undefined {
     return this.keeps === undefined ? true : this.cache.answered(key);
+  }
+
+  /** The catalogue's answer asked on this thread, remembered as catalogueKeeps' is; undefined when it cannot answer now (the awaited question is asked instead). */
+  private askNow(keepsNow: (key: string) => boolean, key: string, generation: number): boolean | undefined {
+    let yes: boolean;
+    try {
+      yes = keepsNow(key);
+    } catch {
+      return undefined;
+    }
+    this.cache.answer(key, yes, generation);
+    return yes;
   }
 
   /** Whether the catalogue lets `key` be kept: asked once per generation (FileCache.answer), true without a catalogue. */

@@ -58,7 +58,7 @@ export {
 export { ResponseCache, type ResponseCacheLimits } from './response-cache.js';
 export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 export { coverArtRoutes, sendApiResponse } from './routes.js';
-export { FileCache, catalogueKeeps } from './file-cache.js';
+export { FileCache, catalogueKeeps, catalogueKeepsNow } from './file-cache.js';
 export { FileServer } from './file-server.js';
 export { storeMisses, type StoreMisses } from './fill.js';
 export { Upstream, type Fetched, type KnownFile } from './upstream.js';

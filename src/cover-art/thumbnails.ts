@@ -6,8 +6,11 @@ import { THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
 type SharpFactory = (input?: Buffer, options?: SharpOptions) => Sharp;
 let loaded: Promise<SharpFactory> | undefined;
 
-/** The only place sharp is loaded: on first use, so commands that make no image do not pay for it. */
-function sharpModule(): Promise<SharpFactory> {
+/**
+ * The only place sharp is loaded: on first use, so commands and servers that make or measure no
+ * image do not pay for it (libvips: ~25 MB of a server's resident memory).
+ */
+export function sharpModule(): Promise<SharpFactory> {
   loaded ??= import('sharp').then(({ default: sharp }) => {
     sharp.cache(false);
     return sharp as unknown as SharpFactory;

@@ -17,7 +17,57 @@ export interface DatabaseHandle {
    * changes, so processes started at once on a fresh database migrate it one at a time.
    */
   withSchemaLock<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Reads on the calling thread, for a question too small to be worth a promise (SQLite in a
+   * file only; undefined on PostgreSQL and for an in-memory database).
+   */
+  readsNow: ReadsNow | undefined;
   close(): Promise<void>;
+}
+
+/** Statements run at once on the calling thread: the first row of a read, or undefined. */
+export interface ReadsNow {
+  first(sql: string, parameters: readonly unknown[]): unknown;
+}
+
+/**
+ * A read-only connection of its own to the SQLite file, opened on first use: it sees what
+ * was committed, never the middle of a transaction on the writing connection (whose turns
+ * span awaits). It waits for no lock (busy_timeout 0): a read that finds the file busy
+ * throws at once rather than stalling the thread, and the caller asks the awaited way.
+ * Statements are prepared once per text (a handful: bounded all the same).
+ */
+class SqliteReadsNow implements ReadsNow {
+  #sqlite: SqliteDatabase.Database | undefined;
+  readonly #statements = new Map<string, SqliteDatabase.Statement>();
+
+  constructor(
+    private readonly Sqlite: typeof SqliteDatabase,
+    private readonly file: string,
+  ) {}
+
+  first(sql: string, parameters: readonly unknown[]): unknown {
+    let stmt = this.#statements.get(sql);
+    if (stmt === undefined) {
+      if (this.#sqlite === undefined) {
+        const sqlite = new this.Sqlite(this.file, { readonly: true, fileMustExist: true });
+        sqlite.pragma('busy_timeout = 0');
+        // As the serving connection reads: through a memory map of the file, not a page cache of its own.
+        sqlite.pragma(`mmap_size = ${2 ** 30}`);
+        this.#sqlite = sqlite;
+      }
+      if (this.#statements.size >= 64) this.#statements.clear();
+      stmt = this.#sqlite.prepare(sql);
+      this.#statements.set(sql, stmt);
+    }
+    return stmt.get(...parameters);
+  }
+
+  close(): void {
+    this.#statements.clear();
+    this.#sqlite?.close();
+    this.#sqlite = undefined;
+  }
 }
 
 /** SQL texts of the hot-path queries (db/prepared.ts), each with its statement name. */
@@ -206,11 +256,16 @@ async function openSqlite(file: string, durability: 'full' | 'normal'): Promise<
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 15000');
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+  const readsNow = file === ':memory:' ? undefined : new SqliteReadsNow(Sqlite, file);
   return {
     db,
     dialect: 'sqlite',
     withSchemaLock: (fn) => (file === ':memory:' ? fn() : withLockFile(file, fn)),
-    close: () => db.destroy(),
+    readsNow,
+    close: async () => {
+      readsNow?.close();
+      await db.destroy();
+    },
   };
 }
 
@@ -261,6 +316,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
     db,
     dialect: 'postgres',
     withSchemaLock: (fn) => withAdvisoryLock(db, fn),
+    readsNow: undefined,
     close: () => db.destroy(),
   };
 }

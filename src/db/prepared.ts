@@ -12,7 +12,7 @@ const SENTINEL = '\u0000sleeve-param:';
  */
 export function preparedQuery<P extends string, R>(names: readonly P[], build: (db: Kysely<any>, params: Record<P, any>) => Compilable<R>) {
   const compiled = new Map<unknown, { query: CompiledQuery<R>; slots: (P | undefined)[] }>();
-  return async function run(db: Kysely<any>, values: Record<P, unknown>): Promise<QueryResult<R>> {
+  function entryFor(db: Kysely<any>): { query: CompiledQuery<R>; slots: (P | undefined)[] } {
     const adapter = db.getExecutor().adapter.constructor;
     let entry = compiled.get(adapter);
     if (entry === undefined) {
@@ -24,11 +24,22 @@ export function preparedQuery<P extends string, R>(names: readonly P[], build: (
       compiled.set(adapter, entry);
       registerHotStatement(query.sql);
     }
-    const { query, slots } = entry;
-    const parameters = query.parameters.map((p, i) => {
-      const slot = slots[i];
+    return entry;
+  }
+  function parametersOf(entry: { query: CompiledQuery<R>; slots: (P | undefined)[] }, values: Record<P, unknown>): unknown[] {
+    return entry.query.parameters.map((p, i) => {
+      const slot = entry.slots[i];
       return slot === undefined ? p : values[slot];
     });
-    return db.executeQuery<R>({ ...query, parameters });
+  }
+  async function run(db: Kysely<any>, values: Record<P, unknown>): Promise<QueryResult<R>> {
+    const entry = entryFor(db);
+    return db.executeQuery<R>({ ...entry.query, parameters: parametersOf(entry, values) });
+  }
+  /** The SQL text in `db`'s dialect and its parameters for `values`, for a caller that runs it itself (a read on the calling thread). */
+  run.statement = (db: Kysely<any>, values: Record<P, unknown>): { sql: string; parameters: unknown[] } => {
+    const entry = entryFor(db);
+    return { sql: entry.query.sql, parameters: parametersOf(entry, values) };
   };
+  return run;
 }

@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import { sharpModule } from '../cover-art/thumbnails.js';
 import type { ObjectStore } from '../storage/index.js';
 
 /** Bytes read from the start of an original to find its size: the header is within them for the formats accepted. */
@@ -58,6 +58,7 @@ export class DimensionCache {
       object.body.destroy();
     }
     try {
+      const sharp = await sharpModule();
       const meta = await sharp(Buffer.concat(chunks)).metadata();
       if (meta.width === undefined || meta.height === undefined) return null;
       // EXIF orientations 5–8 turn the picture a quarter: show the size as seen.
