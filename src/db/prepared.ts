@@ -1,5 +1,6 @@
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
-import { registerHotStatement } from './connect.js';
+import { registerHotStatement, type SqliteStatements } from './connect.js';
+import { batchStatements } from './write-batch.js';
 
 const SENTINEL = '\u0000sleeve-param:';
 
@@ -29,6 +30,20 @@ export function preparedQuery<P extends string, R>(names: readonly P[], build: (
       const slot = slots[i];
       return slot === undefined ? p : values[slot];
     });
+    // In a write batch's open SQLite transaction the statement runs on the connection the batch
+    // holds, as Kysely's SQLite driver would run it, without Kysely's executor, connection
+    // provider and their promises around it (docs/decisions.md, "Token endpoint CPU: id_tokens
+    // signed by node:crypto, statements in the batch run directly").
+    const statements = batchStatements(db);
+    if (statements !== undefined) return runOnSqlite<R>(statements, query.sql, parameters);
     return db.executeQuery<R>({ ...query, parameters });
   };
+}
+
+/** What Kysely's SQLite driver (0.28) answers for a statement: its rows, or the changes and the last insert's rowid. */
+function runOnSqlite<R>(statements: SqliteStatements, sql: string, parameters: readonly unknown[]): QueryResult<R> {
+  const stmt = statements.prepare(sql);
+  if (stmt.reader) return { rows: stmt.all(parameters) as R[] };
+  const { changes, lastInsertRowid } = stmt.run(parameters);
+  return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
 }
