@@ -1,7 +1,8 @@
 /*
  * OpenID Connect id_tokens (OpenID Connect Core 1.0 §2, §3.1.3.6): compact JWS (RFC 7515 §7.1)
  * signed by node:crypto with the active key of the client's algorithm (auth/signing-keys.ts).
- * See docs/decisions.md, "Signing keys" and "Token endpoint CPU: id_tokens signed by node:crypto".
+ * See docs/decisions.md, "Signing keys" and "Token endpoint CPU: id_tokens signed by
+ * node:crypto, the batch's statements run directly".
  */
 import { hash, sign, type KeyObject, type SignKeyObjectInput } from 'node:crypto';
 import { MAX_SIGNED_LIFETIME_SECONDS, type SigningAlg, type SigningKey, type SigningKeys } from './signing-keys.js';
@@ -70,7 +71,7 @@ function signAsync(input: Buffer, key: KeyObject | SignKeyObjectInput): Promise<
  * payload as jose's SignJWT would write it; the JWS is what jose's CompactSign made, byte for
  * byte for RS256 (whose signature is deterministic), signed with node:crypto's `sign` on the
  * thread pool without WebCrypto's and jose's wrapping. See docs/decisions.md, "Token endpoint
- * CPU: id_tokens signed by node:crypto".
+ * CPU: id_tokens signed by node:crypto, the batch's statements run directly".
  */
 export async function signIdToken(keys: SigningKeys, claims: IdTokenClaims): Promise<string> {
   const lifetime = claims.lifetimeSeconds ?? ID_TOKEN_LIFETIME_SECONDS;

@@ -33,7 +33,7 @@ export function preparedQuery<P extends string, R>(names: readonly P[], build: (
     // In a write batch's open SQLite transaction the statement runs on the connection the batch
     // holds, as Kysely's SQLite driver would run it, without Kysely's executor, connection
     // provider and their promises around it (docs/decisions.md, "Token endpoint CPU: id_tokens
-    // signed by node:crypto, statements in the batch run directly").
+    // signed by node:crypto, the batch's statements run directly").
     const statements = batchStatements(db);
     if (statements !== undefined) return runOnSqlite<R>(statements, query.sql, parameters);
     return db.executeQuery<R>({ ...query, parameters });
