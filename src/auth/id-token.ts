@@ -1,10 +1,10 @@
 /*
- * OpenID Connect id_tokens (OpenID Connect Core 1.0 §2, §3.1.3.6): compact JWS (RFC 7515 §7.1)
- * signed by node:crypto with the active key of the client's algorithm (auth/signing-keys.ts).
- * See docs/decisions.md, "Signing keys" and "Token endpoint CPU: id_tokens signed by
- * node:crypto, the batch's statements run directly".
+ * OpenID Connect id_tokens (OpenID Connect Core 1.0 §2, §3.1.3.6), signed with jose by the
+ * active key of the client's algorithm (auth/signing-keys.ts). See docs/decisions.md,
+ * "Signing keys".
  */
-import { hash, sign, type KeyObject, type SignKeyObjectInput } from 'node:crypto';
+import { hash } from 'node:crypto';
+import { CompactSign, type CompactJWSHeaderParameters } from 'jose';
 import { MAX_SIGNED_LIFETIME_SECONDS, type SigningAlg, type SigningKey, type SigningKeys } from './signing-keys.js';
 
 /** How long an id_token is valid (seconds): it proves a sign-in to the client once, at the code exchange. */
@@ -40,38 +40,16 @@ export function atHash(accessToken: string): string {
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }
 
-/** What signs with a key: its protected header, base64url-encoded with the '.' that follows it, and node:crypto's key input. */
-interface Signer {
-  encodedHeader: string;
-  key: KeyObject | SignKeyObjectInput;
-}
+/** The protected header of each key's id_tokens, made once per key. */
+const headers = new WeakMap<SigningKey, CompactJWSHeaderParameters>();
 
-/** Each key's signer, made once per key (a rotated key gets its own). */
-const signers = new WeakMap<SigningKey, Signer>();
-
-function signerOf(key: SigningKey): Signer {
-  let signer = signers.get(key);
-  if (signer === undefined) {
-    // The header's members in the order jose wrote them: the same bytes as before.
-    const header = JSON.stringify({ alg: key.alg, kid: key.kid, typ: 'JWT' });
-    // JWS's ECDSA signature is r ‖ s (RFC 7518 §3.4), not DER; RSASSA-PKCS1-v1_5 is node's default for an RSA key.
-    signer = { encodedHeader: `${Buffer.from(header).toString('base64url')}.`, key: key.alg === 'ES256' ? { key: key.key, dsaEncoding: 'ieee-p1363' } : key.key };
-    signers.set(key, signer);
-  }
-  return signer;
-}
-
-/** The signature (SHA-256 with the key's algorithm) of `input`, made on libuv's thread pool as WebCrypto's was. */
-function signAsync(input: Buffer, key: KeyObject | SignKeyObjectInput): Promise<Buffer> {
-  return new Promise((resolve, reject) => sign('sha256', input, key, (err, signature) => (err === null ? resolve(signature) : reject(err))));
-}
+const utf8 = new TextEncoder();
 
 /**
  * A signed id_token (compact JWS) with `kid` in its header. The claims are the JSON of the
- * payload as jose's SignJWT would write it; the JWS is what jose's CompactSign made, byte for
- * byte for RS256 (whose signature is deterministic), signed with node:crypto's `sign` on the
- * thread pool without WebCrypto's and jose's wrapping. See docs/decisions.md, "Token endpoint
- * CPU: id_tokens signed by node:crypto, the batch's statements run directly".
+ * payload as jose's SignJWT would write it, signed by jose's CompactSign, which skips SignJWT's
+ * copy of the claims and its per-claim checks (every claim here is a string or an integer made
+ * above). See docs/decisions.md, "Token endpoint CPU: the code exchange".
  */
 export async function signIdToken(keys: SigningKeys, claims: IdTokenClaims): Promise<string> {
   const lifetime = claims.lifetimeSeconds ?? ID_TOKEN_LIFETIME_SECONDS;
@@ -79,7 +57,12 @@ export async function signIdToken(keys: SigningKeys, claims: IdTokenClaims): Pro
   if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > MAX_SIGNED_LIFETIME_SECONDS) {
     throw new RangeError(`an id_token lifetime must be 1–${MAX_SIGNED_LIFETIME_SECONDS} seconds`);
   }
-  const signer = signerOf(await keys.activeKey(claims.alg));
+  const key = await keys.activeKey(claims.alg);
+  let header = headers.get(key);
+  if (header === undefined) {
+    header = { alg: key.alg, kid: key.kid, typ: 'JWT' };
+    headers.set(key, header);
+  }
   const iat = Math.floor(claims.now / 1000);
   const payload: Record<string, string | number> = {
     iss: claims.issuer,
@@ -91,8 +74,5 @@ export async function signIdToken(keys: SigningKeys, claims: IdTokenClaims): Pro
   };
   if (claims.nonce !== undefined) payload.nonce = claims.nonce;
   if (claims.accessToken !== undefined) payload.at_hash = atHash(claims.accessToken);
-  // The signing input (RFC 7515 §5.1) is ASCII: base64url text and a '.'.
-  const signingInput = `${signer.encodedHeader}${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
-  const signature = await signAsync(Buffer.from(signingInput, 'latin1'), signer.key);
-  return `${signingInput}.${signature.toString('base64url')}`;
+  return new CompactSign(utf8.encode(JSON.stringify(payload))).setProtectedHeader(header).sign(key.key);
 }

@@ -13,8 +13,7 @@
  *
  * jose is loaded on first use, so the short CLI commands that never sign do not pay for it.
  */
-import { createPrivateKey, type JsonWebKey, type KeyObject } from 'node:crypto';
-import type { JWK } from 'jose';
+import type { CryptoKey, JWK } from 'jose';
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { failpoint } from '../shared/failpoint.js';
@@ -45,8 +44,8 @@ const RETIRED_MARGIN_MS = 5 * 60_000;
 export interface SigningKey {
   kid: string;
   alg: SigningAlg;
-  /** The private key, for the id_token signer only (auth/id-token.ts). */
-  key: KeyObject;
+  /** The private key, for jose's signers only. */
+  key: CryptoKey;
 }
 
 export type KeyState = 'active' | 'retired' | 'expired';
@@ -98,7 +97,8 @@ export class SigningKeys {
       row = await this.#readActive(alg);
       if (row === undefined) throw new Error(`no active ${alg} signing key`);
     }
-    const key = cached?.key.kid === row.kid ? cached.key : { kid: row.kid, alg, key: privateKeyOf(row.private_jwk, alg) };
+    const key =
+      cached?.key.kid === row.kid ? cached.key : { kid: row.kid, alg, key: (await (await loadJose()).importJWK(JSON.parse(row.private_jwk) as JWK, alg)) as CryptoKey };
     this.#active.set(alg, { key, until: now + ACTIVE_KEY_CACHE_MS });
     return key;
   }
@@ -165,20 +165,6 @@ export class SigningKeys {
       expiresAt: r.expires_at,
     }));
   }
-}
-
-/**
- * A stored private JWK as a node:crypto KeyObject, checked to be a key of `alg` (what jose's
- * signers checked at each signature): an RSA key of at least 2048 bits for RS256, a P-256 key
- * for ES256.
- */
-function privateKeyOf(privateJwk: string, alg: SigningAlg): KeyObject {
-  const key = createPrivateKey({ key: JSON.parse(privateJwk) as JsonWebKey, format: 'jwk' });
-  const details = key.asymmetricKeyDetails;
-  const fits =
-    alg === 'RS256' ? key.asymmetricKeyType === 'rsa' && (details?.modulusLength ?? 0) >= 2048 : key.asymmetricKeyType === 'ec' && details?.namedCurve === 'prime256v1';
-  if (!fits) throw new Error(`the active ${alg} signing key is not a key for ${alg}`);
-  return key;
 }
 
 /** A new active key of `alg`: extractable (it is stored), its kid the RFC 7638 thumbprint of its public JWK. */
