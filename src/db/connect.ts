@@ -255,7 +255,9 @@ async function openSqlite(file: string, durability: 'full' | 'normal'): Promise<
   }
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 15000');
-  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+  const statements = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: statements }) });
+  sqliteStatements.set(db, statements);
   const readsNow = file === ':memory:' ? undefined : new SqliteReadsNow(Sqlite, file);
   return {
     db,
@@ -269,8 +271,25 @@ async function openSqlite(file: string, durability: 'full' | 'normal'): Promise<
   };
 }
 
+/** A SQLite database's statements, each prepared once per SQL text (the cache its Kysely driver prepares through). */
+export interface SqliteStatements {
+  prepare(sql: string): SqliteDatabase.Statement;
+}
+
+/** The statements of each SQLite database opened here, by its Kysely instance. */
+const sqliteStatements = new WeakMap<Kysely<any>, SqliteStatements>();
+
+/**
+ * The statement cache under a SQLite database's Kysely instance (undefined for PostgreSQL, or a
+ * transaction): for the write batch, which runs its jobs' hot statements on them directly while
+ * its transaction holds the one connection (db/write-batch.ts).
+ */
+export function sqliteStatementsOf(db: Kysely<any>): SqliteStatements | undefined {
+  return sqliteStatements.get(db);
+}
+
 /** Statements are prepared once per SQL text and reused (better-sqlite3 statements are reusable). */
-function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfig['database'] {
+function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectConfig['database'] & SqliteStatements {
   const statements = new Map<string, SqliteDatabase.Statement>();
   return {
     close: () => sqlite.close(),

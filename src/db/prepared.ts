@@ -1,5 +1,6 @@
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
-import { registerHotStatement } from './connect.js';
+import { registerHotStatement, type SqliteStatements } from './connect.js';
+import { batchStatements } from './write-batch.js';
 
 const SENTINEL = '\u0000sleeve-param:';
 
@@ -34,7 +35,14 @@ export function preparedQuery<P extends string, R>(names: readonly P[], build: (
   }
   async function run(db: Kysely<any>, values: Record<P, unknown>): Promise<QueryResult<R>> {
     const entry = entryFor(db);
-    return db.executeQuery<R>({ ...entry.query, parameters: parametersOf(entry, values) });
+    const parameters = parametersOf(entry, values);
+    // In a write batch's open SQLite transaction the statement runs on the connection the batch
+    // holds, as Kysely's SQLite driver would run it, without Kysely's executor, connection
+    // provider and their promises around it (docs/decisions.md, "Token endpoint CPU: the batch's
+    // statements run directly (a node:crypto id_token measured, not kept)").
+    const statements = batchStatements(db);
+    if (statements !== undefined) return runOnSqlite<R>(statements, entry.query.sql, parameters);
+    return db.executeQuery<R>({ ...entry.query, parameters });
   }
   /** The SQL text in `db`'s dialect and its parameters for `values`, for a caller that runs it itself (a read on the calling thread). */
   run.statement = (db: Kysely<any>, values: Record<P, unknown>): { sql: string; parameters: unknown[] } => {
@@ -42,4 +50,12 @@ export function preparedQuery<P extends string, R>(names: readonly P[], build: (
     return { sql: entry.query.sql, parameters: parametersOf(entry, values) };
   };
   return run;
+}
+
+/** What Kysely's SQLite driver (0.28) answers for a statement: its rows, or the changes and the last insert's rowid. */
+function runOnSqlite<R>(statements: SqliteStatements, sql: string, parameters: readonly unknown[]): QueryResult<R> {
+  const stmt = statements.prepare(sql);
+  if (stmt.reader) return { rows: stmt.all(parameters) as R[] };
+  const { changes, lastInsertRowid } = stmt.run(parameters);
+  return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
 }

@@ -1,5 +1,19 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { sqliteStatementsOf, type SqliteStatements } from './connect.js';
 import { dialectOf } from './dialect.js';
+
+/** The batches' transactions open now on SQLite, each with its database's statements. */
+const openBatches = new WeakMap<Kysely<any>, SqliteStatements>();
+
+/**
+ * The statements of SQLite's one connection when `db` is a write batch's transaction that is
+ * open (between its begin and its commit, the connection is the batch's alone): db/prepared.ts
+ * runs its compiled statements on them directly, without Kysely's executor around each one.
+ * Undefined for anything else (PostgreSQL, the database itself, other transactions).
+ */
+export function batchStatements(db: Kysely<any>): SqliteStatements | undefined {
+  return openBatches.get(db);
+}
 
 type Job = {
   run: (trx: Transaction<any>) => Promise<unknown>;
@@ -19,11 +33,13 @@ export class WriteBatcher {
   private scheduled = false;
   private readonly maxBatch: number;
   private readonly readsInBatches: boolean;
+  private readonly statements: SqliteStatements | undefined;
 
   constructor(db: Kysely<any>, maxBatch = 256) {
     this.db = db;
     this.maxBatch = maxBatch;
     this.readsInBatches = !dialectOf(db).queriesAreRoundTrips;
+    this.statements = sqliteStatementsOf(db);
   }
 
   /**
@@ -69,12 +85,17 @@ export class WriteBatcher {
     const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (const job of jobs) {
-          try {
-            outcomes.push({ ok: true, value: await job.run(trx) });
-          } catch (err) {
-            outcomes.push({ ok: false, err });
+        if (this.statements !== undefined) openBatches.set(trx, this.statements);
+        try {
+          for (const job of jobs) {
+            try {
+              outcomes.push({ ok: true, value: await job.run(trx) });
+            } catch (err) {
+              outcomes.push({ ok: false, err });
+            }
           }
+        } finally {
+          openBatches.delete(trx);
         }
         if (outcomes.some((o) => !o.ok)) await sql`select 1`.execute(trx);
       });

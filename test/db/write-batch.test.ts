@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config/load.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/connect.js';
-import { WriteBatcher } from '../../src/db/write-batch.js';
+import { preparedQuery } from '../../src/db/prepared.js';
+import { batchStatements, WriteBatcher } from '../../src/db/write-batch.js';
 import { makeTestEnv, type TestEnv } from '../helpers/env.js';
 
 describe('WriteBatcher', () => {
@@ -65,5 +66,58 @@ describe('WriteBatcher', () => {
     assert.deepEqual(seen.rows, [{ v: 'a' }]);
     assert.equal(seen.inTransaction, h.dialect === 'sqlite');
     assert.deepEqual((await rows()).at(-1), [5, 'e']);
+  });
+
+  it("runs prepared statements in an open batch on SQLite's connection directly, with the answers Kysely gives", async () => {
+    const insertProbe = preparedQuery(['id', 'v'] as const, (db, p) => db.insertInto('batch_probe').values({ id: p.id, v: p.v }));
+    const insertReturning = preparedQuery(['id', 'v'] as const, (db, p) => db.insertInto('batch_probe').values({ id: p.id, v: p.v }).returning('id'));
+    const setV = preparedQuery(['v', 'from'] as const, (db, p) => db.updateTable('batch_probe').set({ v: p.v }).where('id', '>=', p.from));
+    const read = preparedQuery(['id'] as const, (db, p) => db.selectFrom('batch_probe').select(['id', 'v']).where('id', '=', p.id));
+    const batcher = new WriteBatcher(h.db);
+    let held: trxOf | undefined;
+    type trxOf = Parameters<Parameters<WriteBatcher['run']>[0]>[0];
+    const inBatch = await batcher.run(async (trx) => {
+      held = trx;
+      return {
+        direct: batchStatements(trx) !== undefined,
+        inserted: await insertProbe(trx, { id: 10, v: 'j' }),
+        returned: await insertReturning(trx, { id: 11, v: 'k' }),
+        updated: await setV(trx, { v: 'x', from: 10 }),
+        row: await read(trx, { id: 11 }),
+        none: await read(trx, { id: 99 }),
+      };
+    });
+    assert.equal(inBatch.direct, h.dialect === 'sqlite');
+    // Once the batch has committed, its transaction is no longer run on directly.
+    assert.equal(held !== undefined && batchStatements(held), undefined);
+    assert.equal(batchStatements(h.db), undefined);
+    // The same statements through Kysely, outside any batch.
+    const outside = {
+      inserted: await insertProbe(h.db, { id: 12, v: 'l' }),
+      returned: await insertReturning(h.db, { id: 13, v: 'm' }),
+      updated: await setV(h.db, { v: 'y', from: 12 }),
+      row: await read(h.db, { id: 13 }),
+      none: await read(h.db, { id: 99 }),
+    };
+    assert.deepEqual(inBatch.inserted.numAffectedRows, outside.inserted.numAffectedRows);
+    assert.equal(inBatch.inserted.numAffectedRows, 1n);
+    if (h.dialect === 'sqlite') assert.deepEqual([inBatch.inserted.insertId, outside.inserted.insertId], [10n, 12n]);
+    assert.deepEqual(inBatch.returned.rows.map((r) => Number(r.id)), [11]);
+    assert.deepEqual(outside.returned.rows.map((r) => Number(r.id)), [13]);
+    assert.deepEqual([inBatch.updated.numAffectedRows, outside.updated.numAffectedRows], [2n, 2n]);
+    assert.deepEqual(inBatch.row.rows.map((r) => [Number(r.id), r.v]), [[11, 'x']]);
+    assert.deepEqual(outside.row.rows.map((r) => [Number(r.id), r.v]), [[13, 'y']]);
+    assert.deepEqual([inBatch.none.rows, outside.none.rows], [[], []]);
+  });
+
+  it('a prepared statement that fails in a batch fails its job only', async () => {
+    const insertProbe = preparedQuery(['id', 'v'] as const, (db, p) => db.insertInto('batch_probe').values({ id: p.id, v: p.v }));
+    const batcher = new WriteBatcher(h.db);
+    const outcomes = await Promise.allSettled([batcher.run((trx) => insertProbe(trx, { id: 20, v: 't' })), batcher.run((trx) => insertProbe(trx, { id: 21, v: null })), batcher.run((trx) => insertProbe(trx, { id: 22, v: 'v' }))]);
+    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual((await rows()).slice(-2), [
+      [20, 't'],
+      [22, 'v'],
+    ]);
   });
 });

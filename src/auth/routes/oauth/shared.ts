@@ -62,7 +62,12 @@ export function onlyPost(req: FastifyRequest): void {
 
 /** All values of `name` from query and form body together (a parameter in both counts twice). */
 export function values(req: FastifyRequest, name: string, source: 'both' | 'body' = 'both'): string[] {
-  return valuesIn(formParams(req), source === 'body' ? undefined : queryParams(req), name);
+  return valuesIn(formParams(req), source === 'body' ? undefined : queryOf(req), name);
+}
+
+/** The query string's parameters; undefined when the URL has no query string (none to parse, the usual POST). */
+function queryOf(req: FastifyRequest): URLSearchParams | undefined {
+  return req.url.includes('?') ? queryParams(req) : undefined;
 }
 
 function valuesIn(form: URLSearchParams, query: URLSearchParams | undefined, name: string): string[] {
@@ -75,7 +80,7 @@ export function checkParams(req: FastifyRequest, names: string[], required: Set<
   const out = new Map<string, string>();
   // Parsed once for all the names.
   const form = formParams(req);
-  const query = source === 'body' ? undefined : queryParams(req);
+  const query = source === 'body' ? undefined : queryOf(req);
   for (const name of names) {
     const v = valuesIn(form, query, name);
     if (v.length > 1) throw new OAuthError('invalid_request', `Parameter is included more than once in the request: ${name}`);

@@ -13,6 +13,12 @@ import { ANY_METHOD, checkParams, clientCredentials, CORS, hasBasicAuth, onlyPos
 import { deviceTokenRequest } from './device.js';
 
 const PARAMS = ['client_id', 'client_secret', 'grant_type', 'code', 'refresh_token', 'redirect_uri', 'token_type', 'code_verifier'];
+/** The parameters every token request needs, and those of each grant type (made once, not per request). */
+const REQUIRED_ALWAYS = new Set(['grant_type']);
+const REQUIRED = new Map([
+  ['authorization_code', new Set(['grant_type', 'code', 'redirect_uri'])],
+  ['refresh_token', new Set(['grant_type', 'refresh_token'])],
+]);
 
 /** The token endpoint (RFC 6749 §3.2): authorization_code and refresh_token grants, and the device grant (oauth/device.ts). */
 export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
@@ -24,10 +30,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       onlyPost(req);
       const grantType = values(req, 'grant_type')[0];
       if (grantType === DEVICE_CODE_GRANT) return deviceTokenRequest(ctx, req, reply);
-      const required = new Set(['grant_type']);
-      if (grantType === 'authorization_code') ['code', 'redirect_uri'].forEach((n) => required.add(n));
-      if (grantType === 'refresh_token') required.add('refresh_token');
-      const params = checkParams(req, PARAMS, required);
+      const params = checkParams(req, PARAMS, REQUIRED.get(grantType ?? '') ?? REQUIRED_ALWAYS);
       const { client, secretless, grant, code } = await tokenClient(ctx.deps, req, params, grantType);
       if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {
         throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
