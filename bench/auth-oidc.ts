@@ -86,6 +86,7 @@ function proofFor(key: Proofs, htu: string): Promise<string> {
 function singleUse(label: string, server: Server, urlPath: string, dir: string, name: string, make: (n: number) => Promise<string[]>): Scenario & { first(): Promise<string> } {
   const file = path.join(dir, `${name}.lines`);
   let fastest = 1500;
+  let written = 0;
   return {
     label,
     server,
@@ -94,10 +95,15 @@ function singleUse(label: string, server: Server, urlPath: string, dir: string, 
     async prepare(seconds: number) {
       const lines = await make(Math.ceil(fastest * seconds * 1.6) + 500);
       writeFileSync(file, `${lines.join('\n')}\n`);
+      written = lines.length;
     },
     observe(r: LoadResult) {
-      fastest = Math.max(fastest, r.rps);
+      // The rate of answers to unused requests: error answers past the end would size the next run for errors.
+      const answered = r.requests > 0 ? (r.rps * Math.min(r.requests, written)) / r.requests : 0;
+      // A run that used up its requests went at least that fast: the next one gets more.
+      fastest = Math.max(fastest, r.requests > written ? answered * 1.6 : answered);
     },
+    exhausted: (r: LoadResult) => r.requests > written,
     async first() {
       return (await make(1))[0] as string;
     },
