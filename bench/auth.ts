@@ -107,6 +107,12 @@ export async function comparePair(wrk: string, pair: Scenario[], opts: Options, 
   return { ok, data: { peer: p, sleeve: s, ratio, ok }, section };
 }
 
+/** SLEEVE_BENCH_AUTH_CASES=code_openid_es256,userinfo…: only those pairs, for a quick look at one (names as in the JSON). */
+export function authCaseWanted(name: string): boolean {
+  const only = process.env.SLEEVE_BENCH_AUTH_CASES?.split(',').filter((x) => x !== '');
+  return only === undefined || only.length === 0 || only.includes(name);
+}
+
 export async function authBench(opts: Options): Promise<{ markdown: string; data: unknown; goalsMet: boolean }> {
   const wrk = which('wrk');
   if (wrk === undefined) throw new Error('the auth benchmark needs wrk (apt-get install wrk): autocannon cannot send these requests over TLS the same way');
@@ -161,6 +167,7 @@ export async function authBench(opts: Options): Promise<{ markdown: string; data
     const data: Record<string, unknown> = {};
     let allOk = true;
     for (const name of ['userinfo', 'refresh'] as const) {
+      if (!authCaseWanted(name)) continue;
       const title = name === 'refresh' ? 'POST token endpoint, grant_type=refresh_token' : 'GET userinfo with a bearer token';
       const r = await comparePair(wrk, scenarios[name] as Scenario[], opts, title);
       allOk &&= r.ok;
