@@ -217,6 +217,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
     health: s.health.forListener(coverArtChecks(s, commands, notifications)),
     observer: new RequestObserver('coverart', s.requestIds, metrics?.http),
     connections: config.connections,
+    fastLane: config.fastLane,
   });
   if (metrics !== undefined) {
     metrics.http.cacheEntries = () => cache.size;

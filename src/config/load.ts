@@ -108,6 +108,8 @@ export interface Config {
   upstream: UpstreamConfig | undefined;
   /** What the image endpoints answer: their 307 (`redirect`, the interface's) or the file itself (`bytes`). */
   imageResponse: 'redirect' | 'bytes';
+  /** Whether the cover art listener answers its plainest requests before node:http (http/fast-lane.ts). */
+  fastLane: boolean;
 }
 
 /** Every environment variable sleeve reads, with its documentation. */
@@ -123,6 +125,7 @@ export const VARIABLES = {
   SLEEVE_BASE_URL: 'public URL of the cover art service (default http://localhost:8080)',
   SLEEVE_AUTH_URL: 'public URL of the authorization service (default https://localhost:8443)',
   SLEEVE_IMAGE_BASE_URL: "where redirects point (default $SLEEVE_BASE_URL/download, or the bucket's public URL with s3:// storage)",
+  SLEEVE_FAST_LANE: 'on (default: the cover art listener answers plain GET and HEAD requests for files and cached answers straight from the socket) or off (node:http reads every request)',
   SLEEVE_IMAGE_RESPONSE: 'redirect (default: the image endpoints answer 307) or bytes (they answer 200 with the file, fetched through SLEEVE_UPSTREAM_URL if the store lacks it)',
   SLEEVE_MUSICBRAINZ_URL: 'prefix of the release links in listings (default https://musicbrainz.org)',
   SLEEVE_TLS_CERT: 'PEM certificate for the auth listener (default: generated self-signed)',
@@ -221,6 +224,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const demo = readDemo(r);
   const approval = readApproval(r);
   const imageResponse = readImageResponse(r);
+  const fastLane = r.onOff('SLEEVE_FAST_LANE', true);
   r.checkUnknown();
   r.throwIfAny();
   return Object.freeze({
@@ -254,6 +258,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     fileCacheBytes: serving.fileCacheBytes,
     upstream: upstream === undefined ? undefined : Object.freeze(upstream),
     imageResponse,
+    fastLane,
   });
 }
 
@@ -288,6 +293,16 @@ class SettingsReader {
       return fallback;
     }
     return Number(raw);
+  }
+
+  /** on/true/1/yes or off/false/0/no, or the fallback (when unset, or bad: then recorded). */
+  onOff(name: VariableName, fallback: boolean): boolean {
+    const raw = this.get(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (['on', 'true', '1', 'yes'].includes(raw)) return true;
+    if (['off', 'false', '0', 'no'].includes(raw)) return false;
+    this.bad(name, 'must be on or off');
+    return fallback;
   }
 
   /** An absolute URL of one of the schemes, without query or fragment (and without a trailing slash). */
@@ -467,10 +482,7 @@ function readImageResponse(r: SettingsReader): Config['imageResponse'] {
 }
 
 function readDemo(r: SettingsReader): boolean {
-  const demoRaw = (r.get('SLEEVE_DEMO') ?? 'on').toLowerCase();
-  const demo = ['on', 'true', '1', 'yes'].includes(demoRaw);
-  if (!demo && !['off', 'false', '0', 'no'].includes(demoRaw)) r.bad('SLEEVE_DEMO', 'must be on or off');
-  return demo;
+  return r.onOff('SLEEVE_DEMO', true);
 }
 
 /** Query parameters whose values are secrets (a password, key, token or signature). */

@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { clientAddress, throttleAddress, type TrustedProxies } from '../http/client-address.js';
+import { installFastLane, type LaneReply, type LaneRequest } from '../http/fast-lane.js';
 import type { ListenerHealth } from '../http/health.js';
 import { buildListener } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
@@ -28,6 +29,8 @@ export interface CoverArtAppOptions {
   observer: RequestObserver;
   /** Header, request and keep-alive timeouts and the connection cap. */
   connections: ConnectionLimits;
+  /** Plain GETs and HEADs of files and cached answers answered before node:http (SLEEVE_FAST_LANE; http/fast-lane.ts). */
+  fastLane?: boolean;
 }
 
 const WHOOPS = 'Whoops. Our bad.\n';
@@ -113,6 +116,36 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     return replay(req, res);
   };
 
+  /**
+   * The fast lane's part of the front door: a file the file server can answer now, or a cached
+   * answer, written as `replay` writes it; anything else (health probes, misses, …) declined,
+   * to reach the door through node:http. Only without a rate limit or an access log, which
+   * want node:http's request (the client's address through proxies, a log line per request).
+   */
+  const lane = (req: LaneRequest, reply: LaneReply): boolean => {
+    const url = req.url;
+    const start = observer.begin(req);
+    if (files !== undefined && url.startsWith('/download/')) {
+      if (!files.answerNow(req, reply, observer.id(req), app.log)) return false;
+    } else {
+      const key = answerKey(url);
+      if (key.startsWith('/download/')) return false;
+      const hit = cache.get(key);
+      if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) return false;
+      // An image endpoint answered with the file (SLEEVE_IMAGE_RESPONSE=bytes): the door's.
+      if (imageFiles !== undefined && hit.imageKey !== undefined) return false;
+      observer.cacheLookup(true);
+      const inm = req.headers['if-none-match'];
+      writeResponse(req, reply, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit, observer.id(req));
+    }
+    if (observer.counting) {
+      observer.fastLane();
+      observer.finished(coverArtRoute(url), req.method, reply.statusCode, start);
+    }
+    return true;
+  };
+  const laneOn = opts.fastLane !== false && opts.rateLimiter === undefined && !opts.accessLog;
+
   const app = buildListener({
     name: 'cover art',
     logger: opts.logger,
@@ -131,7 +164,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (opts.accessLog) routed.set(req, clientOf(req));
         handler(req, res);
       };
-      return http.createServer(options, (req, res) => {
+      const server = http.createServer(options, (req, res) => {
         const start = observer.begin(req);
         if (!frontDoor(req, res, toFastify)) toFastify(req, res);
         // Counted here, once answered, whoever answered: the front door, a route, or Fastify
@@ -142,6 +175,8 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
         if (res.writableEnded && res.writableLength === 0) requestDone(req, res, start, res.statusCode);
         else res.once('close', () => requestDone(req, res, start));
       });
+      if (laneOn) installFastLane(server, { answer: lane, connections: opts.connections });
+      return server;
     },
     refused: (_req, reply, status, err) => reply.code(status).headers(CORS).type(TEXT).send(`${err.message}\n`),
     failed: (_req, reply) => reply.code(500).headers(CORS).type(TEXT).send(WHOOPS),

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
 import { isStoreUnavailable } from '../shared/errors.js';
 import type { ByteRange, ObjectRead, ObjectStore } from '../storage/index.js';
@@ -117,6 +117,23 @@ export async function serveFile(
   return { status, headers: out, body: object.body };
 }
 
+/** A request as the file server reads it: node:http's, or the fast lane's (http/fast-lane.ts). */
+export interface FileRequest {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+}
+
+/** An answer as the file server writes it: node:http's response, or the fast lane's reply. */
+export interface FileReply {
+  writeHead(status: number, headers: string[] | Record<string, string>): unknown;
+  end(body?: string | Uint8Array): unknown;
+  readonly writableLength: number;
+  readonly headersSent: boolean;
+  once(event: 'close', listener: () => void): unknown;
+  destroy(): unknown;
+}
+
 /** Where the file server says what went wrong (the listener's logger). */
 export interface FileServerLog {
   warn(obj: object, msg: string): void;
@@ -198,8 +215,66 @@ export class FileServer {
     this.missOrFail(req, res, key, requestId, log, cacheControl);
   }
 
+  /**
+   * The answer `answer` gives, made now or not at all (the fast lane, http/fast-lane.ts): true
+   * once written; false, with nothing written, where `answer` would wait (a catalogue question
+   * to await, a file to stream, to fetch or to write first, a store read through the pool).
+   */
+  answerNow(req: FileRequest, res: FileReply, requestId: string, log: FileServerLog): boolean {
+    const rest = (req.url as string).slice(PREFIX);
+    const hit = this.cache.get(rest);
+    if (hit !== undefined) {
+      this.sendKept(req, res, hit, requestId, undefined);
+      return true;
+    }
+    const key = keyForDownloadPath(rest);
+    if (key === undefined) {
+      sendText(req, res, 404, BASE, 'Not Found\n', requestId);
+      return true;
+    }
+    const other = key === rest ? undefined : this.cache.get(key);
+    if (other !== undefined) {
+      this.sendKept(req, res, other, requestId, undefined);
+      return true;
+    }
+    return this.missNow(req, res, key, requestId, log);
+  }
+
+  /**
+   * missOrFail's answer made on this thread, or false. Declined before the doorkeeper is asked
+   * where the catalogue's answer must be awaited (PostgreSQL's question), so that `answer`,
+   * asking it next, counts the file once; a file found too large to read whole, or missing
+   * with a fill to try, is declined after (it then counts twice: kept at its first use).
+   */
+  private missNow(req: FileRequest, res: FileReply, key: string, requestId: string, log: FileServerLog): boolean {
+    const store = this.store;
+    if (store.readSync === undefined) return false;
+    if (this.keeps !== undefined && this.keepsNow === undefined && this.cache.answered(key) === undefined) return false;
+    const generation = this.cache.generation;
+    let keep = this.cache.mayKeep(key) ? this.knownKeeps(key) : false;
+    // SQLite busy: not kept this time rather than a second count.
+    if (keep === undefined) keep = this.keepsNow === undefined ? false : (this.askNow(this.keepsNow, key, generation) ?? false);
+    let read;
+    try {
+      read = store.readSync(key, this.readMax, keep ? this.lendKept : this.lend);
+    } catch (err) {
+      const lent = this.taken();
+      if (!keep) giveBack(this.scratch, res, lent);
+      this.failed(req, res, err, requestId, log);
+      return true;
+    }
+    if (read === null || (read === undefined && this.fill !== undefined) || (read !== undefined && read.bytes === undefined)) {
+      const lent = this.taken();
+      if (!keep) giveBack(this.scratch, res, lent);
+      return false;
+    }
+    this.countRead(read);
+    this.answerRead(req, res, key, read, keep, generation, requestId, undefined, this.taken());
+    return true;
+  }
+
   /** Answers from a file the cache holds (or has just been given), holding its memory while the answer is still being written. */
-  private sendKept(req: IncomingMessage, res: ServerResponse, file: CachedFile, requestId: string, cacheControl: string | undefined): void {
+  private sendKept(req: FileRequest, res: FileReply, file: CachedFile, requestId: string, cacheControl: string | undefined): void {
     sendFile(req, res, file, requestId, cacheControl);
     if (res.writableLength !== 0) this.cache.hold(file, res);
   }
@@ -234,7 +309,7 @@ export class FileServer {
     this.miss(req, res, key, requestId, log, cacheControl, mayKeep && known !== false, generation).catch((err: unknown) => this.failed(req, res, err, requestId, log));
   }
 
-  private failed(req: IncomingMessage, res: ServerResponse, err: unknown, requestId: string, log: FileServerLog): void {
+  private failed(req: FileRequest, res: FileReply, err: unknown, requestId: string, log: FileServerLog): void {
     if (isStoreUnavailable(err)) {
       log.warn({ err, reqId: requestId }, 'file store unavailable');
       sendResponse(req, res, storeUnavailableResponse(), requestId);
@@ -284,8 +359,8 @@ export class FileServer {
    * free list's, given back once the answer is done with it.
    */
   private answerRead(
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: FileRequest,
+    res: FileReply,
     key: string,
     read: ObjectRead | undefined,
     keep: boolean,
@@ -295,7 +370,7 @@ export class FileServer {
     lent: Buffer | undefined,
   ): void {
     if (read === undefined) sendText(req, res, 404, BASE, 'Not Found\n', requestId);
-    else if (read.bytes === undefined) void this.stream(req, res, key, requestId, cacheControl);
+    else if (read.bytes === undefined) void this.stream(req as IncomingMessage, res as ServerResponse, key, requestId, cacheControl);
     else if (keep) {
       const file = cachedFile(key, read.info, read.bytes);
       // A store may read into memory of its own (S3): only the cache's is reused.
@@ -387,19 +462,23 @@ export class FileServer {
   }
 }
 
-/** Writes a FileResponse: a text, nothing, or a stream. */
-function sendResponse(req: IncomingMessage, res: ServerResponse, r: FileResponse, requestId: string): void {
+/** Writes a FileResponse: a text, nothing, or a stream (to node:http's response only: the fast lane declines those). */
+function sendResponse(req: FileRequest, res: FileReply, r: FileResponse, requestId: string): void {
   const body = r.body;
   const headers: Record<string, string> = { ...r.headers, 'x-request-id': requestId };
   if (typeof body === 'string') headers['content-length'] = String(Buffer.byteLength(body));
   res.writeHead(r.status, headers);
   if (typeof body === 'string' || body === undefined) res.end(req.method === 'HEAD' ? undefined : body);
   // A client that goes away destroys the stream, which closes the file.
-  else pipeline(body, res, () => {});
+  else if (res instanceof ServerResponse) pipeline(body, res, () => {});
+  else {
+    body.destroy();
+    res.destroy();
+  }
 }
 
 /** A request header as one value (Node's types allow several). */
-function header(req: IncomingMessage, name: string): string | undefined {
+function header(req: FileRequest, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
 }
@@ -429,7 +508,7 @@ class Scratch {
  * memory (the socket took all of it, as it does unless the client reads slowly), else when
  * the answer is closed.
  */
-function giveBack(scratch: Scratch, res: ServerResponse, buf: Buffer | undefined): void {
+function giveBack(scratch: Scratch, res: FileReply, buf: Buffer | undefined): void {
   if (buf === undefined) return;
   if (res.writableLength === 0) scratch.give(buf);
   else res.once('close', () => scratch.give(buf));
@@ -440,7 +519,7 @@ function giveBack(scratch: Scratch, res: ServerResponse, buf: Buffer | undefined
  * replaces the file's own (an image endpoint answered with the file); the prepared lists are
  * then copied, never changed.
  */
-function sendFile(req: IncomingMessage, res: ServerResponse, f: CachedFile, requestId: string, cacheControl?: string): void {
+function sendFile(req: FileRequest, res: FileReply, f: CachedFile, requestId: string, cacheControl?: string): void {
   const h = req.headers;
   const inm = header(req, 'if-none-match');
   const ims = h['if-modified-since'];
@@ -494,7 +573,7 @@ function withCacheControl(list: string[], cacheControl: string | undefined): str
 }
 
 /** A short text answer (404, 416, 500) after `before`, which starts with BASE. */
-function sendText(req: IncomingMessage, res: ServerResponse, status: number, before: string[], body: string, requestId: string): void {
+function sendText(req: FileRequest, res: FileReply, status: number, before: string[], body: string, requestId: string): void {
   const headers = [...before];
   headers.push('content-type', TEXT, 'content-length', String(Buffer.byteLength(body)), 'x-request-id', requestId);
   res.writeHead(status, headers);

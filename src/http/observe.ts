@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpMetrics, ListenerMetrics } from '../metrics/http-metrics.js';
-import type { RequestIds } from './request-id.js';
+import type { IdentifiedRequest, RequestIds } from './request-id.js';
 
 /**
  * What a listener does for every request besides answering it: give it an id
@@ -18,7 +18,7 @@ export class RequestObserver {
   }
 
   /** Called first for every request: assigns its id; returns its start mark (ms, for `finished`). */
-  begin(req: IncomingMessage): number {
+  begin(req: IdentifiedRequest): number {
     this.ids.assign(req);
     return performance.now();
   }
@@ -29,7 +29,7 @@ export class RequestObserver {
   }
 
   /** The request's id (given by `begin`). */
-  id(req: IncomingMessage): string {
+  id(req: IdentifiedRequest): string {
     return req.headers['x-request-id'] as string;
   }
 
@@ -49,6 +49,11 @@ export class RequestObserver {
     if (this.http === undefined) return;
     if (hit) this.http.cacheHits++;
     else this.http.cacheMisses++;
+  }
+
+  /** Counts a request the fast lane answered (fast-lane.ts). */
+  fastLane(): void {
+    if (this.http !== undefined) this.http.fastLane++;
   }
 
   rateLimited(): void {

@@ -1,5 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+
+/** A request as ids are given: node:http's, or the fast lane's (fast-lane.ts). */
+export interface IdentifiedRequest {
+  headers: Record<string, string | string[] | undefined>;
+  socket: { remoteAddress?: string | undefined };
+}
 
 /** Longest request id taken from a proxy; longer ones are replaced by a new id. */
 export const MAX_REQUEST_ID_LENGTH = 128;
@@ -48,7 +53,7 @@ export class RequestIds {
    * Gives the request its id, written into the request's own `x-request-id` header, where
    * Fastify (`requestIdHeader`) and the answers take it from.
    */
-  assign(req: IncomingMessage): string {
+  assign(req: IdentifiedRequest): string {
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && this.trustsProxy(req.socket.remoteAddress ?? '') && validRequestId(given) ? given : this.next();
     req.headers['x-request-id'] = id;

@@ -107,6 +107,8 @@ export class HttpMetrics {
   cacheHits = 0;
   cacheMisses = 0;
   rateLimited = 0;
+  /** Requests answered in the fast lane, before node:http (http/fast-lane.ts). */
+  fastLane = 0;
   /** Entries in the response cache now, when there is one. */
   cacheEntries: (() => number) | undefined;
   /** Estimated bytes the response cache holds now (what SLEEVE_RESPONSE_CACHE_BYTES bounds). */
@@ -181,6 +183,12 @@ export class HttpMetrics {
         out.sample('sleeve_pull_through_total', formatLabels([['result', 'failed'], ['reason', reason]]), n);
       }
     }
+    out.single(
+      'sleeve_http_fast_lane_total',
+      'counter',
+      'Requests of sleeve_http_requests_total the cover art listener answered straight from the socket, before node:http (SLEEVE_FAST_LANE).',
+      this.fastLane,
+    );
     out.single('sleeve_rate_limited_total', 'counter', 'Requests refused with 503 by the rate limit (SLEEVE_RATE_LIMIT).', this.rateLimited);
   }
 }

@@ -1,0 +1,322 @@
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { ConnectionLimits } from '../config/load.js';
+
+/**
+ * The fast lane: a listener's plainest requests answered straight from the socket, before
+ * node:http makes a request and a response object for them (docs/decisions.md, "The fast
+ * lane").
+ *
+ * Node's HTTP server costs about as much per request as everything sleeve does for a file it
+ * holds in memory, so a hot thumbnail could not be sent at more than ~0.6 of nginx's rate. The
+ * lane reads each connection's bytes first. A request it fully understands (GET or HEAD,
+ * HTTP/1.1, a whole head in what has arrived, no body, nothing it does not know how to treat
+ * exactly as node:http would) is offered to `answer`, which writes the whole answer at once or
+ * declines. At the first request it does not take (anything else, a declined one, a head cut
+ * off mid-way), the connection goes to node:http for good, with that request's bytes put back
+ * unread: node:http then parses, limits and answers it, and everything after it, as it always
+ * has. So the lane only ever answers requests whose grammar and framing leave no room for two
+ * readings, and every error answer (400, 408, 431, 505, …) is node:http's own.
+ */
+
+/** A request the lane took: lower-case header names, each at most once. */
+export interface LaneRequest {
+  method: 'GET' | 'HEAD';
+  url: string;
+  headers: Record<string, string>;
+  socket: Socket;
+}
+
+/** Answers `req` in full through `reply` and returns true, or returns false having written nothing. */
+export type LaneAnswer = (req: LaneRequest, reply: LaneReply) => boolean;
+
+/** A head longer than this goes to node:http (which allows 16 KiB and answers 431 past it). */
+const MAX_HEAD = 8 * 1024;
+/** More header lines than this go to node:http. */
+const MAX_HEADERS = 64;
+const REQUEST_LINE = /^(GET|HEAD) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Printable ASCII, space and tab: no control characters, no bytes past 0x7e (node:http judges those). */
+const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
+/**
+ * Headers that frame a body, change the connection or ask for something only node:http does:
+ * a request carrying one is node:http's.
+ */
+const NOT_IN_LANE = new Set(['content-length', 'transfer-encoding', 'upgrade', 'expect', 'te', 'http2-settings', 'trailer']);
+
+/** The Date header's value, made once a second as node:http's is. */
+let dateSecond = -1;
+let dateValue = '';
+function httpDate(): string {
+  const second = Math.floor(Date.now() / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateValue = new Date(second * 1000).toUTCString();
+  }
+  return dateValue;
+}
+
+/**
+ * What an answer writes through: the part of node:http's ServerResponse the answers use, with
+ * the head node:http would make (the answer's headers, then Date, Connection and Keep-Alive)
+ * and head and body handed to the socket in one write.
+ */
+export class LaneReply {
+  statusCode = 200;
+  headersSent = false;
+  private head = '';
+  private readonly socket: Socket;
+  private readonly method: string;
+  private readonly trailer: string;
+
+  constructor(socket: Socket, method: string, trailer: string) {
+    this.socket = socket;
+    this.method = method;
+    this.trailer = trailer;
+  }
+
+  writeHead(status: number, headers: readonly string[] | Record<string, string>): this {
+    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'unknown'}\r\n`;
+    if (Array.isArray(headers)) {
+      for (let i = 0; i < headers.length; i += 2) head += `${headers[i] as string}: ${headers[i + 1] as string}\r\n`;
+    } else {
+      for (const name in headers) head += `${name}: ${(headers as Record<string, string>)[name] as string}\r\n`;
+    }
+    this.statusCode = status;
+    this.head = head + `Date: ${httpDate()}\r\n${this.trailer}`;
+    this.headersSent = true;
+    return this;
+  }
+
+  end(body?: string | Uint8Array): this {
+    const socket = this.socket;
+    if (body === undefined || body.length === 0 || this.method === 'HEAD') socket.write(this.head, 'latin1');
+    else if (typeof body === 'string') {
+      socket.cork();
+      socket.write(this.head, 'latin1');
+      socket.write(body, 'utf8');
+      socket.uncork();
+    } else {
+      socket.cork();
+      socket.write(this.head, 'latin1');
+      socket.write(body);
+      socket.uncork();
+    }
+    this.head = '';
+    return this;
+  }
+
+  /** What of the answers written on this connection waits in memory for the client to read. */
+  get writableLength(): number {
+    return this.socket.writableLength;
+  }
+
+  /** Calls `listener` once this answer has left memory (the socket drained), or the connection closed. */
+  once(_event: 'close', listener: () => void): this {
+    const socket = this.socket;
+    if (socket.writableLength === 0 || socket.destroyed) {
+      listener();
+      return this;
+    }
+    let called = false;
+    const done = (): void => {
+      if (called) return;
+      called = true;
+      socket.removeListener('drain', done);
+      socket.removeListener('close', done);
+      listener();
+    };
+    socket.once('drain', done);
+    socket.once('close', done);
+    return this;
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}
+
+/** Options of `installFastLane`. */
+export interface FastLaneOptions {
+  answer: LaneAnswer;
+  connections: ConnectionLimits;
+}
+
+/**
+ * Puts the fast lane in front of `server`'s own connection handling: every connection the
+ * server accepts is read by the lane until it gives the connection to node:http. The server's
+ * connection cap counts both; its closeIdleConnections (at close, and when the cap is reached)
+ * and closeAllConnections close the lane's connections too.
+ */
+export function installFastLane(server: Server, opts: FastLaneOptions): void {
+  const [nodeListener, ...others] = server.listeners('connection') as ((socket: Socket) => void)[];
+  if (nodeListener === undefined || others.length !== 0) throw new Error('the fast lane goes in before any other connection listener');
+  server.removeListener('connection', nodeListener);
+  const open = new Set<LaneConnection>();
+  const limits = opts.connections;
+  const keepAliveS = Math.floor(limits.keepAliveTimeoutMs / 1000);
+  const trailer = `Connection: keep-alive\r\nKeep-Alive: timeout=${keepAliveS}\r\n\r\n`;
+  const lane: Lane = {
+    answer: opts.answer,
+    limits,
+    trailer,
+    open,
+    toNode(socket: Socket): void {
+      nodeListener.call(server, socket);
+    },
+    closing: () => !server.listening,
+  };
+  server.on('connection', (socket: Socket) => {
+    open.add(new LaneConnection(socket, lane));
+  });
+  const closeIdle = server.closeIdleConnections.bind(server);
+  server.closeIdleConnections = function closeIdleConnections(): void {
+    closeIdle();
+    for (const c of open) if (c.idle()) c.socket.destroy();
+  };
+  const closeAll = server.closeAllConnections.bind(server);
+  server.closeAllConnections = function closeAllConnections(): void {
+    closeAll();
+    for (const c of open) c.socket.destroy();
+  };
+}
+
+interface Lane {
+  answer: LaneAnswer;
+  limits: ConnectionLimits;
+  trailer: string;
+  open: Set<LaneConnection>;
+  toNode(socket: Socket): void;
+  closing(): boolean;
+}
+
+/** One connection while the lane reads it. */
+class LaneConnection {
+  readonly socket: Socket;
+  private readonly lane: Lane;
+  /** Requests that arrived while earlier answers waited for the client to read them. */
+  private waiting: Buffer | undefined;
+  private readonly onData = (chunk: Buffer): void => this.read(chunk);
+  private readonly onDrain = (): void => this.drained();
+  private readonly onTimeout = (): void => {
+    this.socket.destroy();
+  };
+  /** The socket's idle timeout now (set only when it changes: each setTimeout makes a new timer). */
+  private timeout: number;
+  /** A reset or a failed write: the connection is gone (node:http's own listener takes over at the hand-off). */
+  private readonly onError = (): void => {
+    this.socket.destroy();
+  };
+  private readonly onClose = (): void => {
+    this.lane.open.delete(this);
+  };
+
+  constructor(socket: Socket, lane: Lane) {
+    this.socket = socket;
+    this.lane = lane;
+    socket.on('data', this.onData);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
+    socket.on('timeout', this.onTimeout);
+    // A connection that sends nothing goes at the header timeout, as node:http's do.
+    this.timeout = lane.limits.headersTimeoutMs;
+    socket.setTimeout(this.timeout);
+  }
+
+  /** Whether an answer was written: a connection that has sent nothing yet is not idle (nor is it to node:http). */
+  private answered = false;
+
+  /** Between requests: at least one answered, nothing read and unanswered, nothing written and unread. */
+  idle(): boolean {
+    return this.answered && this.waiting === undefined && this.socket.writableLength === 0;
+  }
+
+  private read(chunk: Buffer): void {
+    let buf = chunk;
+    if (this.waiting !== undefined) {
+      buf = Buffer.concat([this.waiting, chunk]);
+      this.waiting = undefined;
+    }
+    this.serve(buf);
+  }
+
+  /** Answers the whole requests in `buf`, in order, until one is not the lane's. */
+  private serve(buf: Buffer): void {
+    const socket = this.socket;
+    let at = 0;
+    while (at < buf.length) {
+      if (socket.writableNeedDrain) {
+        // The client is not reading: no more answers until it does (node:http stops the same way).
+        this.waiting = buf.subarray(at);
+        socket.pause();
+        socket.once('drain', this.onDrain);
+        return;
+      }
+      const end = buf.indexOf('\r\n\r\n', at, 'latin1');
+      if (end === -1 || end - at > MAX_HEAD || this.lane.closing()) return this.toNode(buf.subarray(at));
+      const req = parseHead(buf.toString('latin1', at, end), socket);
+      if (req === undefined) return this.toNode(buf.subarray(at));
+      const reply = new LaneReply(socket, req.method, this.lane.trailer);
+      if (!this.lane.answer(req, reply)) return this.toNode(buf.subarray(at));
+      this.answered = true;
+      if (socket.destroyed) return;
+      at = end + 4;
+    }
+    // Between requests: the keep-alive timeout, or the request timeout while an answer waits to be read.
+    const timeout = socket.writableLength === 0 ? this.lane.limits.keepAliveTimeoutMs : this.lane.limits.requestTimeoutMs;
+    if (timeout !== this.timeout) {
+      this.timeout = timeout;
+      socket.setTimeout(timeout);
+    }
+  }
+
+  private drained(): void {
+    const buf = this.waiting;
+    this.waiting = undefined;
+    this.socket.resume();
+    if (buf !== undefined) this.serve(buf);
+  }
+
+  /** Gives the connection to node:http, `rest` (the bytes not answered) unread. */
+  private toNode(rest: Buffer): void {
+    const socket = this.socket;
+    socket.removeListener('data', this.onData);
+    socket.removeListener('error', this.onError);
+    socket.removeListener('close', this.onClose);
+    socket.removeListener('timeout', this.onTimeout);
+    socket.removeListener('drain', this.onDrain);
+    socket.setTimeout(0);
+    this.lane.open.delete(this);
+    if (rest.length !== 0) socket.unshift(rest);
+    this.lane.toNode(socket);
+  }
+}
+
+/**
+ * The request of `head` (its bytes up to the blank line, as latin1) when the lane may take it:
+ * GET or HEAD of an origin-form target over HTTP/1.1, header lines of a token, a colon and a
+ * printable value, no header twice, none of NOT_IN_LANE, Connection only as keep-alive.
+ */
+export function parseHead(head: string, socket: Socket): LaneRequest | undefined {
+  let eol = head.indexOf('\r\n');
+  const line = REQUEST_LINE.exec(eol === -1 ? head : head.slice(0, eol));
+  if (line === null) return undefined;
+  const headers: Record<string, string> = {};
+  let count = 0;
+  while (eol !== -1) {
+    const from = eol + 2;
+    eol = head.indexOf('\r\n', from);
+    const field = eol === -1 ? head.slice(from) : head.slice(from, eol);
+    const colon = field.indexOf(':');
+    if (colon <= 0 || ++count > MAX_HEADERS) return undefined;
+    const name = field.slice(0, colon);
+    const value = field.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
+    if (!FIELD_NAME.test(name) || !FIELD_VALUE.test(value)) return undefined;
+    const lower = name.toLowerCase();
+    // A name already there (or one an object has of its own, such as __proto__) is node:http's to judge.
+    if (NOT_IN_LANE.has(lower) || lower in headers) return undefined;
+    if (lower === 'connection' && value.toLowerCase() !== 'keep-alive') return undefined;
+    headers[lower] = value;
+  }
+  return { method: line[1] as 'GET' | 'HEAD', url: line[2] as string, headers, socket };
+}

@@ -1,0 +1,300 @@
+/*
+ * The fast lane (SLEEVE_FAST_LANE, src/http/fast-lane.ts): the cover art listener answers plain
+ * GETs and HEADs of files and cached answers from the socket, and gives every other request,
+ * with the rest of its connection, to node:http. Raw TCP through the public listener: the
+ * lane's answers are byte for byte node:http's (Date and X-Request-Id aside); pipelined
+ * requests that mix both, heads cut in two, bodies, malformed heads, clients that stop reading
+ * or reset, the keep-alive timeout and the server's close all behave as they do without it.
+ */
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { cliOk, DIALECT, freePort, makeTestEnv, type TestEnv } from './helpers/env.js';
+import { makeJpeg } from './helpers/images.js';
+import { countOf, scrape } from './metrics/support.js';
+import { loadConfig } from '../src/config/load.js';
+import { serve, type Server } from '../src/serve.js';
+
+const R1 = '5f1a2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b';
+const GROUP = '6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d';
+const UNKNOWN = 'ddddeeee-ffff-4000-8111-222233334444';
+const KEEPALIVE_MS = 600;
+const LATE_MS = 2000;
+
+interface Answer {
+  head: string;
+  status: number;
+  headers: [string, string][];
+  body: Buffer;
+}
+
+/** A head without what differs per request or per second. */
+function stable(a: Answer): string {
+  return a.head
+    .split('\r\n')
+    .filter((l) => !/^(date|x-request-id):/i.test(l))
+    .join('\n');
+}
+
+function tcp(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** Writes each of `parts` (a pause between them) and reads until `count` answers are in, or the server closes. */
+async function exchange(port: number, parts: (string | Buffer)[], count: number, opts: { headOnly?: boolean[]; stepwise?: boolean } = {}): Promise<{ answers: Answer[]; closed: boolean }> {
+  const socket = await tcp(port);
+  const chunks: Buffer[] = [];
+  let closed = false;
+  const done = new Promise<void>((resolve) => {
+    const check = (): void => {
+      const raw = Buffer.concat(chunks);
+      if (closed || countComplete(raw, opts.headOnly) >= count) resolve();
+    };
+    socket.on('data', (c: Buffer) => {
+      chunks.push(c);
+      check();
+    });
+    socket.on('close', () => {
+      closed = true;
+      check();
+    });
+    socket.on('error', () => {});
+  });
+  for (const [i, part] of parts.entries()) {
+    // Stepwise: each part once the one before is answered; else a moment apart.
+    if (i > 0 && opts.stepwise === true) while (countComplete(Buffer.concat(chunks), opts.headOnly) < i && !closed) await new Promise((r) => setTimeout(r, 5));
+    else if (i > 0) await new Promise((r) => setTimeout(r, 30));
+    socket.write(part);
+  }
+  await Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error(`fewer than ${count} answers in 10 s: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`)), 10_000))]);
+  const raw = Buffer.concat(chunks);
+  socket.destroy();
+  return { answers: splitAnswers(raw, opts.headOnly), closed };
+}
+
+/** Answers whose heads and bodies are all in `raw` (HEAD answers, by position, have no body). */
+function countComplete(raw: Buffer, headOnly: boolean[] = []): number {
+  try {
+    return splitAnswers(raw, headOnly).length;
+  } catch {
+    return 0;
+  }
+}
+
+function splitAnswers(raw: Buffer, headOnly: boolean[] = []): Answer[] {
+  const out: Answer[] = [];
+  let at = 0;
+  while (at < raw.length) {
+    const end = raw.indexOf('\r\n\r\n', at);
+    if (end === -1) break;
+    const head = raw.subarray(at, end).toString('latin1');
+    const [statusLine = '', ...lines] = head.split('\r\n');
+    const headers = lines.map((l): [string, string] => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]);
+    const status = Number(statusLine.split(' ')[1]);
+    const length = headOnly[out.length] === true || status === 304 ? 0 : Number(headers.find(([n]) => n.toLowerCase() === 'content-length')?.[1] ?? 0);
+    if (end + 4 + length > raw.length) break;
+    out.push({ head, status, headers, body: raw.subarray(end + 4, end + 4 + length) });
+    at = end + 4 + length;
+  }
+  return out;
+}
+
+const get = (target: string, extra = ''): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${extra}\r\n`;
+/** A request the lane never takes (OPTIONS): what follows it on its connection is node:http's. */
+const TO_NODE = `OPTIONS /release/${UNKNOWN}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+
+describe(`the fast lane (${DIALECT})`, () => {
+  let t: TestEnv;
+  let server: Server;
+  let port: number;
+  let thumb: string;
+  let original: string;
+  let originalBytes: Buffer;
+  let index: string;
+  const front = `/release/${R1}/front`;
+
+  before(async () => {
+    t = await makeTestEnv();
+    port = await freePort();
+    Object.assign(t.env, {
+      SLEEVE_COVERART_LISTEN: `127.0.0.1:${port}`,
+      SLEEVE_BASE_URL: `http://127.0.0.1:${port}`,
+      SLEEVE_KEEPALIVE_TIMEOUT_MS: String(KEEPALIVE_MS),
+    });
+    server = await serve(loadConfig(t.env), { only: 'coverart' });
+    await cliOk(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Lane']);
+    const file = path.join(t.dir, 'cover.jpg');
+    originalBytes = await makeJpeg(1400, 1000);
+    await writeFile(file, originalBytes);
+    const entry = await cliOk(t.env, ['--json', 'art', 'add', R1, file, '--approved', '--type', 'Front']);
+    const dir = `/download/mbid-${R1}`;
+    original = `${dir}/mbid-${R1}-${entry.id as string}.jpg`;
+    thumb = `${dir}/mbid-${R1}-${entry.id as string}_thumb250.jpg`;
+    index = `${dir}/index.json`;
+    await server.refreshCaches();
+  });
+
+  after(async () => {
+    await server?.close();
+    await t?.cleanup();
+  });
+
+  it('answers files, cached answers, 304s, ranges, HEADs and 404s as node:http does, and counts them', async () => {
+    const requests = [
+      get(thumb),
+      get(thumb, 'Range: bytes=0-99\r\n'),
+      `HEAD ${index} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      // Not a file of the layout: the lane's own 404.
+      get(`/download/mbid-${R1}/nothing.jpg`),
+      get(front),
+      get(front),
+      get(original),
+    ];
+    const headOnly = requests.map((r) => r.startsWith('HEAD '));
+    // Warm the caches (the file cache keeps a file from its first use; the response cache fills on a miss).
+    await exchange(port, [TO_NODE, ...requests], requests.length + 1, { headOnly: [false, ...headOnly] });
+    const etag = (await exchange(port, [get(thumb)], 1)).answers[0]?.headers.find(([n]) => n === 'etag')?.[1];
+    assert.ok(etag !== undefined);
+    requests.push(get(thumb, `If-None-Match: ${etag}\r\n`));
+    headOnly.push(false);
+
+    const before = await scrape(server.metricsAddress);
+    const lane = await exchange(port, [requests.join('')], requests.length, { headOnly });
+    const after = await scrape(server.metricsAddress);
+    const node = await exchange(port, [TO_NODE + requests.join('')], requests.length + 1, { headOnly: [false, ...headOnly] });
+    const viaNode = node.answers.slice(1);
+    assert.equal(lane.answers.length, requests.length);
+    assert.deepEqual(
+      lane.answers.map((a) => a.status),
+      [200, 206, 200, 404, 307, 307, 200, 304],
+    );
+    for (let i = 0; i < requests.length; i++) {
+      const [a, b] = [lane.answers[i] as Answer, viaNode[i] as Answer];
+      assert.equal(stable(a), stable(b), `the same head for ${JSON.stringify(requests[i]?.split('\r\n')[0])}`);
+      assert.ok(a.body.equals(b.body), `the same body for ${JSON.stringify(requests[i]?.split('\r\n')[0])}`);
+      assert.match(a.head, /\r\nDate: [A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\r\n/);
+      assert.match(a.head, /\r\nx-request-id: [\w-]+\r\n/);
+    }
+    assert.ok((lane.answers[6] as Answer).body.equals(originalBytes), 'the original, whole');
+    // Every one of them answered in the lane, and counted like any other request.
+    assert.equal(countOf(after, 'sleeve_http_fast_lane_total') - countOf(before, 'sleeve_http_fast_lane_total'), requests.length);
+    const moved = (labels: Record<string, string>): number => countOf(after, 'sleeve_http_requests_total', labels) - countOf(before, 'sleeve_http_requests_total', labels);
+    assert.equal(moved({ listener: 'coverart', route: '/release/:mbid/:image', method: 'GET', status: '307' }), 2);
+  });
+
+  it('gives node:http the rest of a connection at the first request it does not take, in order and without losing a byte', async () => {
+    const before = await scrape(server.metricsAddress);
+    const { answers } = await exchange(
+      port,
+      [
+        get(thumb) + TO_NODE + get(thumb) + `GET ${thumb} HTTP/1.1\r\nHo`,
+        // The rest of a head cut in two, then a request with a body the lane would not frame.
+        `st: 127.0.0.1\r\n\r\n` + `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nGET /` + get(front),
+      ],
+      6,
+    );
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [200, 200, 200, 200, 200, 307],
+    );
+    const after = await scrape(server.metricsAddress);
+    // Only the first was the lane's: from the OPTIONS on, node:http read the connection.
+    assert.equal(countOf(after, 'sleeve_http_fast_lane_total') - countOf(before, 'sleeve_http_fast_lane_total'), 1);
+  });
+
+  it("leaves node:http's answers to malformed or unusual heads unchanged", async () => {
+    const odd = [
+      `GET ${thumb} HTTP/1.1\nHost: 127.0.0.1\n\n`,
+      `GET ${thumb} HTTP/1.1\r\nHost : 127.0.0.1\r\n\r\n`,
+      `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Folded: a\r\n b\r\n\r\n`,
+      `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: other\r\n\r\n`,
+      `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+      `GET ${thumb} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+      `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\n__proto__: x\r\n\r\n`,
+      `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(9000)}\r\n\r\n`,
+      `GET http://127.0.0.1${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `BREW ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+    ];
+    for (const request of odd) {
+      const viaLane = await exchange(port, [request], 1);
+      const viaNode = await exchange(port, [TO_NODE, request], 2, { stepwise: true });
+      const [a, b] = [viaLane.answers[0], viaNode.answers[1]];
+      const what = JSON.stringify(request.slice(0, 80));
+      assert.ok(a !== undefined && b !== undefined, `answered both ways: ${what}: ${viaLane.answers.length} / ${viaNode.answers.length} answers, ${JSON.stringify(viaNode.answers.map((x) => x.head.split('\r\n')[0]))}`);
+      assert.equal(stable(a), stable(b), what);
+      assert.ok(a.body.equals(b.body), what);
+      assert.equal(viaLane.closed, viaNode.closed, `closed or not alike: ${what}`);
+    }
+  });
+
+  it('stops reading a client that does not read, and answers everything once it does', async () => {
+    const socket = await tcp(port);
+    const n = 400;
+    // ~1.2 MB of answers (and the 1.2 MB original at the end) to a client reading nothing yet.
+    socket.write(get(thumb).repeat(n) + get(original));
+    await new Promise((r) => setTimeout(r, 300));
+    const chunks: Buffer[] = [];
+    const all = new Promise<Answer[]>((resolve) => {
+      socket.on('data', (c: Buffer) => {
+        chunks.push(c);
+        const got = splitAnswers(Buffer.concat(chunks));
+        if (got.length === n + 1) resolve(got);
+      });
+    });
+    const answers = await all;
+    socket.destroy();
+    assert.ok(answers.slice(0, n).every((a) => a.status === 200 && a.body.length === (answers[0] as Answer).body.length));
+    assert.ok((answers[n] as Answer).body.equals(originalBytes));
+  });
+
+  it('lives through clients that reset with answers unread, and keeps serving', async () => {
+    for (let i = 0; i < 20; i++) {
+      const socket = await tcp(port);
+      socket.on('error', () => {});
+      socket.write(get(original).repeat(3));
+      await new Promise((r) => setTimeout(r, 5));
+      socket.resetAndDestroy();
+    }
+    const { answers } = await exchange(port, [get(thumb)], 1);
+    assert.equal(answers[0]?.status, 200);
+  });
+
+  it('closes a connection left idle after its answer at the keep-alive timeout', async () => {
+    const socket = await tcp(port);
+    const start = performance.now();
+    let data = '';
+    socket.on('data', (c: Buffer) => (data += c.toString('latin1')));
+    const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(performance.now() - start)));
+    socket.write(get(thumb));
+    const ms = await closed;
+    assert.match(data, /^HTTP\/1\.1 200 /);
+    assert.ok(ms >= KEEPALIVE_MS * 0.8 && ms < KEEPALIVE_MS + LATE_MS, `closed after ${ms.toFixed(0)} ms`);
+  });
+
+  it('closes its idle connections when the server closes, at once', async () => {
+    const t2 = await makeTestEnv();
+    const port2 = await freePort();
+    Object.assign(t2.env, { SLEEVE_COVERART_LISTEN: `127.0.0.1:${port2}`, SLEEVE_BASE_URL: `http://127.0.0.1:${port2}` });
+    const s2 = await serve(loadConfig(t2.env), { only: 'coverart' });
+    try {
+      const socket = await tcp(port2);
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      socket.on('error', () => {});
+      socket.write(get('/download/nothing.jpg'));
+      await new Promise((r) => socket.once('data', r));
+      const start = performance.now();
+      await s2.close();
+      await closed;
+      // The keep-alive timeout is 65 s here: the close did not wait for it.
+      assert.ok(performance.now() - start < 5000);
+    } finally {
+      await t2.cleanup();
+    }
+  });
+});
