@@ -262,6 +262,16 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
           pathsFile: c.pathsFile,
         },
       ];
+      if (c.name === 'thumb250' || c.name === 'cold') {
+        // What the fast lane buys: the same build with every request read by node:http.
+        targets.push({
+          label: 'sleeve, fast lane off',
+          start: () => startSleeve({ name: 'sleeve-nolane', dataDir, only: 'coverart', cpuProf: false, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes), SLEEVE_FAST_LANE: 'off' } }),
+          check: check(c.path),
+          path: c.path,
+          pathsFile: c.pathsFile,
+        });
+      }
       if (c.name === 'thumb250' || c.name === 'index') {
         // The ceiling: the same file and headers from memory with nothing of sleeve in the way.
         const file = path.join(store.files, c.path.slice('/download/'.length));
