@@ -70,6 +70,7 @@ describe(`configuration (${DIALECT})`, () => {
       SLEEVE_AUTH_URL: 'http://insecure.example',
       SLEEVE_TLS_CERT: '/tmp/cert.pem',
       SLEEVE_DEMO: 'maybe',
+      SLEEVE_FAST_LANE: 'fast',
       SLEEVE_AUTH_LISTEN: '127.0.0.1:99999',
     };
     const r = await runCli(env, ['--json', 'migrate']);
@@ -79,6 +80,7 @@ describe(`configuration (${DIALECT})`, () => {
       'SLEEVE_AUTH_URL',
       'SLEEVE_DATABASE_URL',
       'SLEEVE_DEMO',
+      'SLEEVE_FAST_LANE',
       'SLEEVE_LOG_LEVEL',
       'SLEEVE_STORAGE_URL',
       'SLEEVE_TLS_KEY',
@@ -87,6 +89,13 @@ describe(`configuration (${DIALECT})`, () => {
       'SLEEVE_UPLOAD_MAX_PIXELS',
     ]);
     assert.equal(JSON.parse(r.stdout).error.code, 'CONFIG');
+  });
+
+  it('SLEEVE_FAST_LANE: on by default, off as SLEEVE_DEMO is', () => {
+    const base = { SLEEVE_DATA_DIR: t.dir };
+    assert.equal(loadConfig(base).fastLane, true);
+    for (const off of ['off', 'OFF', 'false', '0', 'no']) assert.equal(loadConfig({ ...base, SLEEVE_FAST_LANE: off }).fastLane, false, off);
+    for (const on of ['on', 'true', '1', 'yes']) assert.equal(loadConfig({ ...base, SLEEVE_FAST_LANE: on }).fastLane, true, on);
   });
 
   it('SLEEVE_METRICS_LISTEN: loopback port 9464 by default, off in any case, never the address of another listener', () => {

@@ -297,4 +297,29 @@ describe(`the fast lane (${DIALECT})`, () => {
       await t2.cleanup();
     }
   });
+
+  for (const [what, extra] of [
+    ['SLEEVE_FAST_LANE=off', { SLEEVE_FAST_LANE: 'off' }],
+    ['a rate limit', { SLEEVE_RATE_LIMIT: '1000/10s' }],
+  ] as const) {
+    it(`stands aside with ${what}: node:http reads every request`, async () => {
+      const t2 = await makeTestEnv();
+      const port2 = await freePort();
+      Object.assign(t2.env, { SLEEVE_COVERART_LISTEN: `127.0.0.1:${port2}`, SLEEVE_BASE_URL: `http://127.0.0.1:${port2}`, ...extra });
+      const s2 = await serve(loadConfig(t2.env), { only: 'coverart' });
+      try {
+        const { answers } = await exchange(port2, [get('/download/nothing.jpg').repeat(3)], 3);
+        assert.deepEqual(
+          answers.map((a) => a.status),
+          [404, 404, 404],
+        );
+        const m = await scrape(s2.metricsAddress);
+        assert.equal(countOf(m, 'sleeve_http_fast_lane_total'), 0);
+        assert.equal(countOf(m, 'sleeve_http_requests_total', { listener: 'coverart', route: '/download/*', method: 'GET', status: '404' }), 3);
+      } finally {
+        await s2.close();
+        await t2.cleanup();
+      }
+    });
+  }
 });
