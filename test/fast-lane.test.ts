@@ -213,6 +213,7 @@ describe(`the fast lane (${DIALECT})`, () => {
       `GET ${thumb} HTTP/1.1\r\nHost : 127.0.0.1\r\n\r\n`,
       `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Folded: a\r\n b\r\n\r\n`,
       `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: other\r\n\r\n`,
+      `GET ${thumb} HTTP/1.1\r\nAccept: */*\r\n\r\n`,
       `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
       `GET ${thumb} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n`,
       `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,

@@ -295,7 +295,7 @@ class LaneConnection {
 /**
  * The request of `head` (its bytes up to the blank line, as latin1) when the lane may take it:
  * GET or HEAD of an origin-form target over HTTP/1.1, header lines of a token, a colon and a
- * printable value, no header twice, none of NOT_IN_LANE, Connection only as keep-alive.
+ * printable value, no header twice, none of NOT_IN_LANE, Connection only as keep-alive, a Host.
  */
 export function parseHead(head: string, socket: Socket): LaneRequest | undefined {
   let eol = head.indexOf('\r\n');
@@ -318,5 +318,7 @@ export function parseHead(head: string, socket: Socket): LaneRequest | undefined
     if (lower === 'connection' && value.toLowerCase() !== 'keep-alive') return undefined;
     headers[lower] = value;
   }
+  // Without a Host, node:http answers 400 (requireHostHeader).
+  if (headers.host === undefined) return undefined;
   return { method: line[1] as 'GET' | 'HEAD', url: line[2] as string, headers, socket };
 }
