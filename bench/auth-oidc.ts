@@ -194,10 +194,23 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
     };
     const sleeveRefresh = form({ grant_type: 'refresh_token', refresh_token: mine.refreshToken, client_id: mine.tagger.app.client_id, client_secret: mine.tagger.clientSecret });
     const peerRefresh = form({ grant_type: 'refresh_token', refresh_token: peerTokens.dpopRefreshToken, client_id: peerTokens.publicClientId });
-    const pairs = {
+    // The floor reads its body and nothing in it: a code exchange's form, of the same size as the others'.
+    const floorLine = exchangeLine('floor-client', 'floor-secret')('floor-code');
+    /** The floor of a code exchange whose id_token is signed with `alg` (bench/auth-floor.ts), started only when its case runs. */
+    const floorOf = async (alg: 'RS256' | 'ES256', name: string): Promise<Scenario | undefined> => {
+      if (!authCaseWanted(name)) return undefined;
+      const [fCmd, fArgs] = pinned(SERVER_CORE, process.execPath, [benchScript('auth-floor.js'), ctx.certFile, ctx.keyFile, alg]);
+      const server = await startServer({ name: `floor ${alg}`, cmd: fCmd, args: fArgs, env: cleanEnv({}), ready: /listening (https:\/\/\S+)/, timeoutMs: 30_000 });
+      ctx.servers.push(server);
+      const script = writeScript(dir, `floor-${alg}`, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(floorLine)}\nwrk.headers["Content-Type"] = ${JSON.stringify(FORM)}\n`);
+      return { label: `floor ${alg}: node:https + jose`, server, path: '/token', script };
+    };
+    const floors = { code_openid: await floorOf('RS256', 'code_openid'), code_openid_es256: await floorOf('ES256', 'code_openid_es256') };
+    const pairs: Record<'code_openid' | 'code_openid_es256' | 'dpop_refresh', (Scenario & { first?: () => Promise<string> })[]> = {
       code_openid: [
         singleUse('oidc-provider code+id_token', peer, '/token', dir, 'peer-code', async (n) => (await peerCodes(n)).map(exchangeLine(peerTokens.clientId, peerTokens.clientSecret))),
         singleUse('sleeve code+id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code', async (n) => (await mine.codes(n)).map(exchangeLine(mine.web.app.client_id, mine.web.clientSecret))),
+        ...(floors.code_openid === undefined ? [] : [floors.code_openid]),
       ],
       code_openid_es256: [
         singleUse('oidc-provider code+ES256 id_token', peer, '/token', dir, 'peer-code-es', async (n) =>
@@ -206,13 +219,14 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
         singleUse('sleeve code+ES256 id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code-es', async (n) =>
           (await mine.codes(n, mine.webEs.app)).map(exchangeLine(mine.webEs.app.client_id, mine.webEs.clientSecret)),
         ),
+        ...(floors.code_openid_es256 === undefined ? [] : [floors.code_openid_es256]),
       ],
       dpop_refresh: [
         singleUse('oidc-provider DPoP refresh', peer, '/token', dir, 'peer-dpop', (n) => proofs(n, peerRefresh, `${peer.url}/token`)),
         singleUse('sleeve DPoP refresh', ctx.sleeve, '/oauth2/token', dir, 'sleeve-dpop', (n) => proofs(n, sleeveRefresh, `${SLEEVE_AUTH_URL}/oauth2/token`)),
       ],
     };
-    for (const pair of Object.values(pairs)) for (const s of pair) await checkLine(s, await s.first());
+    for (const pair of Object.values(pairs)) for (const s of pair) await checkLine(s, s.first === undefined ? floorLine : await s.first());
 
     const data: Record<string, unknown> = {};
     const sections: string[] = [];
@@ -234,6 +248,7 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
       [
         '',
         'Code exchange: both answer an access token and an id_token of the client\'s algorithm (nonce, at_hash on sleeve) for a code minted just before the run through each server\'s own code store (sleeve: `issueCode` into its database; oidc-provider: its `AuthorizationCode` model, stored in a Map adapter since its default in-memory adapter keeps only 1000 entries). sleeve\'s client authenticates with client_secret_post, as the peer\'s.',
+        'Floor (the code exchanges\' third server): bench/auth-floor.ts, node:https with the same certificate on the same core, reading each request\'s body and answering a token response with an id_token jose signs for it (a key of the case\'s algorithm), nothing else; its ratio to oidc-provider is the most any server that signs with jose could reach in that run.',
         'DPoP refresh: every request carries a fresh ES256 proof made before the run (jti, htm, htu, iat); both check it, record its jti, check the refresh token\'s binding, and issue a DPoP-bound access token. sleeve\'s public client also sends its (non-secret) client_secret, as the interface has it; oidc-provider\'s uses `none`.',
       ].join('\n'),
     );

@@ -21,7 +21,7 @@ import { wrkRounds, writeScript, type Scenario } from './lib/wrk-rounds.js';
 
 export { writeScript, wrkOnce, type Scenario } from './lib/wrk-rounds.js';
 import { LOAD_CORE, SERVER_CORE, serveCommand, sleeveEnv } from './lib/servers.js';
-import { fmtMs, fmtRatio, passFail } from './lib/stats.js';
+import { fmtMs, fmtRatio, median, passFail } from './lib/stats.js';
 
 const GOAL = 1.5;
 const REDIRECT = 'https://app.example/cb';
@@ -92,9 +92,11 @@ export async function comparePair(wrk: string, pair: Scenario[], opts: Options, 
   const durationS = opts.duration ?? 8;
   const rounds = opts.rounds ?? 5;
   const series = await wrkRounds(wrk, pair, { rounds, durationS, warmup: opts.warmup, connections: opts.connections, labelWidth: 32 });
-  const [p, s] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>];
+  const [p, s, floor] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary> | undefined];
   const ratio = s.rps.median / p.rps.median;
   const ok = ratio >= GOAL && s.errors === 0;
+  // A third scenario is the floor (bench/auth-floor.ts): the most any server's ratio can be here.
+  const floorRatio = floor === undefined ? undefined : floor.rps.median / p.rps.median;
   const section = [
     `#### ${title}`,
     '',
@@ -103,8 +105,19 @@ export async function comparePair(wrk: string, pair: Scenario[], opts: Options, 
     mediansTable(series),
     '',
     `- sleeve/oidc-provider requests/s (ratio of medians): **${fmtRatio(ratio)}** (goal ≥ ${GOAL}): **${passFail(ok)}**; p99 sleeve ${fmtMs(s.p99.median)}, oidc-provider ${fmtMs(p.p99.median)}; errors ${s.errors}/${p.errors}`,
+    ...(floor === undefined || floorRatio === undefined
+      ? []
+      : [
+          `- ceiling: ${floor.label}/oidc-provider requests/s **${fmtRatio(floorRatio)}** (a server that only answers with jose's signature, bench/auth-floor.ts); sleeve/floor ${fmtRatio(s.rps.median / floor.rps.median)}; errors ${floor.errors}`,
+        ]),
+    `- server CPU per request (median of the runs'): ${[p, s, ...(floor === undefined ? [] : [floor])].map((x) => `${x.label} ${Math.round(cpuPerRequest(x))} µs`).join(', ')}`,
   ].join('\n');
-  return { ok, data: { peer: p, sleeve: s, ratio, ok }, section };
+  return { ok, data: { peer: p, sleeve: s, ratio, ok, ...(floor === undefined ? {} : { floor, floorRatio }) }, section };
+}
+
+/** A series' server CPU per answered request (µs), the median of its runs': on a shared machine a steadier figure than requests/s. */
+function cpuPerRequest(x: ReturnType<typeof seriesSummary>): number {
+  return median(x.runs.map((r) => (r.serverCpu * 10_000) / r.rps));
 }
 
 /** SLEEVE_BENCH_AUTH_CASES=code_openid_es256,userinfo…: only those pairs, for a quick look at one (names as in the JSON). */
