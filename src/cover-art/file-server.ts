@@ -241,35 +241,43 @@ export class FileServer {
   }
 
   /**
-   * missOrFail's answer made on this thread, or false. Declined before the doorkeeper is asked
-   * where the catalogue's answer must be awaited (PostgreSQL's question), so that `answer`,
-   * asking it next, counts the file once; a file found too large to read whole, or missing
-   * with a fill to try, is declined after (it then counts twice: kept at its first use).
+   * missOrFail's answer made on this thread, or false. The file is read first, into lent
+   * memory, and the doorkeeper asked only once the read can answer: a miss declined here (a
+   * store read through the pool, a file too large to read whole, a missing one with a fill to
+   * try, PostgreSQL's question to await) is asked about once, by `answer`. A file then kept is
+   * copied into the cache's memory.
    */
   private missNow(req: FileRequest, res: FileReply, key: string, requestId: string, log: FileServerLog): boolean {
     const store = this.store;
     if (store.readSync === undefined) return false;
     if (this.keeps !== undefined && this.keepsNow === undefined && this.cache.answered(key) === undefined) return false;
     const generation = this.cache.generation;
-    let keep = this.cache.mayKeep(key) ? this.knownKeeps(key) : false;
-    // SQLite busy: not kept this time rather than a second count.
-    if (keep === undefined) keep = this.keepsNow === undefined ? false : (this.askNow(this.keepsNow, key, generation) ?? false);
     let read;
     try {
-      read = store.readSync(key, this.readMax, keep ? this.lendKept : this.lend);
+      read = store.readSync(key, this.readMax, this.lend);
     } catch (err) {
-      const lent = this.taken();
-      if (!keep) giveBack(this.scratch, res, lent);
+      giveBack(this.scratch, res, this.taken());
       this.failed(req, res, err, requestId, log);
       return true;
     }
+    const lent = this.taken();
     if (read === null || (read === undefined && this.fill !== undefined) || (read !== undefined && read.bytes === undefined)) {
-      const lent = this.taken();
-      if (!keep) giveBack(this.scratch, res, lent);
+      giveBack(this.scratch, res, lent);
       return false;
     }
     this.countRead(read);
-    this.answerRead(req, res, key, read, keep, generation, requestId, undefined, this.taken());
+    let keep = read !== undefined && this.cache.mayKeep(key) ? this.knownKeeps(key) : false;
+    // SQLite busy: not kept this time.
+    if (keep === undefined) keep = this.keepsNow === undefined ? false : (this.askNow(this.keepsNow, key, generation) ?? false);
+    if (!keep || read === undefined || read.bytes === undefined) {
+      this.answerRead(req, res, key, read, false, generation, requestId, undefined, lent);
+      return true;
+    }
+    const bytes = this.cache.alloc(read.bytes.length);
+    read.bytes.copy(bytes);
+    // Not written from: free again at once.
+    if (lent !== undefined) this.scratch.give(lent);
+    this.answerRead(req, res, key, { info: read.info, bytes }, true, generation, requestId, undefined, bytes);
     return true;
   }
 

@@ -42,7 +42,7 @@ const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
  * Headers that frame a body, change the connection or ask for something only node:http does:
  * a request carrying one is node:http's.
  */
-const NOT_IN_LANE = new Set(['content-length', 'transfer-encoding', 'upgrade', 'expect', 'te', 'http2-settings', 'trailer']);
+const NOT_IN_LANE = new Set(['content-length', 'transfer-encoding', 'upgrade', 'expect', 'te', 'http2-settings', 'trailer', 'proxy-connection']);
 
 /** The Date header's value, made once a second as node:http's is. */
 let dateSecond = -1;
@@ -111,7 +111,11 @@ export class LaneReply {
     return this.socket.writableLength;
   }
 
-  /** Calls `listener` once this answer has left memory (the socket drained), or the connection closed. */
+  /**
+   * Calls `listener` once this answer has left memory, or the connection closed. An empty write
+   * after it calls back once everything written before it is out (node:http's own end() waits
+   * the same way); 'drain' would not come for an answer under the socket's high-water mark.
+   */
   once(_event: 'close', listener: () => void): this {
     const socket = this.socket;
     if (socket.writableLength === 0 || socket.destroyed) {
@@ -122,12 +126,11 @@ export class LaneReply {
     const done = (): void => {
       if (called) return;
       called = true;
-      socket.removeListener('drain', done);
       socket.removeListener('close', done);
       listener();
     };
-    socket.once('drain', done);
     socket.once('close', done);
+    if (!socket.writableEnded) socket.write('', 'latin1', done);
     return this;
   }
 
@@ -159,6 +162,10 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
   const lane: Lane = {
     answer: opts.answer,
     limits,
+    // node:http keeps an idle connection a little past the Keep-Alive it announces (1 s in Node
+    // 20; keepAliveTimeoutBuffer where Node has it), so a client reusing it at the last moment
+    // does not meet a closed socket.
+    idleMs: limits.keepAliveTimeoutMs + ((server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 1000),
     trailer,
     open,
     toNode(socket: Socket): void {
@@ -184,6 +191,8 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
 interface Lane {
   answer: LaneAnswer;
   limits: ConnectionLimits;
+  /** How long an idle connection is kept after an answer: the keep-alive timeout and node:http's margin. */
+  idleMs: number;
   trailer: string;
   open: Set<LaneConnection>;
   toNode(socket: Socket): void;
@@ -210,6 +219,12 @@ class LaneConnection {
   private readonly onClose = (): void => {
     this.lane.open.delete(this);
   };
+  /** The client has sent all it will (FIN): the connection ends once what it asked is answered, as node:http ends it. */
+  private readonly onEnd = (): void => {
+    if (this.waiting === undefined) this.socket.end();
+    else this.ended = true;
+  };
+  private ended = false;
 
   constructor(socket: Socket, lane: Lane) {
     this.socket = socket;
@@ -217,6 +232,7 @@ class LaneConnection {
     socket.on('data', this.onData);
     socket.on('error', this.onError);
     socket.on('close', this.onClose);
+    socket.on('end', this.onEnd);
     socket.on('timeout', this.onTimeout);
     // A connection that sends nothing goes at the header timeout, as node:http's do.
     this.timeout = lane.limits.headersTimeoutMs;
@@ -250,6 +266,7 @@ class LaneConnection {
         this.waiting = buf.subarray(at);
         socket.pause();
         socket.once('drain', this.onDrain);
+        this.setTimer(this.lane.limits.requestTimeoutMs);
         return;
       }
       const end = buf.indexOf('\r\n\r\n', at, 'latin1');
@@ -263,11 +280,13 @@ class LaneConnection {
       at = end + 4;
     }
     // Between requests: the keep-alive timeout, or the request timeout while an answer waits to be read.
-    const timeout = socket.writableLength === 0 ? this.lane.limits.keepAliveTimeoutMs : this.lane.limits.requestTimeoutMs;
-    if (timeout !== this.timeout) {
-      this.timeout = timeout;
-      socket.setTimeout(timeout);
-    }
+    this.setTimer(socket.writableLength === 0 ? this.lane.idleMs : this.lane.limits.requestTimeoutMs);
+  }
+
+  private setTimer(timeout: number): void {
+    if (timeout === this.timeout) return;
+    this.timeout = timeout;
+    this.socket.setTimeout(timeout);
   }
 
   private drained(): void {
@@ -275,6 +294,7 @@ class LaneConnection {
     this.waiting = undefined;
     this.socket.resume();
     if (buf !== undefined) this.serve(buf);
+    if (this.ended && this.waiting === undefined && !this.socket.destroyed) this.socket.end();
   }
 
   /** Gives the connection to node:http, `rest` (the bytes not answered) unread. */
@@ -283,6 +303,7 @@ class LaneConnection {
     socket.removeListener('data', this.onData);
     socket.removeListener('error', this.onError);
     socket.removeListener('close', this.onClose);
+    socket.removeListener('end', this.onEnd);
     socket.removeListener('timeout', this.onTimeout);
     socket.removeListener('drain', this.onDrain);
     socket.setTimeout(0);
