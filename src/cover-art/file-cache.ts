@@ -123,6 +123,31 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
   return new CachedFile(bytes, info.etag, Math.floor(info.lastModified.getTime() / 1000), contentType, ok);
 }
 
+/**
+ * `f`, an entry pushed out whose answers are all written (FileCache.fileOf), made the entry of
+ * another file read into its memory: its header list is written over in place (every shape has
+ * the same length), the rest set as the constructor sets it.
+ */
+function refill(f: CachedFile, key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
+  const contentType = contentTypeOf(key);
+  const shape = okShape(key, contentType);
+  const ok = f.ok;
+  for (let i = 0; i < shape.length; i++) ok[i] = shape[i] as string;
+  ok[ETAG_AT] = info.etag;
+  ok[LAST_MODIFIED_AT] = httpDate(info.lastModified);
+  ok[COMMON_LENGTH + 3] = String(bytes.length);
+  f.bytes = bytes;
+  f.etag = info.etag;
+  f.modifiedS = Math.floor(info.lastModified.getTime() / 1000);
+  f.contentType = contentType;
+  f.common = undefined;
+  f.notModified = undefined;
+  f.used = false;
+  f.writing = 0;
+  f.retired = false;
+  return f;
+}
+
 /** The headers every answer about `f` carries (fileHeaders'). */
 export function commonOf(f: CachedFile): string[] {
   f.common ??= f.ok.slice(0, COMMON_LENGTH);
@@ -256,8 +281,14 @@ export class FileCache {
    * garbage that only a full collection frees (docs/decisions.md, "Evicted entries' memory read
    * into again"). Bounded in count and bytes.
    */
-  private readonly spare: Buffer[] = [];
+  private readonly spare: CachedFile[] = [];
   private spareBytes = 0;
+  /**
+   * The entry pushed out whose memory alloc handed out last: the file read into it is made from
+   * the same object and header list (fileOf), which would otherwise be garbage left in the old
+   * generation at each fill (bench/RESULTS.md, "Session 12").
+   */
+  private lentFrom: CachedFile | undefined;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
@@ -302,17 +333,35 @@ export class FileCache {
    * marked `own` by the file server, so that its memory is reused in turn.
    */
   alloc(size: number): Buffer {
+    this.lentFrom = undefined;
     const spare = this.spare;
     for (let i = spare.length - 1; i >= 0; i--) {
-      const buf = spare[i] as Buffer;
-      if (buf.length >= size && buf.length - size <= size >> 3) {
-        spare[i] = spare[spare.length - 1] as Buffer;
+      const file = spare[i] as CachedFile;
+      const whole = file.bytes.buffer.byteLength;
+      if (whole >= size && whole - size <= size >> 3) {
+        spare[i] = spare[spare.length - 1] as CachedFile;
         spare.pop();
-        this.spareBytes -= buf.length;
-        return buf.length === size ? buf : buf.subarray(0, size);
+        this.spareBytes -= whole;
+        this.lentFrom = file;
+        return file.bytes.length === size ? file.bytes : Buffer.from(file.bytes.buffer, 0, size);
       }
     }
     return Buffer.allocUnsafeSlow(size);
+  }
+
+  /**
+   * The entry for `bytes`, read from the store for `key`, to answer from and offer to `set`:
+   * the object of the entry whose memory `lent` (alloc's, handed out just before) was, when the
+   * store read into it, else a new one. Marked `own` when the bytes are in `lent`: a store may
+   * read into memory of its own (S3 concatenates its chunks), and only the cache's is reused.
+   */
+  fileOf(key: string, info: ObjectInfo, bytes: Buffer, lent: Buffer | undefined): CachedFile {
+    const from = this.lentFrom;
+    this.lentFrom = undefined;
+    const own = lent !== undefined && bytes.buffer === lent.buffer;
+    const file = own && from !== undefined && from.bytes.buffer === bytes.buffer ? refill(from, key, info, bytes) : cachedFile(key, info, bytes);
+    file.own = own;
+    return file;
   }
 
   /**
@@ -335,10 +384,10 @@ export class FileCache {
   }
 
   private toSpare(file: CachedFile): void {
-    const whole = file.bytes.byteLength === file.bytes.buffer.byteLength ? file.bytes : Buffer.from(file.bytes.buffer, 0, file.bytes.buffer.byteLength);
-    if (this.spare.length >= 64 || this.spareBytes + whole.length > this.maxEntryBytes) return;
-    this.spare.push(whole);
-    this.spareBytes += whole.length;
+    const whole = file.bytes.buffer.byteLength;
+    if (this.spare.length >= 64 || this.spareBytes + whole > this.maxEntryBytes) return;
+    this.spare.push(file);
+    this.spareBytes += whole;
   }
 
   /** What `file` costs while kept: its memory (all of it when the cache's own) and the overhead. */
