@@ -3,6 +3,8 @@
  * Int32Array): the same members as a Set through any mix of additions and removals, including
  * runs of colliding hashes that wrap round the end of the array; never more than its bound; and
  * through FileCache, a file let in on its second read, forgotten once the window starts again.
+ * And an evicted entry's object made the entry of the next file read into its memory, with that
+ * file's own headers.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -105,5 +107,48 @@ describe('the file cache once full: a file gets in on its second read within the
     assert.equal(cache.mayKeep('b'), false);
     assert.equal(cache.mayKeep('a'), true, 'still remembered after 1,035 other keys');
     assert.equal(cache.mayKeep('b'), true);
+  });
+});
+
+describe('an evicted entry is made the next file read into its memory (FileCache.fileOf)', () => {
+  const mbid = '5e1f0000-0000-4000-8000-000000000001';
+  const image = (n: number) => `mbid-${mbid}/mbid-${mbid}-${n}.jpg`;
+  const info = (etag: string, s: number) => ({ size: 1000, etag, lastModified: new Date(s * 1000) });
+
+  it('with the headers a new entry for that file has, and not when the store read elsewhere', () => {
+    const cache = new FileCache(16 * 1024);
+    const first = cache.fileOf(image(0), info('"a0"', 1), cache.alloc(1000), undefined);
+    assert.equal(first.own, false, 'bytes not in lent memory');
+    const kept = [];
+    for (let i = 1; i <= 8; i++) {
+      const lent = cache.alloc(1000);
+      const f = cache.fileOf(image(i), info(`"a${i}"`, i), lent, lent);
+      assert.equal(f.own, true);
+      f.common = ['stale'];
+      cache.set(image(i), f, cache.generation);
+      kept.push(f);
+    }
+    // The ninth pushes the oldest (image 1) out: its memory and object are spare.
+    const lent = cache.alloc(1000);
+    cache.set(image(9), cache.fileOf(image(9), info('"a9"', 9), lent, lent), cache.generation);
+    assert.equal(cache.size, 8);
+    // An index.json (another content type and Cache-Control) read into the next memory handed out.
+    const key = `mbid-${mbid}/index.json`;
+    const bytes = cache.alloc(1000);
+    assert.equal(bytes.buffer, kept[0]?.bytes.buffer, 'the evicted entry\'s memory');
+    const again = cache.fileOf(key, info('"idx"', 1_700_000_000), bytes, bytes);
+    assert.equal(again, kept[0], 'the evicted entry\'s object');
+    const fresh = cachedFile(key, info('"idx"', 1_700_000_000), Buffer.from(bytes));
+    assert.deepEqual(again.ok, fresh.ok);
+    assert.deepEqual(
+      [again.etag, again.modifiedS, again.contentType, again.common, again.notModified, again.used, again.writing, again.retired, again.own],
+      [fresh.etag, fresh.modifiedS, fresh.contentType, undefined, undefined, false, 0, false, true],
+    );
+    // Memory handed out but read elsewhere (a store with memory of its own): a new object, not own.
+    const spareAgain = cache.alloc(1000);
+    cache.set(key, again, cache.generation);
+    const elsewhere = cache.fileOf(image(20), info('"b"', 2), Buffer.alloc(1000), spareAgain);
+    assert.notEqual(elsewhere, kept[1]);
+    assert.equal(elsewhere.own, false);
   });
 });
