@@ -24,7 +24,7 @@ import type { Options } from './lib/options.js';
 import { benchScript } from './lib/paths.js';
 import { cleanEnv, cpuOf, pinned, startServer, type Server } from './lib/proc.js';
 import { describeRounds, interleavedRounds, mediansTable, runsTable, seriesSummary, type Series, type Target } from './lib/rounds.js';
-import { LOAD_CORE, SERVER_CORE, sleeveEnv, startSleeve } from './lib/servers.js';
+import { LOAD_CORE, SERVER_CORE, startSleeve } from './lib/servers.js';
 import { fmtInt, fmtMiB, fmtMs, fmtRatio, passFail, table } from './lib/stats.js';
 import { redirectBench } from './redirect.js';
 
@@ -289,16 +289,13 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
           path: c.path,
           pathsFile: c.pathsFile,
         });
-        // SLEEVE_BENCH_FILES_BASELINE=path of another build's CLI (dist/bundle/index.js): that build too, for an A/B in one run.
+        // SLEEVE_BENCH_FILES_BASELINE=path of another build's CLI (dist/bundle/index.js): that build too, for an A/B in one
+        // run, started as npm start starts a server (as the other sleeve runs are: the start script's memory settings).
         const baseline = process.env.SLEEVE_BENCH_FILES_BASELINE;
         if (baseline !== undefined && baseline !== '') {
           targets.push({
             label: 'sleeve, baseline build',
-            start: () => {
-              const [cmd, args] = pinned(SERVER_CORE, process.execPath, [baseline, 'serve', '--only', 'coverart']);
-              const env = sleeveEnv(dataDir, { SLEEVE_COVERART_LISTEN: '127.0.0.1:0', SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) });
-              return startServer({ name: 'sleeve-baseline', cmd, args, env, ready: /cover art:\s+(http:\/\/\S+)/, timeoutMs: 60_000 });
-            },
+            start: () => startSleeve({ name: 'sleeve-baseline', dataDir, only: 'coverart', cpuProf: false, cli: baseline, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) } }),
             check: check(c.path),
             path: c.path,
             pathsFile: c.pathsFile,
@@ -348,7 +345,7 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
     const markdown = [
       '### files: sleeve /download/ vs nginx',
       '',
-      `nginx ${NGINX} (one process, sendfile, no keep-alive request limit, the same store) and \`sleeve serve --only coverart\` (SQLite + file storage; the file cache as given per case), each on CPU ${SERVER_CORE}. ${describeRounds(settings, undefined)}. Each fresh sleeve process starts with an empty file cache: the warm-up fills it.`,
+      `nginx ${NGINX} (one process, sendfile, no keep-alive request limit, the same store) and \`sleeve serve --only coverart\` started as \`npm start\` starts it (its memory settings; SQLite + file storage; the file cache as given per case), each on CPU ${SERVER_CORE}. ${describeRounds(settings, undefined)}. Each fresh sleeve process starts with an empty file cache: the warm-up fills it.`,
       '',
       table(['case', '>nginx req/s', '>sleeve req/s', 'sleeve/nginx', 'p99 nginx / sleeve', 'peak RSS nginx / sleeve'], summaryRows),
       '',

@@ -34,19 +34,19 @@ const START_TARGET = 'bin/sleeve.js serve';
  * (its pid is the server's). --cpu-prof's flags (which NODE_OPTIONS does not take) go on
  * node's command line in the script.
  */
-export function serveCommand(core: number | undefined, cpuProf: boolean, name: string, args: string[]): { cmd: string; args: string[] } {
+export function serveCommand(core: number | undefined, cpuProf: boolean, name: string, args: string[], cli = SLEEVE_CLI): { cmd: string; args: string[] } {
   const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   if (!start.endsWith(START_TARGET)) throw new Error(`package.json's start script no longer ends in "${START_TARGET}": ${start}`);
   const flags = nodeFlags(cpuProf, name).map((f) => `'${f.replace(/'/g, `'\\''`)}'`);
   const script = `${start.slice(0, -START_TARGET.length)}${[...flags, '"$0"', 'serve', '"$@"'].join(' ')}`;
-  const [cmd, full] = pinned(core, '/bin/sh', ['-c', script, SLEEVE_CLI, ...args]);
+  const [cmd, full] = pinned(core, '/bin/sh', ['-c', script, cli, ...args]);
   return { cmd, args: full };
 }
 
 /**
  * `sleeve serve` as a child process on the server core, on a free port, started as `npm
  * start` starts it (serveCommand). `only` leaves out the auth listener (it takes no part in
- * these measurements).
+ * these measurements); `cli`, another build's CLI (an A/B), run the same way.
  */
 export function startSleeve(opts: {
   name: string;
@@ -56,8 +56,10 @@ export function startSleeve(opts: {
   cpuProf: boolean;
   /** The core to pin it to (default the server core); null leaves it unpinned. */
   core?: number | null;
+  /** The CLI to run (default this build's). */
+  cli?: string;
 }): Promise<Server> {
-  const serve = serveCommand(opts.core === null ? undefined : (opts.core ?? SERVER_CORE), opts.cpuProf, opts.name, opts.only === undefined ? [] : ['--only', opts.only]);
+  const serve = serveCommand(opts.core === null ? undefined : (opts.core ?? SERVER_CORE), opts.cpuProf, opts.name, opts.only === undefined ? [] : ['--only', opts.only], opts.cli);
   return startServer({
     name: opts.name,
     cmd: serve.cmd,

@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
-import { describeRedis, redisOptions } from './redis.js';
+import type { Redis } from 'ioredis';
+import { describeRedis, redisClient, redisOptions } from './redis.js';
 
 /**
  * The pub/sub channel of catalogue changes. Channels are not per database number, so the
@@ -24,7 +24,7 @@ export class ChangeAnnouncer {
 
   constructor(url: string) {
     this.url = url;
-    this.client = new Redis(url, { ...redisOptions('cli'), connectTimeout: 1000, commandTimeout: 1000, retryStrategy: () => null });
+    this.client = redisClient(url, { ...redisOptions('cli'), connectTimeout: 1000, commandTimeout: 1000, retryStrategy: () => null });
     this.client.on('error', () => {});
     this.connected = this.client.connect();
     this.connected.catch(() => {});

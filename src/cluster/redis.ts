@@ -1,4 +1,19 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
+
+const requireHere = createRequire(import.meta.url);
+let ioredis: typeof import('ioredis') | undefined;
+
+/**
+ * ioredis's client class, loaded on first use: a server without SLEEVE_REDIS_URL never makes
+ * a connection, and loading the package costs such a server ~5 MB of heap and ~10 MB of RSS
+ * for nothing (bench/RESULTS.md, "Session 12"). Synchronous (a require), as the constructors
+ * that use it are.
+ */
+export function redisClient(url: string, options: RedisOptions): Redis {
+  ioredis ??= requireHere('ioredis') as typeof import('ioredis');
+  return new ioredis.Redis(url, options);
+}
 
 /** The little of a pino logger this module uses (Fastify's `app.log` is one). */
 export interface Log {
@@ -77,7 +92,7 @@ export class RedisConnection {
     this.role = role;
     this.fallback = fallback;
     this.where = describeRedis(url);
-    this.client = new Redis(url, { ...redisOptions(role), ...options });
+    this.client = redisClient(url, { ...redisOptions(role), ...options });
   }
 
   /** Connects (in the background; reconnecting whenever the connection is lost). */

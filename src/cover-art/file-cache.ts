@@ -51,6 +51,8 @@ export class CachedFile {
 
 /** What an entry costs beyond its bytes (header lists, strings, the map's slot), roughly. */
 const ENTRY_OVERHEAD = 1024;
+/** The doorkeeper's smallest window, in keys. */
+const WINDOW_MIN = 512;
 
 /** The headers of every answer about a file: CORS, validators, caching. */
 export function fileHeaders(key: string, info: ObjectInfo): string[] {
@@ -121,6 +123,31 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
   return new CachedFile(bytes, info.etag, Math.floor(info.lastModified.getTime() / 1000), contentType, ok);
 }
 
+/**
+ * `f`, an entry pushed out whose answers are all written (FileCache.fileOf), made the entry of
+ * another file read into its memory: its header list is written over in place (every shape has
+ * the same length), the rest set as the constructor sets it.
+ */
+function refill(f: CachedFile, key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
+  const contentType = contentTypeOf(key);
+  const shape = okShape(key, contentType);
+  const ok = f.ok;
+  for (let i = 0; i < shape.length; i++) ok[i] = shape[i] as string;
+  ok[ETAG_AT] = info.etag;
+  ok[LAST_MODIFIED_AT] = httpDate(info.lastModified);
+  ok[COMMON_LENGTH + 3] = String(bytes.length);
+  f.bytes = bytes;
+  f.etag = info.etag;
+  f.modifiedS = Math.floor(info.lastModified.getTime() / 1000);
+  f.contentType = contentType;
+  f.common = undefined;
+  f.notModified = undefined;
+  f.used = false;
+  f.writing = 0;
+  f.retired = false;
+  return f;
+}
+
 /** The headers every answer about `f` carries (fileHeaders'). */
 export function commonOf(f: CachedFile): string[] {
   f.common ??= f.ok.slice(0, COMMON_LENGTH);
@@ -147,6 +174,83 @@ function keyHash(key: string): number {
 }
 
 /**
+ * A set of keyHash values (30-bit non-negative integers) of at most `max` members, for the
+ * doorkeeper: one preallocated Int32Array, open addressing with linear probing, a removal
+ * shifting the members after it back (no tombstones), emptied by zeroing. A `Set` of
+ * integers rehashed its table into a new one every few hundred additions and removals, and
+ * emptied into a new one at each restart of the window: tables that lived about as long as a
+ * young-generation collection takes to come, were promoted and then left as garbage in the old
+ * generation, a few hundred KB a second on a cold set (bench/RESULTS.md, "Session 12").
+ * The array is zero-filled at creation: pages never reached are not resident.
+ */
+export class HashWindow {
+  /** Member + 1 per slot; 0 is an empty slot. */
+  private readonly slots: Int32Array;
+  private readonly mask: number;
+  private count = 0;
+  readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+    let capacity = 16;
+    while (capacity < max * 2) capacity *= 2;
+    this.slots = new Int32Array(capacity);
+    this.mask = capacity - 1;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Adds `h`; false when the set is full (`max` members) and `h` is not one. */
+  add(h: number): boolean {
+    const slots = this.slots;
+    const v = h + 1;
+    let i = h & this.mask;
+    for (let s = slots[i] as number; s !== 0; s = slots[i] as number) {
+      if (s === v) return true;
+      i = (i + 1) & this.mask;
+    }
+    if (this.count >= this.max) return false;
+    slots[i] = v;
+    this.count++;
+    return true;
+  }
+
+  /** Removes `h`; whether it was a member. */
+  delete(h: number): boolean {
+    const slots = this.slots;
+    const mask = this.mask;
+    const v = h + 1;
+    let i = h & mask;
+    for (let s = slots[i] as number; s !== v; s = slots[i] as number) {
+      if (s === 0) return false;
+      i = (i + 1) & mask;
+    }
+    // Shift back each following member of the run whose home slot is not between the hole and it.
+    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
+      const s = slots[j] as number;
+      if (s === 0) break;
+      const home = (s - 1) & mask;
+      const stays = i < j ? home > i && home <= j : home > i || home <= j;
+      if (!stays) {
+        slots[i] = s;
+        i = j;
+      }
+    }
+    slots[i] = 0;
+    this.count--;
+    return true;
+  }
+
+  clear(): void {
+    if (this.count === 0) return;
+    this.slots.fill(0);
+    this.count = 0;
+  }
+}
+
+/**
  * Files of the built-in file server kept in memory, bounded in bytes, filled on use (once
  * full, on a file's second use: see mayKeep). Eviction is the clock algorithm: a hit only sets a flag (no
  * reordering on the hot path); the hand passes over the oldest entries, giving each one read
@@ -157,7 +261,7 @@ function keyHash(key: string): number {
 export class FileCache {
   private readonly entries = new Map<string, CachedFile>();
   /** Keys read once while the cache was full, not kept yet, by their hash (keyHash; bounded: emptied when it grows past half the entries). */
-  private readonly seen = new Set<number>();
+  private readonly seen: HashWindow;
   /**
    * The catalogue's answers (catalogueKeeps) in this generation, so a file pushed out and let
    * in again costs no second question; emptied by `clear` with everything else, and when full.
@@ -177,14 +281,22 @@ export class FileCache {
    * garbage that only a full collection frees (docs/decisions.md, "Evicted entries' memory read
    * into again"). Bounded in count and bytes.
    */
-  private readonly spare: Buffer[] = [];
+  private readonly spare: CachedFile[] = [];
   private spareBytes = 0;
+  /**
+   * The entry pushed out whose memory alloc handed out last: the file read into it is made from
+   * the same object and header list (fileOf), which would otherwise be garbage left in the old
+   * generation at each fill (bench/RESULTS.md, "Session 12").
+   */
+  private lentFrom: CachedFile | undefined;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
     this.maxEntryBytes = Math.floor(maxBytes / 8);
     // About 130 bytes each (key and slot): at most ~1/8 of the budget, 4,096 to 65,536 of them.
     this.maxAnswers = Math.min(65_536, Math.max(4096, Math.floor(maxBytes / 1024)));
+    // Every entry costs at least ENTRY_OVERHEAD, so the window (half the entries) never needs more.
+    this.seen = new HashWindow(Math.max(WINDOW_MIN, Math.floor(maxBytes / ENTRY_OVERHEAD) >> 1));
   }
 
   get(key: string): CachedFile | undefined {
@@ -210,7 +322,7 @@ export class FileCache {
     if (!this.full) return true;
     const h = keyHash(key);
     if (this.seen.delete(h)) return true;
-    if (this.seen.size >= Math.max(512, this.entries.size >> 1)) this.seen.clear();
+    if (this.seen.size >= Math.max(WINDOW_MIN, this.entries.size >> 1)) this.seen.clear();
     this.seen.add(h);
     return false;
   }
@@ -221,17 +333,35 @@ export class FileCache {
    * marked `own` by the file server, so that its memory is reused in turn.
    */
   alloc(size: number): Buffer {
+    this.lentFrom = undefined;
     const spare = this.spare;
     for (let i = spare.length - 1; i >= 0; i--) {
-      const buf = spare[i] as Buffer;
-      if (buf.length >= size && buf.length - size <= size >> 3) {
-        spare[i] = spare[spare.length - 1] as Buffer;
+      const file = spare[i] as CachedFile;
+      const whole = file.bytes.buffer.byteLength;
+      if (whole >= size && whole - size <= size >> 3) {
+        spare[i] = spare[spare.length - 1] as CachedFile;
         spare.pop();
-        this.spareBytes -= buf.length;
-        return buf.length === size ? buf : buf.subarray(0, size);
+        this.spareBytes -= whole;
+        this.lentFrom = file;
+        return file.bytes.length === size ? file.bytes : Buffer.from(file.bytes.buffer, 0, size);
       }
     }
     return Buffer.allocUnsafeSlow(size);
+  }
+
+  /**
+   * The entry for `bytes`, read from the store for `key`, to answer from and offer to `set`:
+   * the object of the entry whose memory `lent` (alloc's, handed out just before) was, when the
+   * store read into it, else a new one. Marked `own` when the bytes are in `lent`: a store may
+   * read into memory of its own (S3 concatenates its chunks), and only the cache's is reused.
+   */
+  fileOf(key: string, info: ObjectInfo, bytes: Buffer, lent: Buffer | undefined): CachedFile {
+    const from = this.lentFrom;
+    this.lentFrom = undefined;
+    const own = lent !== undefined && bytes.buffer === lent.buffer;
+    const file = own && from !== undefined && from.bytes.buffer === bytes.buffer ? refill(from, key, info, bytes) : cachedFile(key, info, bytes);
+    file.own = own;
+    return file;
   }
 
   /**
@@ -254,10 +384,10 @@ export class FileCache {
   }
 
   private toSpare(file: CachedFile): void {
-    const whole = file.bytes.byteLength === file.bytes.buffer.byteLength ? file.bytes : Buffer.from(file.bytes.buffer, 0, file.bytes.buffer.byteLength);
-    if (this.spare.length >= 64 || this.spareBytes + whole.length > this.maxEntryBytes) return;
-    this.spare.push(whole);
-    this.spareBytes += whole.length;
+    const whole = file.bytes.buffer.byteLength;
+    if (this.spare.length >= 64 || this.spareBytes + whole > this.maxEntryBytes) return;
+    this.spare.push(file);
+    this.spareBytes += whole;
   }
 
   /** What `file` costs while kept: its memory (all of it when the cache's own) and the overhead. */

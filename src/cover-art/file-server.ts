@@ -380,9 +380,7 @@ export class FileServer {
     if (read === undefined) sendText(req, res, 404, BASE, 'Not Found\n', requestId);
     else if (read.bytes === undefined) void this.stream(req as IncomingMessage, res as ServerResponse, key, requestId, cacheControl);
     else if (keep) {
-      const file = cachedFile(key, read.info, read.bytes);
-      // A store may read into memory of its own (S3): only the cache's is reused.
-      file.own = lent !== undefined && read.bytes.buffer === lent.buffer;
+      const file = this.cache.fileOf(key, read.info, read.bytes, lent);
       this.cache.set(key, file, generation);
       return this.sendKept(req, res, file, requestId, cacheControl);
     } else sendFile(req, res, cachedFile(key, read.info, read.bytes), requestId, cacheControl);

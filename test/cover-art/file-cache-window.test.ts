@@ -1,0 +1,154 @@
+/*
+ * The file cache's doorkeeper window (HashWindow: a set of key hashes in one preallocated
+ * Int32Array): the same members as a Set through any mix of additions and removals, including
+ * runs of colliding hashes that wrap round the end of the array; never more than its bound; and
+ * through FileCache, a file let in on its second read, forgotten once the window starts again.
+ * And an evicted entry's object made the entry of the next file read into its memory, with that
+ * file's own headers.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { cachedFile, FileCache, HashWindow } from '../../src/cover-art/file-cache.js';
+
+/** A small deterministic generator (mulberry32), so a failure replays. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('the doorkeeper window (HashWindow)', () => {
+  it('holds what a Set holds through 200,000 additions and removals of colliding hashes', () => {
+    // max 24: 64 slots. Hashes that differ by multiples of 64 share a home slot; homes near the
+    // end (60–63) make runs that wrap round to the start.
+    const w = new HashWindow(24);
+    const model = new Set<number>();
+    const next = random(12345);
+    const pick = (): number => {
+      const home = next() < 0.5 ? 60 + Math.floor(next() * 4) : Math.floor(next() * 8);
+      return home + 64 * Math.floor(next() * 40) + (next() < 0.1 ? 0x3fffff00 - 64 * 40 : 0);
+    };
+    for (let i = 0; i < 200_000; i++) {
+      const h = pick();
+      const r = next();
+      if (r < 0.45) {
+        const added = w.add(h);
+        const fits = model.has(h) || model.size < 24;
+        assert.equal(added, fits, `add ${h} at step ${i}`);
+        if (fits) model.add(h);
+      } else if (r < 0.999) {
+        assert.equal(w.delete(h), model.delete(h), `delete ${h} at step ${i}`);
+      } else {
+        w.clear();
+        model.clear();
+      }
+      assert.equal(w.size, model.size);
+    }
+    // Every member is still found, and nothing else.
+    for (const h of [...model]) assert.equal(w.delete(h), true);
+    assert.equal(w.size, 0);
+    for (let h = 0; h < 64 * 40; h++) assert.equal(w.delete(h), false);
+  });
+
+  it('takes no member past its bound, takes one again after a removal, and is emptied by clear', () => {
+    const w = new HashWindow(512);
+    for (let h = 0; h < 512; h++) assert.equal(w.add(h * 7919), true);
+    assert.equal(w.add(1), false);
+    assert.equal(w.add(7919), true, 'a member is still one');
+    assert.equal(w.size, 512);
+    assert.equal(w.delete(7919), true);
+    assert.equal(w.add(1), true);
+    assert.equal(w.add(2), false);
+    w.clear();
+    assert.equal(w.size, 0);
+    assert.equal(w.delete(1), false);
+    assert.equal(w.add(0x3fffffff), true, 'the largest 30-bit hash');
+    assert.equal(w.delete(0x3fffffff), true);
+  });
+});
+
+describe('the file cache once full: a file gets in on its second read within the window', () => {
+  const info = { size: 1000, etag: '"x"', lastModified: new Date(0) };
+  const fill = (cache: FileCache, n: number) => {
+    for (let i = 0; i < n; i++) {
+      const key = `kept-${i}`;
+      assert.equal(cache.mayKeep(key), true);
+      cache.set(key, cachedFile(key, info, Buffer.alloc(1000)), cache.generation);
+    }
+  };
+
+  it('says no, then yes; and no again once 512 other keys have started the window again', () => {
+    // Eight files of 1,000 bytes (+ 1,024 each) fill 16 KiB; the ninth pushes one out.
+    const cache = new FileCache(16 * 1024);
+    fill(cache, 9);
+    assert.equal(cache.size, 8);
+    assert.equal(cache.mayKeep('a'), false);
+    assert.equal(cache.mayKeep('a'), true);
+    assert.equal(cache.mayKeep('a'), false, 'a yes forgets the key');
+    // 'a' is in the window; 511 more keys fill it (512, the smallest window), the next starts it again.
+    for (let i = 0; i < 511; i++) assert.equal(cache.mayKeep(`other-${i}`), false);
+    assert.equal(cache.mayKeep('b'), false);
+    assert.equal(cache.mayKeep('a'), false, 'forgotten when the window started again');
+    assert.equal(cache.mayKeep('b'), true);
+  });
+
+  it('keeps the window at half the entries of a large cache, within the bound the budget sets', () => {
+    // 4 MiB of 1,000-byte files: 2,072 entries, a window of 1,036 keys.
+    const cache = new FileCache(4 * 1024 * 1024);
+    fill(cache, 2073);
+    assert.equal(cache.size, 2072);
+    assert.equal(cache.mayKeep('a'), false);
+    for (let i = 0; i < 1034; i++) assert.equal(cache.mayKeep(`other-${i}`), false);
+    // 1,035 keys in the window: one more fits before it starts again.
+    assert.equal(cache.mayKeep('b'), false);
+    assert.equal(cache.mayKeep('a'), true, 'still remembered after 1,035 other keys');
+    assert.equal(cache.mayKeep('b'), true);
+  });
+});
+
+describe('an evicted entry is made the next file read into its memory (FileCache.fileOf)', () => {
+  const mbid = '5e1f0000-0000-4000-8000-000000000001';
+  const image = (n: number) => `mbid-${mbid}/mbid-${mbid}-${n}.jpg`;
+  const info = (etag: string, s: number) => ({ size: 1000, etag, lastModified: new Date(s * 1000) });
+
+  it('with the headers a new entry for that file has, and not when the store read elsewhere', () => {
+    const cache = new FileCache(16 * 1024);
+    const first = cache.fileOf(image(0), info('"a0"', 1), cache.alloc(1000), undefined);
+    assert.equal(first.own, false, 'bytes not in lent memory');
+    const kept = [];
+    for (let i = 1; i <= 8; i++) {
+      const lent = cache.alloc(1000);
+      const f = cache.fileOf(image(i), info(`"a${i}"`, i), lent, lent);
+      assert.equal(f.own, true);
+      f.common = ['stale'];
+      cache.set(image(i), f, cache.generation);
+      kept.push(f);
+    }
+    // The ninth pushes the oldest (image 1) out: its memory and object are spare.
+    const lent = cache.alloc(1000);
+    cache.set(image(9), cache.fileOf(image(9), info('"a9"', 9), lent, lent), cache.generation);
+    assert.equal(cache.size, 8);
+    // An index.json (another content type and Cache-Control) read into the next memory handed out.
+    const key = `mbid-${mbid}/index.json`;
+    const bytes = cache.alloc(1000);
+    assert.equal(bytes.buffer, kept[0]?.bytes.buffer, 'the evicted entry\'s memory');
+    const again = cache.fileOf(key, info('"idx"', 1_700_000_000), bytes, bytes);
+    assert.equal(again, kept[0], 'the evicted entry\'s object');
+    const fresh = cachedFile(key, info('"idx"', 1_700_000_000), Buffer.from(bytes));
+    assert.deepEqual(again.ok, fresh.ok);
+    assert.deepEqual(
+      [again.etag, again.modifiedS, again.contentType, again.common, again.notModified, again.used, again.writing, again.retired, again.own],
+      [fresh.etag, fresh.modifiedS, fresh.contentType, undefined, undefined, false, 0, false, true],
+    );
+    // Memory handed out but read elsewhere (a store with memory of its own): a new object, not own.
+    const spareAgain = cache.alloc(1000);
+    cache.set(key, again, cache.generation);
+    const elsewhere = cache.fileOf(image(20), info('"b"', 2), Buffer.alloc(1000), spareAgain);
+    assert.notEqual(elsewhere, kept[1]);
+    assert.equal(elsewhere.own, false);
+  });
+});
