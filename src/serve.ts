@@ -345,6 +345,7 @@ async function startAuth(s: Serving): Promise<string> {
     accessLog: s.accessLog,
     connections: config.connections,
     frontDoor: (req, res, requestId) => visitors.answer(req, res, requestId),
+    fastLane: config.fastLane,
     extend: (app, pages) =>
       void app.register(websiteRoutes, {
         pages,

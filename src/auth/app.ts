@@ -7,6 +7,7 @@ import type { ConnectionLimits } from '../config/load.js';
 import { forwardedProto } from '../http/client-address.js';
 import type { ListenerHealth } from '../http/health.js';
 import { answerClientError } from '../http/client-error.js';
+import { installFastLane, type LaneReply, type LaneRequest, type PlainReply, type PlainRequest } from '../http/fast-lane.js';
 import { buildListener, type RequestHandler } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
 import type { AuthDeps } from './deps.js';
@@ -47,7 +48,9 @@ export interface AuthAppOptions {
    * with the request's id; returns the route label of what it answered, or undefined to let
    * the router answer. Its answers carry SECURITY_HEADERS like every other.
    */
-  frontDoor?: (req: http.IncomingMessage, res: http.ServerResponse, requestId: string) => string | undefined;
+  frontDoor?: (req: PlainRequest, res: PlainReply, requestId: string) => string | undefined;
+  /** The front door's pages answered in the fast lane, before node:http, over TLS (SLEEVE_FAST_LANE; http/fast-lane.ts). */
+  fastLane?: boolean;
 }
 
 const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect|device_authorization)|\.well-known\/)/;
@@ -99,6 +102,27 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       res.once('close', () => requestDone(req, res, start, client));
     };
   };
+  /**
+   * The fast lane's part of the front door (TLS connections only): a GET it answers, counted as
+   * `observed` counts it. A request carrying X-Forwarded-Proto is left to node:http, where
+   * isSecure weighs it against the trusted proxies. Not with the debug access log.
+   */
+  const { frontDoor } = opts;
+  const lane =
+    frontDoor === undefined || opts.fastLane !== true || opts.accessLog === true
+      ? undefined
+      : (req: LaneRequest, reply: LaneReply): boolean => {
+          if (req.method !== 'GET' || req.headers['x-forwarded-proto'] !== undefined) return false;
+          const { observer } = opts;
+          const start = observer.begin(req);
+          const route = frontDoor(req, reply, observer.id(req));
+          if (route === undefined) return false;
+          if (observer.counting) {
+            observer.fastLane();
+            observer.finished(route, req.method, reply.statusCode, start);
+          }
+          return true;
+        };
   const app = buildListener({
     name: 'auth',
     logger: opts.logger,
@@ -114,6 +138,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     server: (options, handler) => {
       const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key, ...options, handshakeTimeout: opts.connections.headersTimeoutMs }, observed(probed(handler)));
       sniffProtocol(secure, opts.connections.headersTimeoutMs);
+      // After the sniffer, which keeps node:http's own listener for plain HTTP: only TLS connections take the lane.
+      if (lane !== undefined) installFastLane(secure, { answer: lane, connections: opts.connections, event: 'secureConnection' });
       return secure;
     },
     refused: (req, reply, status) => {

@@ -108,7 +108,7 @@ export interface Config {
   upstream: UpstreamConfig | undefined;
   /** What the image endpoints answer: their 307 (`redirect`, the interface's) or the file itself (`bytes`). */
   imageResponse: 'redirect' | 'bytes';
-  /** Whether the cover art listener answers its plainest requests before node:http (http/fast-lane.ts). */
+  /** Whether the listeners answer their plainest requests before node:http (http/fast-lane.ts). */
   fastLane: boolean;
 }
 
@@ -125,7 +125,7 @@ export const VARIABLES = {
   SLEEVE_BASE_URL: 'public URL of the cover art service (default http://localhost:8080)',
   SLEEVE_AUTH_URL: 'public URL of the authorization service (default https://localhost:8443)',
   SLEEVE_IMAGE_BASE_URL: "where redirects point (default $SLEEVE_BASE_URL/download, or the bucket's public URL with s3:// storage)",
-  SLEEVE_FAST_LANE: 'on (default: the cover art listener answers plain GET and HEAD requests for files and cached answers straight from the socket) or off (node:http reads every request)',
+  SLEEVE_FAST_LANE: 'on (default: plain GET and HEAD requests for files and cached answers, and cached gallery pages over HTTPS, are answered straight from the socket) or off (node:http reads every request)',
   SLEEVE_IMAGE_RESPONSE: 'redirect (default: the image endpoints answer 307) or bytes (they answer 200 with the file, fetched through SLEEVE_UPSTREAM_URL if the store lacks it)',
   SLEEVE_MUSICBRAINZ_URL: 'prefix of the release links in listings (default https://musicbrainz.org)',
   SLEEVE_TLS_CERT: 'PEM certificate for the auth listener (default: generated self-signed)',

@@ -1,5 +1,6 @@
-import { ServerResponse, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
+import type { PlainReply, PlainRequest } from '../http/fast-lane.js';
 import { isStoreUnavailable } from '../shared/errors.js';
 import type { ByteRange, ObjectRead, ObjectStore } from '../storage/index.js';
 import { cachedFile, commonOf, contentTypeOf, fileHeaders, notModifiedOf, type CachedFile, type FileCache } from './file-cache.js';
@@ -118,21 +119,10 @@ export async function serveFile(
 }
 
 /** A request as the file server reads it: node:http's, or the fast lane's (http/fast-lane.ts). */
-export interface FileRequest {
-  readonly method?: string | undefined;
-  readonly url?: string | undefined;
-  readonly headers: IncomingHttpHeaders;
-}
+export type FileRequest = PlainRequest;
 
 /** An answer as the file server writes it: node:http's response, or the fast lane's reply. */
-export interface FileReply {
-  writeHead(status: number, headers: string[] | Record<string, string>): unknown;
-  end(body?: string | Uint8Array): unknown;
-  readonly writableLength: number;
-  readonly headersSent: boolean;
-  once(event: 'close', listener: () => void): unknown;
-  destroy(): unknown;
-}
+export type FileReply = PlainReply;
 
 /** Where the file server says what went wrong (the listener's logger). */
 export interface FileServerLog {

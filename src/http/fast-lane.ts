@@ -1,4 +1,4 @@
-import { STATUS_CODES, type Server } from 'node:http';
+import { STATUS_CODES, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionLimits } from '../config/load.js';
 
@@ -18,6 +18,23 @@ import type { ConnectionLimits } from '../config/load.js';
  * has. So the lane only ever answers requests whose grammar and framing leave no room for two
  * readings, and every error answer (400, 408, 431, 505, …) is node:http's own.
  */
+
+/** A request as an answer that may run in the lane reads it: node:http's, or the lane's own. */
+export interface PlainRequest {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+}
+
+/** An answer as an answer that may run in the lane writes it: node:http's response, or a LaneReply. */
+export interface PlainReply {
+  writeHead(status: number, headers: string[] | Record<string, string>): unknown;
+  end(body?: string | Uint8Array): unknown;
+  readonly writableLength: number;
+  readonly headersSent: boolean;
+  once(event: 'close', listener: () => void): unknown;
+  destroy(): unknown;
+}
 
 /** A request the lane took: lower-case header names, each at most once. */
 export interface LaneRequest {
@@ -143,6 +160,8 @@ export class LaneReply {
 export interface FastLaneOptions {
   answer: LaneAnswer;
   connections: ConnectionLimits;
+  /** The server's event for a connection ready for HTTP: 'connection', or an HTTPS server's 'secureConnection' (after the handshake). */
+  event?: 'connection' | 'secureConnection';
 }
 
 /**
@@ -152,9 +171,10 @@ export interface FastLaneOptions {
  * and closeAllConnections close the lane's connections too.
  */
 export function installFastLane(server: Server, opts: FastLaneOptions): void {
-  const [nodeListener, ...others] = server.listeners('connection') as ((socket: Socket) => void)[];
-  if (nodeListener === undefined || others.length !== 0) throw new Error('the fast lane goes in before any other connection listener');
-  server.removeListener('connection', nodeListener);
+  const event = opts.event ?? 'connection';
+  const [nodeListener, ...others] = server.listeners(event) as ((socket: Socket) => void)[];
+  if (nodeListener === undefined || others.length !== 0) throw new Error(`the fast lane goes in before any other ${event} listener`);
+  server.removeListener(event, nodeListener);
   const open = new Set<LaneConnection>();
   const limits = opts.connections;
   const keepAliveS = Math.floor(limits.keepAliveTimeoutMs / 1000);
@@ -173,7 +193,7 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
     },
     closing: () => !server.listening,
   };
-  server.on('connection', (socket: Socket) => {
+  server.on(event, (socket: Socket) => {
     open.add(new LaneConnection(socket, lane));
   });
   const closeIdle = server.closeIdleConnections.bind(server);

@@ -1,5 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
+import type { PlainReply, PlainRequest } from '../http/fast-lane.js';
 import { SESSION_COOKIE } from '../auth/pages.js';
 import type { Clock } from '../shared/clock.js';
 
@@ -114,7 +114,7 @@ export class VisitorPages {
    * page, if there is one for its target and the visitor is anonymous; returns the route
    * label it answered, or undefined to let the router answer.
    */
-  answer(req: IncomingMessage, res: ServerResponse, requestId: string): string | undefined {
+  answer(req: PlainRequest, res: PlainReply, requestId: string): string | undefined {
     if (this.entries.size === 0) return undefined;
     const entry = this.entries.get(req.url ?? '');
     if (entry === undefined) return undefined;

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { addArt } from '../../src/cover-art/index.js';
@@ -15,6 +16,7 @@ import { addUser, type Browser } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
+import { countOf, scrape } from '../metrics/support.js';
 import { art, release, startSite, type Site } from './page-support.js';
 
 interface Got {
@@ -40,6 +42,37 @@ function stable(h: Got['headers']): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(h)) if (!['date', 'x-request-id', 'connection', 'keep-alive'].includes(k)) out[k] = v;
   return out;
+}
+
+/** Writes `requests` on one TLS connection and reads `count` answers (each with its Content-Length's body). */
+function tlsAnswers(base: string, requests: string, count: number): Promise<{ head: string; body: Buffer }[]> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: url.hostname, port: Number(url.port), rejectUnauthorized: false }, () => socket.write(requests));
+    let raw = Buffer.alloc(0);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`fewer than ${count} answers: ${raw.toString('latin1').slice(0, 200)}`));
+    }, 10_000);
+    socket.on('error', reject);
+    socket.on('data', (c: Buffer) => {
+      raw = Buffer.concat([raw, c]);
+      const out: { head: string; body: Buffer }[] = [];
+      let at = 0;
+      while (out.length < count) {
+        const end = raw.indexOf('\r\n\r\n', at);
+        if (end === -1) return;
+        const head = raw.subarray(at, end).toString('latin1');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (end + 4 + length > raw.length) return;
+        out.push({ head, body: raw.subarray(end + 4, end + 4 + length) });
+        at = end + 4 + length;
+      }
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(out);
+    });
+  });
 }
 
 describe('Accept-Encoding and the visitor page cache', () => {
@@ -166,6 +199,30 @@ describe(`the gallery's front door (${DIALECT})`, () => {
     assert.deepEqual((await get(groupUrl)).body, (await get(groupUrl)).body);
     // HEAD and other spellings still go through the router.
     assert.equal((await get(`${url}?x=1`)).status, 200);
+  });
+
+  it('answers it in the fast lane over TLS with the bytes node:http sends, and leaves a proxy-forwarded request to node:http', async () => {
+    const { mbid } = await release(site, { title: 'Lane' });
+    await art(site, mbid, { types: ['Front'], comment: 'lane' });
+    const target = `/release/${mbid}/cover-art`;
+    await get(`${site.base}${target}`);
+    const plain = `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\n\r\n`;
+    // The same page, through node:http's front door: X-Forwarded-Proto keeps a request out of the lane.
+    const forwarded = `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\nX-Forwarded-Proto: https\r\n\r\n`;
+    const before = await scrape(site.server.metricsAddress);
+    const viaLane = await tlsAnswers(site.base, plain + plain, 2);
+    const middle = await scrape(site.server.metricsAddress);
+    const viaNode = await tlsAnswers(site.base, forwarded + plain, 2);
+    const after = await scrape(site.server.metricsAddress);
+    assert.equal(countOf(middle, 'sleeve_http_fast_lane_total') - countOf(before, 'sleeve_http_fast_lane_total'), 2, 'both in the lane');
+    assert.equal(countOf(after, 'sleeve_http_fast_lane_total') - countOf(middle, 'sleeve_http_fast_lane_total'), 0, 'neither after the forwarded one');
+    for (const [a, b] of [[viaLane[0], viaNode[1]], [viaLane[1], viaNode[0]]] as const) {
+      assert.ok(a !== undefined && b !== undefined);
+      assert.equal(a.head.replace(/\r\n(date|x-request-id): [^\r]*/gi, ''), b.head.replace(/\r\n(date|x-request-id): [^\r]*/gi, ''));
+      assert.ok(a.body.equals(b.body));
+      assert.match(a.head, /^HTTP\/1\.1 200 OK\r\n/);
+      assert.match(a.head, /\r\ncontent-encoding: gzip\r\n/);
+    }
   });
 
   it('never answers a signed-in editor from it, and shows a change made on the website to the next visitor', async () => {
