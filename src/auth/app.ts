@@ -117,10 +117,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
           const start = observer.begin(req);
           const route = frontDoor(req, reply, observer.id(req));
           if (route === undefined) return false;
-          if (observer.counting) {
-            observer.fastLane();
-            observer.finished(route, req.method, reply.statusCode, start);
-          }
+          observer.laneFinished(route, req.method, reply.statusCode, start);
           return true;
         };
   const app = buildListener({

@@ -138,10 +138,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       const inm = req.headers['if-none-match'];
       writeResponse(req, reply, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit, observer.id(req));
     }
-    if (observer.counting) {
-      observer.fastLane();
-      observer.finished(coverArtRoute(url), req.method, reply.statusCode, start);
-    }
+    if (observer.counting) observer.laneFinished(coverArtRoute(url), req.method, reply.statusCode, start);
     return true;
   };
   const laneOn = opts.fastLane !== false && opts.rateLimiter === undefined && !opts.accessLog;

@@ -118,12 +118,6 @@ export async function serveFile(
   return { status, headers: out, body: object.body };
 }
 
-/** A request as the file server reads it: node:http's, or the fast lane's (http/fast-lane.ts). */
-export type FileRequest = PlainRequest;
-
-/** An answer as the file server writes it: node:http's response, or the fast lane's reply. */
-export type FileReply = PlainReply;
-
 /** Where the file server says what went wrong (the listener's logger). */
 export interface FileServerLog {
   warn(obj: object, msg: string): void;
@@ -183,15 +177,27 @@ export class FileServer {
 
   /** Answers a GET or HEAD whose target starts with /download/, with `requestId` in X-Request-Id. */
   answer(req: IncomingMessage, res: ServerResponse, requestId: string, log: FileServerLog): void {
+    const key = this.keptOrKey(req, res, requestId);
+    if (key !== undefined) this.missOrFail(req, res, key, requestId, log, undefined);
+  }
+
+  /**
+   * Answers a /download/ target from the cache, or 404 for a name outside the layout, and
+   * returns undefined; else returns the key of the file the cache lacks, nothing written.
+   */
+  private keptOrKey(req: PlainRequest, res: PlainReply, requestId: string): string | undefined {
     const rest = (req.url as string).slice(PREFIX);
     // Only keys of the layout are ever kept, so a target that is one needs no other check.
-    const hit = this.cache.get(rest);
-    if (hit !== undefined) return this.sendKept(req, res, hit, requestId, undefined);
-    const key = keyForDownloadPath(rest);
-    if (key === undefined) return sendText(req, res, 404, BASE, 'Not Found\n', requestId);
-    const other = key === rest ? undefined : this.cache.get(key);
-    if (other !== undefined) return this.sendKept(req, res, other, requestId, undefined);
-    this.missOrFail(req, res, key, requestId, log, undefined);
+    let hit = this.cache.get(rest);
+    let key: string | undefined;
+    if (hit === undefined) {
+      key = keyForDownloadPath(rest);
+      if (key !== undefined && key !== rest) hit = this.cache.get(key);
+    }
+    if (hit !== undefined) this.sendKept(req, res, hit, requestId, undefined);
+    else if (key === undefined) sendText(req, res, 404, BASE, 'Not Found\n', requestId);
+    else return key;
+    return undefined;
   }
 
   /**
@@ -210,24 +216,9 @@ export class FileServer {
    * once written; false, with nothing written, where `answer` would wait (a catalogue question
    * to await, a file to stream, to fetch or to write first, a store read through the pool).
    */
-  answerNow(req: FileRequest, res: FileReply, requestId: string, log: FileServerLog): boolean {
-    const rest = (req.url as string).slice(PREFIX);
-    const hit = this.cache.get(rest);
-    if (hit !== undefined) {
-      this.sendKept(req, res, hit, requestId, undefined);
-      return true;
-    }
-    const key = keyForDownloadPath(rest);
-    if (key === undefined) {
-      sendText(req, res, 404, BASE, 'Not Found\n', requestId);
-      return true;
-    }
-    const other = key === rest ? undefined : this.cache.get(key);
-    if (other !== undefined) {
-      this.sendKept(req, res, other, requestId, undefined);
-      return true;
-    }
-    return this.missNow(req, res, key, requestId, log);
+  answerNow(req: PlainRequest, res: PlainReply, requestId: string, log: FileServerLog): boolean {
+    const key = this.keptOrKey(req, res, requestId);
+    return key === undefined || this.missNow(req, res, key, requestId, log);
   }
 
   /**
@@ -237,7 +228,7 @@ export class FileServer {
    * try, PostgreSQL's question to await) is asked about once, by `answer`. A file then kept is
    * copied into the cache's memory.
    */
-  private missNow(req: FileRequest, res: FileReply, key: string, requestId: string, log: FileServerLog): boolean {
+  private missNow(req: PlainRequest, res: PlainReply, key: string, requestId: string, log: FileServerLog): boolean {
     const store = this.store;
     if (store.readSync === undefined) return false;
     if (this.keeps !== undefined && this.keepsNow === undefined && this.cache.answered(key) === undefined) return false;
@@ -272,7 +263,7 @@ export class FileServer {
   }
 
   /** Answers from a file the cache holds (or has just been given), holding its memory while the answer is still being written. */
-  private sendKept(req: FileRequest, res: FileReply, file: CachedFile, requestId: string, cacheControl: string | undefined): void {
+  private sendKept(req: PlainRequest, res: PlainReply, file: CachedFile, requestId: string, cacheControl: string | undefined): void {
     sendFile(req, res, file, requestId, cacheControl);
     if (res.writableLength !== 0) this.cache.hold(file, res);
   }
@@ -307,7 +298,7 @@ export class FileServer {
     this.miss(req, res, key, requestId, log, cacheControl, mayKeep && known !== false, generation).catch((err: unknown) => this.failed(req, res, err, requestId, log));
   }
 
-  private failed(req: FileRequest, res: FileReply, err: unknown, requestId: string, log: FileServerLog): void {
+  private failed(req: PlainRequest, res: PlainReply, err: unknown, requestId: string, log: FileServerLog): void {
     if (isStoreUnavailable(err)) {
       log.warn({ err, reqId: requestId }, 'file store unavailable');
       sendResponse(req, res, storeUnavailableResponse(), requestId);
@@ -357,8 +348,8 @@ export class FileServer {
    * free list's, given back once the answer is done with it.
    */
   private answerRead(
-    req: FileRequest,
-    res: FileReply,
+    req: PlainRequest,
+    res: PlainReply,
     key: string,
     read: ObjectRead | undefined,
     keep: boolean,
@@ -459,7 +450,7 @@ export class FileServer {
 }
 
 /** Writes a FileResponse: a text, nothing, or a stream (to node:http's response only: the fast lane declines those). */
-function sendResponse(req: FileRequest, res: FileReply, r: FileResponse, requestId: string): void {
+function sendResponse(req: PlainRequest, res: PlainReply, r: FileResponse, requestId: string): void {
   const body = r.body;
   const headers: Record<string, string> = { ...r.headers, 'x-request-id': requestId };
   if (typeof body === 'string') headers['content-length'] = String(Buffer.byteLength(body));
@@ -474,7 +465,7 @@ function sendResponse(req: FileRequest, res: FileReply, r: FileResponse, request
 }
 
 /** A request header as one value (Node's types allow several). */
-function header(req: FileRequest, name: string): string | undefined {
+function header(req: PlainRequest, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
 }
@@ -504,7 +495,7 @@ class Scratch {
  * memory (the socket took all of it, as it does unless the client reads slowly), else when
  * the answer is closed.
  */
-function giveBack(scratch: Scratch, res: FileReply, buf: Buffer | undefined): void {
+function giveBack(scratch: Scratch, res: PlainReply, buf: Buffer | undefined): void {
   if (buf === undefined) return;
   if (res.writableLength === 0) scratch.give(buf);
   else res.once('close', () => scratch.give(buf));
@@ -515,7 +506,7 @@ function giveBack(scratch: Scratch, res: FileReply, buf: Buffer | undefined): vo
  * replaces the file's own (an image endpoint answered with the file); the prepared lists are
  * then copied, never changed.
  */
-function sendFile(req: FileRequest, res: FileReply, f: CachedFile, requestId: string, cacheControl?: string): void {
+function sendFile(req: PlainRequest, res: PlainReply, f: CachedFile, requestId: string, cacheControl?: string): void {
   const h = req.headers;
   const inm = header(req, 'if-none-match');
   const ims = h['if-modified-since'];
@@ -569,7 +560,7 @@ function withCacheControl(list: string[], cacheControl: string | undefined): str
 }
 
 /** A short text answer (404, 416, 500) after `before`, which starts with BASE. */
-function sendText(req: FileRequest, res: FileReply, status: number, before: string[], body: string, requestId: string): void {
+function sendText(req: PlainRequest, res: PlainReply, status: number, before: string[], body: string, requestId: string): void {
   const headers = [...before];
   headers.push('content-type', TEXT, 'content-length', String(Buffer.byteLength(body)), 'x-request-id', requestId);
   res.writeHead(status, headers);

@@ -1,4 +1,4 @@
-import type { FileReply } from './file-server.js';
+import type { PlainReply } from '../http/fast-lane.js';
 import type { ApiResponse } from './responses.js';
 
 /** A response as the front door writes it, prepared once per response object. */
@@ -30,7 +30,7 @@ function wireOf(response: ApiResponse): Wire {
 }
 
 /** Writes `response` with the request's id in X-Request-Id (no body to HEAD). */
-export function writeResponse(req: { readonly method?: string | undefined }, res: FileReply, response: ApiResponse, requestId: string): void {
+export function writeResponse(req: { readonly method?: string | undefined }, res: PlainReply, response: ApiResponse, requestId: string): void {
   const wire = wireOf(response);
   // writeHead copies the list into the head at once, so one list serves every request.
   wire.headers[wire.headers.length - 1] = requestId;

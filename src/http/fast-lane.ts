@@ -343,7 +343,7 @@ class LaneConnection {
  * GET or HEAD of an origin-form target over HTTP/1.1, header lines of a token, a colon and a
  * printable value, no header twice, none of NOT_IN_LANE, Connection only as keep-alive, a Host.
  */
-export function parseHead(head: string, socket: Socket): LaneRequest | undefined {
+function parseHead(head: string, socket: Socket): LaneRequest | undefined {
   let eol = head.indexOf('\r\n');
   const line = REQUEST_LINE.exec(eol === -1 ? head : head.slice(0, eol));
   if (line === null) return undefined;
