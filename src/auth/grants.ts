@@ -204,13 +204,38 @@ function lookupForWrite<T>(deps: AuthDeps, query: (db: Kysely<any>) => Promise<T
  * the code exchange"): when the code is one of the client `clientId`'s and `secret` is that
  * client's secret. Otherwise undefined, and the caller authenticates the client as usual
  * (whose answers, invalid_client first, are the ones given).
+ *
+ * With `exchange` (a request that sent no DPoP proof and asks for bearer tokens), where the
+ * lookup runs in the write batch (SQLite), the exchange's writes follow in the same job when
+ * every check of exchangeCode passes for this row: `redeemed` is then the answer without its
+ * id_token, committed with the batch (docs/decisions.md, "Token endpoint CPU: the exchange's
+ * lookup and writes in one batch job"). Anything else (a refusal to give, a used code, an
+ * application that requires DPoP) leaves the writes to exchangeCode as before.
  */
-export async function clientWithCode(deps: AuthDeps, clientId: string, secret: string, code: string): Promise<{ app: Application; code: CodeRow } | undefined> {
+export async function clientWithCode(
+  deps: AuthDeps,
+  clientId: string,
+  secret: string,
+  code: string,
+  exchange?: ExchangeParams,
+): Promise<{ app: Application; code: CodeRow; redeemed?: Redeemed } | undefined> {
   if (!wellFormedCode(code) || clientId.length > 200 || secret.length > 200) return undefined;
   const params = { hash: tokenHash(code), clientId };
-  const row = (await lookupForWrite(deps, (db) => codeWithClient(db, params))).rows[0];
-  const candidate = tokenHash(secret);
-  if (row === undefined || !constantTimeEqual(candidate, row.secret_hash)) return undefined;
+  const writes = exchange === undefined || deps.writes?.readsInBatches !== true ? undefined : deps.writes;
+  if (writes === undefined) return codeOfClient((await lookupForWrite(deps, (db) => codeWithClient(db, params))).rows[0], secret);
+  return writes.read(async (db) => {
+    const found = codeOfClient((await codeWithClient(db, params)).rows[0], secret);
+    const ask = exchange as ExchangeParams;
+    if (found === undefined || found.app.require_dpop === 1 || found.code.used_at !== null || !redirectUriAllowed(found.app, ask.redirectUri)) return found;
+    const now = deps.clock.now();
+    if (exchangeRefusal(ask, found.code, now) !== undefined) return found;
+    return { ...found, redeemed: { body: await redeemCode(db, deps, found.app, found.code, now, null), now } };
+  });
+}
+
+/** A row of codeWithClient as the application and the code, when `secret` is that application's. */
+function codeOfClient(row: Awaited<ReturnType<typeof codeWithClient>>['rows'][number] | undefined, secret: string): { app: Application; code: CodeRow } | undefined {
+  if (row === undefined || !constantTimeEqual(tokenHash(secret), row.secret_hash)) return undefined;
   const { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, account_name } = row;
   const read: CodeRow = { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, account_name };
   const app: Application = { id: row.id, owner_id: row.owner_id, name: row.name, kind: row.kind, client_id: row.client_id, redirect_uri: row.app_redirect_uri, created_at: row.created_at, resource_server: row.resource_server, id_token_alg: row.id_token_alg, rotate_refresh: row.rotate_refresh, require_dpop: row.require_dpop };
@@ -282,42 +307,70 @@ async function redeemCode(db: Kysely<any>, deps: AuthDeps, app: Application, row
   return body;
 }
 
-/** `grant_type=authorization_code` for an authenticated client. */
-export async function exchangeCode(
-  deps: AuthDeps,
-  app: Application,
-  params: { code: string; redirectUri: string; codeVerifier: string | undefined; withoutSecret?: boolean; dpopJkt?: string | undefined },
-  read?: CodeRow,
-): Promise<TokenResponse> {
+/** What a code exchange is asked with. */
+export interface ExchangeParams {
+  code: string;
+  redirectUri: string;
+  codeVerifier: string | undefined;
+  withoutSecret?: boolean;
+  dpopJkt?: string | undefined;
+}
+
+/** A code exchange whose writes were made with its lookup (clientWithCode): the answer without its id_token, and the time it was made at. */
+export interface Redeemed {
+  body: TokenResponse;
+  now: number;
+}
+
+/**
+ * Why an unused code `row` cannot be exchanged with `params` at `now`, or
+ * undefined when it can: the checks of exchangeCode after its lookup, in their order.
+ */
+function exchangeRefusal(params: ExchangeParams, row: CodeRow, now: number): OAuthError | undefined {
+  if (params.redirectUri !== row.redirect_uri) return new OAuthError('invalid_grant', 'redirect_uri does not match the one of the authorization request');
+  // A public client that sent no secret (auth method `none`) is authenticated by PKCE alone.
+  if (params.withoutSecret === true && row.code_challenge === null) return new OAuthError('invalid_client', 'Client not authentified: without a client_secret, the authorization request must use PKCE');
+  if (row.code_challenge !== null) {
+    if (params.codeVerifier === undefined) return new OAuthError('invalid_request', 'Required parameter is missing: code_verifier');
+    const derived = row.code_challenge_method === 'S256' ? s256(params.codeVerifier) : params.codeVerifier;
+    if (!constantTimeEqual(derived, row.code_challenge)) return new OAuthError('invalid_grant', 'Invalid PKCE verifier');
+  } else if (params.codeVerifier !== undefined) {
+    return new OAuthError('invalid_grant', 'A code_verifier was sent but the authorization request had no code_challenge');
+  }
+  if (row.expires_at <= now) return new OAuthError('invalid_grant', 'Expired authorization code');
+  return undefined;
+}
+
+/**
+ * `grant_type=authorization_code` for an authenticated client. `redeemed`: its writes, already
+ * made with `read` by clientWithCode; only the id_token is left.
+ */
+export async function exchangeCode(deps: AuthDeps, app: Application, params: ExchangeParams, read?: CodeRow, redeemed?: Redeemed): Promise<TokenResponse> {
   if (!redirectUriAllowed(app, params.redirectUri)) throw new OAuthError('invalid_request', 'Mismatched redirect URI');
   if (!wellFormedCode(params.code)) throw new OAuthError('invalid_request', 'Malformed authorization code');
   // `read`: this code as clientWithCode read it for this request (its claim below checks it is still unused).
   const row = read ?? (await codeByHash(deps.db, { hash: tokenHash(params.code) })).rows[0];
   if (row === undefined || row.application_id !== app.id) throw new OAuthError('invalid_grant', 'Invalid authorization code');
-  if (row.used_at !== null) {
-    // A second use of a code: whoever holds it is not to be trusted, so what the first use issued is revoked (RFC 6749 §4.1.2).
-    if (row.grant_id === null) throw new OAuthError('invalid_grant', 'Invalid authorization code');
-    await revokeGrant(deps, row.grant_id);
-    throw new CodeReplayed(row.account_id, app.client_id);
+  let body: TokenResponse;
+  let now: number;
+  if (redeemed !== undefined && read !== undefined) {
+    ({ body, now } = redeemed);
+  } else {
+    if (row.used_at !== null) {
+      // A second use of a code: whoever holds it is not to be trusted, so what the first use issued is revoked (RFC 6749 §4.1.2).
+      if (row.grant_id === null) throw new OAuthError('invalid_grant', 'Invalid authorization code');
+      await revokeGrant(deps, row.grant_id);
+      throw new CodeReplayed(row.account_id, app.client_id);
+    }
+    now = deps.clock.now();
+    const refusal = exchangeRefusal(params, row, now);
+    if (refusal !== undefined) throw refusal;
+    const jkt = params.dpopJkt ?? null;
+    body =
+      deps.writes === undefined
+        ? await deps.db.transaction().execute((trx) => redeemCode(trx, deps, app, row, now, jkt))
+        : await deps.writes.run((trx) => redeemCode(trx, deps, app, row, now, jkt));
   }
-  if (params.redirectUri !== row.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the one of the authorization request');
-  // A public client that sent no secret (auth method `none`) is authenticated by PKCE alone.
-  if (params.withoutSecret === true && row.code_challenge === null) throw new OAuthError('invalid_client', 'Client not authentified: without a client_secret, the authorization request must use PKCE');
-  if (row.code_challenge !== null) {
-    if (params.codeVerifier === undefined) throw new OAuthError('invalid_request', 'Required parameter is missing: code_verifier');
-    const derived = row.code_challenge_method === 'S256' ? s256(params.codeVerifier) : params.codeVerifier;
-    if (!constantTimeEqual(derived, row.code_challenge)) throw new OAuthError('invalid_grant', 'Invalid PKCE verifier');
-  } else if (params.codeVerifier !== undefined) {
-    throw new OAuthError('invalid_grant', 'A code_verifier was sent but the authorization request had no code_challenge');
-  }
-  const now = deps.clock.now();
-  if (row.expires_at <= now) throw new OAuthError('invalid_grant', 'Expired authorization code');
-
-  const jkt = params.dpopJkt ?? null;
-  const body =
-    deps.writes === undefined
-      ? await deps.db.transaction().execute((trx) => redeemCode(trx, deps, app, row, now, jkt))
-      : await deps.writes.run((trx) => redeemCode(trx, deps, app, row, now, jkt));
   if ((row.scope & OPENID) !== 0) body.id_token = await idTokenFor(deps, app, row, body.access_token, now);
   return body;
 }

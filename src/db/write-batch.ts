@@ -32,7 +32,8 @@ export class WriteBatcher {
   private queue: Job[] = [];
   private scheduled = false;
   private readonly maxBatch: number;
-  private readonly readsInBatches: boolean;
+  /** Whether read() runs its job in a batch (SQLite), so that a job may read and then write in one transaction. */
+  readonly readsInBatches: boolean;
   private readonly statements: SqliteStatements | undefined;
 
   constructor(db: Kysely<any>, maxBatch = 256) {

@@ -232,6 +232,16 @@ describe(`/oauth2/token (${DIALECT})`, () => {
       assert.equal(res.status, 200, res.body);
     });
 
+    it('refuses a token type other than bearer and a redirect URI the application does not have, without burning the code', async () => {
+      // Checked between the code's lookup and its writes, which may otherwise share one batch job (docs/decisions.md).
+      const code = await newCode(web, WEB_URI);
+      assertOAuthError(await exchange(s.base, web, code, WEB_URI, { token_type: 'mac' }), 400, 'invalid_request', 'Invalid requested token type, only bearer is allowed');
+      assertOAuthError(await exchange(s.base, web, code, OOB), 400, 'invalid_request', 'Mismatched redirect URI');
+      const res = await exchange(s.base, web, code, WEB_URI);
+      assert.equal(res.status, 200, res.body);
+      assert.equal(await userinfoStatus(s.base, res.json().access_token), 200);
+    });
+
     it("refuses another client's code without burning it", async () => {
       const code = await newCode(web, WEB_URI);
       assertOAuthError(await exchange(s.base, other, code, WEB_URI), 400, 'invalid_grant', 'Invalid authorization code');

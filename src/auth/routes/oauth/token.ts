@@ -5,7 +5,7 @@ import type { AuthDeps } from '../../deps.js';
 import { audit } from '../../audit.js';
 import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
-import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DpopKeyMismatch, exchangeCode, refreshGrant, type TokenResponse } from '../../grants.js';
+import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DpopKeyMismatch, exchangeCode, type ExchangeParams, type Redeemed, refreshGrant, type TokenResponse } from '../../grants.js';
 import { RefreshReused, rotateRefresh } from '../../rotation.js';
 import { tokenRequestProof } from './dpop.js';
 import type { PageContext } from '../pages/shared.js';
@@ -31,7 +31,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       const grantType = values(req, 'grant_type')[0];
       if (grantType === DEVICE_CODE_GRANT) return deviceTokenRequest(ctx, req, reply);
       const params = checkParams(req, PARAMS, REQUIRED.get(grantType ?? '') ?? REQUIRED_ALWAYS);
-      const { client, secretless, grant, code } = await tokenClient(ctx.deps, req, params, grantType);
+      const { client, secretless, grant, code, redeemed } = await tokenClient(ctx.deps, req, params, grantType);
       if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {
         throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
       }
@@ -39,7 +39,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       const dpopJkt = await tokenRequestProof(ctx, req, client);
       const body =
         grantType === 'authorization_code'
-          ? await exchange(ctx, req, client, params, { secretless, dpopJkt, code })
+          ? await exchange(ctx, req, client, params, { secretless, dpopJkt, code, redeemed })
           : await refresh(ctx, req, client, params.get('refresh_token') as string, dpopJkt, grant);
       return sendJson(reply, body, CORS);
     },
@@ -51,13 +51,15 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
  * interface says; or a public (installed) application by its client_id alone, sending no secret
  * at all (`token_endpoint_auth_method=none`, RFC 8252 §8.4), whose code must then carry PKCE
  * (exchangeCode checks). A confidential application without its secret is refused as before.
+ * A code exchange that nothing can refuse between this lookup and its writes (no DPoP proof,
+ * bearer tokens asked for) may have its writes made with the lookup (`redeemed`, clientWithCode).
  */
 async function tokenClient(
   deps: AuthDeps,
   req: FastifyRequest,
   params: Map<string, string>,
   grantType: string | undefined,
-): Promise<{ client: Application; secretless: boolean; grant?: Parameters<typeof refreshGrant>[4]; code?: CodeRow }> {
+): Promise<{ client: Application; secretless: boolean; grant?: Parameters<typeof refreshGrant>[4]; code?: CodeRow; redeemed?: Redeemed }> {
   const id = params.get('client_id');
   if (!hasBasicAuth(req) && params.get('client_secret') === undefined && id !== undefined && id !== '') {
     const app = await findAppByClientId(deps, id);
@@ -72,8 +74,10 @@ async function tokenClient(
       const found = await clientWithGrant(deps, credentials.id, credentials.secret, refreshToken);
       if (found !== undefined) return { client: found.app, secretless: false, grant: found.grant };
     } else {
-      const found = await clientWithCode(deps, credentials.id, credentials.secret, code as string);
-      if (found !== undefined) return { client: found.app, secretless: false, code: found.code };
+      // What the handler checks after this lookup and before the exchange: the token type, and the DPoP proof (tokenRequestProof).
+      const bearer = (params.get('token_type') ?? 'bearer').toLowerCase() === 'bearer' && req.headers.dpop === undefined;
+      const found = await clientWithCode(deps, credentials.id, credentials.secret, code as string, bearer ? exchangeParams(params, false, undefined) : undefined);
+      if (found !== undefined) return { client: found.app, secretless: false, code: found.code, ...(found.redeemed === undefined ? {} : { redeemed: found.redeemed }) };
     }
   }
   return { client: await requireClient(deps, req, params), secretless: false };
@@ -85,10 +89,15 @@ async function exchange(
   req: FastifyRequest,
   client: Application,
   params: Map<string, string>,
-  how: { secretless: boolean; dpopJkt: string | undefined; code: CodeRow | undefined },
+  how: { secretless: boolean; dpopJkt: string | undefined; code: CodeRow | undefined; redeemed: Redeemed | undefined },
 ): Promise<TokenResponse> {
-  const request = { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier'), withoutSecret: how.secretless, dpopJkt: how.dpopJkt };
-  return exchangeCode(ctx.deps, client, request, how.code).catch(auditRevoked(ctx, req, CodeReplayed, 'code_replayed'));
+  const request = exchangeParams(params, how.secretless, how.dpopJkt);
+  return exchangeCode(ctx.deps, client, request, how.code, how.redeemed).catch(auditRevoked(ctx, req, CodeReplayed, 'code_replayed'));
+}
+
+/** A code exchange's parameters (checkParams made sure of `code` and `redirect_uri`). */
+function exchangeParams(params: Map<string, string>, withoutSecret: boolean, dpopJkt: string | undefined): ExchangeParams {
+  return { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier'), withoutSecret, dpopJkt };
 }
 
 /**
