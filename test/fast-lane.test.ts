@@ -383,6 +383,53 @@ describe('LaneReply', () => {
     assert.equal(socket.listenerCount('drain'), 0);
   });
 
+  it('writes a short answer as one chunk, and never into memory a socket still holds', async () => {
+    // Each write is held for a while, as a slow client's: an answer made later in a reused buffer would change the earlier ones.
+    const chunks: Buffer[] = [];
+    const stream = new Duplex({
+      read() {},
+      write(chunk: Buffer, _encoding, cb) {
+        chunks.push(chunk);
+        setTimeout(cb, 5);
+      },
+    });
+    const socket = stream as unknown as Socket;
+    const expected: Buffer[] = [];
+    for (let i = 0; i < 20; i++) {
+      const reply = new LaneReply(socket, 'GET', 'Connection: keep-alive\r\n\r\n');
+      const body = Buffer.alloc(9000 + i, i);
+      reply.writeHead(200, ['content-length', String(body.length), 'x-n', String(i)]);
+      const head = Buffer.from((reply as unknown as { head: string }).head, 'latin1');
+      reply.end(i % 2 === 0 ? body : body.toString('latin1'));
+      expected.push(Buffer.concat([head, i % 2 === 0 ? body : Buffer.from(body.toString('latin1'), 'utf8')]));
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(chunks.length, 20, 'one chunk per answer');
+    for (let i = 0; i < 20; i++) assert.ok((chunks[i] as Buffer).equals(expected[i] as Buffer), `answer ${i} as written`);
+  });
+
+  it('makes the same head from header lines as from a list', () => {
+    const heads: string[] = [];
+    for (const lines of [false, true]) {
+      const written: Buffer[] = [];
+      const stream = new Duplex({
+        read() {},
+        write(chunk: Buffer, _encoding, cb) {
+          written.push(chunk);
+          cb();
+        },
+      });
+      const reply = new LaneReply(stream as unknown as Socket, 'GET', 'Connection: keep-alive\r\n\r\n');
+      if (lines) reply.writeHeadLines(200, 'etag: "a"\r\ncontent-length: 2\r\n');
+      else reply.writeHead(200, ['etag', '"a"', 'content-length', '2']);
+      reply.end('ok');
+      // The Date line aside (the two may fall in different seconds).
+      heads.push(Buffer.concat(written).toString('latin1').replace(/\r\nDate: [^\r]+\r\n/, '\r\nDate: -\r\n'));
+    }
+    assert.match(heads[0] as string, /^HTTP\/1\.1 200 OK\r\netag: "a"\r\ncontent-length: 2\r\nDate: -\r\nConnection: keep-alive\r\n\r\nok$/);
+    assert.equal(heads[1], heads[0]);
+  });
+
   it('calls back when the connection closes first', async () => {
     const socket = slowSocket(60_000);
     const reply = new LaneReply(socket, 'GET', 'Connection: keep-alive\r\n\r\n');

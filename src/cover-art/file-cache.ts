@@ -24,6 +24,11 @@ export class CachedFile {
   contentType: string;
   /** The 200 answer's headers for writeHead, the request id's value last (set per request). */
   ok: string[];
+  /**
+   * The 200 answer's header lines as text up to the request id's value (okLines), for the fast
+   * lane: made when first needed.
+   */
+  okText: string | undefined = undefined;
   /** Headers every answer about the file carries (validators, caching, CORS), as name, value, …: made when first needed (commonOf). */
   common: string[] | undefined = undefined;
   /** The 304 answer's headers, the request id's value last: made when first needed (notModifiedOf). */
@@ -75,7 +80,10 @@ export function fileHeaders(key: string, info: ObjectInfo): string[] {
 /** Where fileHeaders puts the values that differ from file to file, and how many names and values it has. */
 const ETAG_AT = 5;
 const LAST_MODIFIED_AT = 7;
+const CACHE_CONTROL_AT = 9;
 const COMMON_LENGTH = 12;
+/** Where a 200 list (okShape) has the length's value. */
+const LENGTH_AT = COMMON_LENGTH + 3;
 
 let lastSecond = Number.NaN;
 let lastDate = '';
@@ -96,21 +104,38 @@ export function contentTypeOf(key: string): string {
 
 /**
  * The 200 answer's list for each (Cache-Control, Content-Type) seen, with the per-file values
- * blank: a file's list is a copy with its ETag, Last-Modified and length filled in. A handful of
- * shapes exist (the layout's suffixes).
+ * blank: a file's list is a copy with its ETag, Last-Modified and length filled in; and, once
+ * asked for (okLines), its header lines as text around those values. A handful of shapes exist
+ * (the layout's suffixes), found by Cache-Control, then Content-Type: no name made per file.
  */
-const shapes = new Map<string, string[]>();
+interface Shape {
+  list: string[];
+  /** The header lines before the ETag's value, before Last-Modified's, before the length's, before the request id's. */
+  texts: [string, string, string, string] | undefined;
+}
 
-function okShape(key: string, contentType: string): string[] {
-  const cacheControl = layoutCacheControl(key) ?? 'no-cache';
-  const name = `${cacheControl}\n${contentType}`;
-  let shape = shapes.get(name);
+const shapes = new Map<string, Map<string, Shape>>();
+let shapeCount = 0;
+
+function shapeOf(cacheControl: string, contentType: string): Shape {
+  let byType = shapes.get(cacheControl);
+  let shape = byType?.get(contentType);
   if (shape === undefined) {
-    shape = fileHeaders(key, { size: 0, etag: '', lastModified: new Date(0) });
-    shape.push('content-type', contentType, 'content-length', '', 'x-request-id', '');
-    if (shapes.size < 64) shapes.set(name, shape);
+    const list = fileHeaders('', { size: 0, etag: '', lastModified: new Date(0) });
+    list[CACHE_CONTROL_AT] = cacheControl;
+    list.push('content-type', contentType, 'content-length', '', 'x-request-id', '');
+    shape = { list, texts: undefined };
+    if (shapeCount < 64) {
+      if (byType === undefined) shapes.set(cacheControl, (byType = new Map()));
+      byType.set(contentType, shape);
+      shapeCount++;
+    }
   }
   return shape;
+}
+
+function okShape(key: string, contentType: string): string[] {
+  return shapeOf(layoutCacheControl(key) ?? 'no-cache', contentType).list;
 }
 
 /** A file read whole, ready to answer from (whether or not the cache keeps it). */
@@ -119,33 +144,62 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
   const ok = okShape(key, contentType).slice();
   ok[ETAG_AT] = info.etag;
   ok[LAST_MODIFIED_AT] = httpDate(info.lastModified);
-  ok[COMMON_LENGTH + 3] = String(bytes.length);
+  ok[LENGTH_AT] = String(bytes.length);
   return new CachedFile(bytes, info.etag, Math.floor(info.lastModified.getTime() / 1000), contentType, ok);
 }
 
 /**
  * `f`, an entry pushed out whose answers are all written (FileCache.fileOf), made the entry of
  * another file read into its memory: its header list is written over in place (every shape has
- * the same length), the rest set as the constructor sets it.
+ * the same length), the rest set as the constructor sets it. Also the file server's entry for
+ * files answered and not kept (FileServer.passing), made anew for each.
  */
-function refill(f: CachedFile, key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
+export function refill(f: CachedFile, key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
   const contentType = contentTypeOf(key);
   const shape = okShape(key, contentType);
   const ok = f.ok;
   for (let i = 0; i < shape.length; i++) ok[i] = shape[i] as string;
   ok[ETAG_AT] = info.etag;
   ok[LAST_MODIFIED_AT] = httpDate(info.lastModified);
-  ok[COMMON_LENGTH + 3] = String(bytes.length);
+  ok[LENGTH_AT] = String(bytes.length);
   f.bytes = bytes;
   f.etag = info.etag;
   f.modifiedS = Math.floor(info.lastModified.getTime() / 1000);
   f.contentType = contentType;
   f.common = undefined;
   f.notModified = undefined;
+  f.okText = undefined;
   f.used = false;
   f.writing = 0;
   f.retired = false;
   return f;
+}
+
+/** The text of fileHeaders' list from `from` to `to` as header lines. */
+function lines(list: readonly string[], from: number, to: number): string {
+  let out = '';
+  for (let i = from; i < to; i += 2) out += `${list[i] as string}: ${list[i + 1] as string}\r\n`;
+  return out;
+}
+
+/**
+ * The 200 answer's header lines of `f` (its `ok` list as text), up to the request id's value:
+ * the shape's text with the file's values put in, a few strings joined rather than two made
+ * per header (PlainReply.writeHeadLines).
+ */
+export function okLines(f: CachedFile): string {
+  if (f.okText !== undefined) return f.okText;
+  const ok = f.ok;
+  const shape = shapeOf(ok[CACHE_CONTROL_AT] as string, f.contentType);
+  const list = shape.list;
+  const t = (shape.texts ??= [
+    `${lines(list, 0, ETAG_AT - 1)}${list[ETAG_AT - 1] as string}: `,
+    `\r\n${list[LAST_MODIFIED_AT - 1] as string}: `,
+    `\r\n${lines(list, LAST_MODIFIED_AT + 1, LENGTH_AT - 1)}${list[LENGTH_AT - 1] as string}: `,
+    `\r\n${list[list.length - 2] as string}: `,
+  ]);
+  f.okText = `${t[0]}${ok[ETAG_AT] as string}${t[1]}${ok[LAST_MODIFIED_AT] as string}${t[2]}${ok[LENGTH_AT] as string}${t[3]}`;
+  return f.okText;
 }
 
 /** The headers every answer about `f` carries (fileHeaders'). */

@@ -2,9 +2,9 @@ import { ServerResponse, type IncomingMessage } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
 import type { PlainReply, PlainRequest } from '../http/fast-lane.js';
 import { isStoreUnavailable } from '../shared/errors.js';
-import type { ByteRange, ObjectRead, ObjectStore } from '../storage/index.js';
-import { cachedFile, commonOf, contentTypeOf, fileHeaders, notModifiedOf, type CachedFile, type FileCache } from './file-cache.js';
-import { parseImageKey } from './keys.js';
+import type { ByteRange, ObjectInfo, ObjectRead, ObjectStore } from '../storage/index.js';
+import { cachedFile, commonOf, contentTypeOf, fileHeaders, notModifiedOf, okLines, refill, type CachedFile, type FileCache } from './file-cache.js';
+import { isImageKey } from './keys.js';
 import { etagMatches } from './responses.js';
 
 /** Answer of the file server: a stream for 200/206, nothing otherwise. */
@@ -25,14 +25,17 @@ export function keyForDownloadPath(rest: string): string | undefined {
   const q = key.indexOf('?');
   if (q !== -1) key = key.slice(0, q);
   if (key.length > 200) return undefined;
-  // An encoded slash is part of a name, not a separator (RFC 3986 §2.2): no file of the layout has one.
-  if (/%2f/i.test(key)) return undefined;
-  try {
-    key = decodeURIComponent(key);
-  } catch {
-    return undefined;
+  // Nothing encoded (every name of the layout, as the archive's URLs spell it): nothing to decode.
+  if (key.includes('%')) {
+    // An encoded slash is part of a name, not a separator (RFC 3986 §2.2): no file of the layout has one.
+    if (/%2f/i.test(key)) return undefined;
+    try {
+      key = decodeURIComponent(key);
+    } catch {
+      return undefined;
+    }
   }
-  return INDEX_RE.test(key) || parseImageKey(key) !== undefined ? key : undefined;
+  return isImageKey(key) || INDEX_RE.test(key) ? key : undefined;
 }
 
 /** Parses a single `bytes=` range against a size; 'unsatisfiable', or undefined to send it all. */
@@ -364,7 +367,7 @@ export class FileServer {
       const file = this.cache.fileOf(key, read.info, read.bytes, lent);
       this.cache.set(key, file, generation);
       return this.sendKept(req, res, file, requestId, cacheControl);
-    } else sendFile(req, res, cachedFile(key, read.info, read.bytes), requestId, cacheControl);
+    } else sendFile(req, res, this.passing(key, read.info, read.bytes), requestId, cacheControl);
     if (!keep) giveBack(this.scratch, res, lent);
   }
 
@@ -403,6 +406,20 @@ export class FileServer {
     }
     this.answerRead(req, res, key, read, keep, generation, requestId, cacheControl, lent);
   }
+
+  /**
+   * The entry of a file answered once and not kept: one object, its header list written over
+   * for each such file (refill), as nothing holds on to it past sendFile (the answer's head is
+   * made from the list at once; the body is the bytes). On a set larger than the cache nearly
+   * every request is one: an entry and a header list made for each was ~0.4 KB of garbage per
+   * request (bench/RESULTS.md, "Session 13: cold set, allocation per request (branch files6)").
+   */
+  private passing(key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
+    const f = this.passer;
+    return f === undefined ? (this.passer = cachedFile(key, info, bytes)) : refill(f, key, info, bytes);
+  }
+
+  private passer: CachedFile | undefined;
 
   /** The catalogue's answer about keeping `key` in this generation if known (true without a catalogue), else undefined. */
   private knownKeeps(key: string): boolean | undefined {
@@ -475,10 +492,13 @@ class Scratch {
   private readonly free: Buffer[] = [];
 
   take(size: number): Buffer {
-    for (let i = this.free.length - 1; i >= 0; i--) {
-      const buf = this.free[i] as Buffer;
+    const free = this.free;
+    for (let i = free.length - 1; i >= 0; i--) {
+      const buf = free[i] as Buffer;
       if (buf.length >= size) {
-        this.free.splice(i, 1);
+        // The last one in its place (no order to keep): no array made, as splice makes one.
+        free[i] = free[free.length - 1] as Buffer;
+        free.pop();
         return buf;
       }
     }
@@ -543,10 +563,13 @@ function sendFile(req: PlainRequest, res: PlainReply, f: CachedFile, requestId: 
       return;
     }
   }
-  const ok = withCacheControl(f.ok, cacheControl);
-  ok[ok.length - 1] = requestId;
-  // writeHead copies the list into the head at once, so one list serves every request.
-  res.writeHead(200, ok);
+  if (cacheControl === undefined && res.writeHeadLines !== undefined) res.writeHeadLines(200, `${okLines(f)}${requestId}\r\n`);
+  else {
+    const ok = withCacheControl(f.ok, cacheControl);
+    ok[ok.length - 1] = requestId;
+    // writeHead copies the list into the head at once, so one list serves every request.
+    res.writeHead(200, ok);
+  }
   res.end(req.method === 'HEAD' ? undefined : f.bytes);
 }
 

@@ -29,6 +29,14 @@ export function imageKey(mbid: string, id: number, suffix: string, size: Thumbna
 
 const IMAGE_FILE_RE = /^mbid-([0-9a-f-]{36})\/mbid-([0-9a-f-]{36})-(\d{1,19})(?:_thumb(250|500|1200)\.jpg|\.(jpg|png|gif|pdf))$/;
 
+/** IMAGE_FILE_RE with the second MBID matched as the first: a test, no match to make. */
+const IMAGE_KEY_RE = /^mbid-([0-9a-f-]{36})\/mbid-\1-\d{1,19}(?:_thumb(?:250|500|1200)\.jpg|\.(?:jpg|png|gif|pdf))$/;
+
+/** Whether `key` is an image key of the layout (parseImageKey would parse it), with nothing made for the answer. */
+export function isImageKey(key: string): boolean {
+  return IMAGE_KEY_RE.test(key);
+}
+
 /** Parses an image key of the layout; undefined for index.json and anything else. */
 export function parseImageKey(key: string): { mbid: string; id: number; size: ThumbnailSize | undefined } | undefined {
   const m = IMAGE_FILE_RE.exec(key);

@@ -30,6 +30,12 @@ export interface PlainRequest {
 export interface PlainReply {
   writeHead(status: number, headers: string[] | Record<string, string>): unknown;
   end(body?: string | Uint8Array): unknown;
+  /**
+   * writeHead with the header lines already made (`name: value\r\n` each), where the answer
+   * has them (the file server's, file-cache.ts okLines): the lane's own (LaneReply); node:http's
+   * response has none, and is given the list.
+   */
+  writeHeadLines?(status: number, lines: string): unknown;
   readonly writableLength: number;
   readonly headersSent: boolean;
   once(event: 'close', listener: () => void): unknown;
@@ -61,6 +67,8 @@ const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
  */
 const NOT_IN_LANE = new Set(['content-length', 'transfer-encoding', 'upgrade', 'expect', 'te', 'http2-settings', 'trailer', 'proxy-connection']);
 
+const OK_LINE = 'HTTP/1.1 200 OK\r\n';
+
 /** The Date header's value, made once a second as node:http's is. */
 let dateSecond = -1;
 let dateValue = '';
@@ -71,6 +79,42 @@ function httpDate(): string {
     dateValue = new Date(second * 1000).toUTCString();
   }
   return dateValue;
+}
+
+/** Answers whose body is at most this long go out as one buffer, head and body copied into `joined` (writeJoined). */
+const JOIN_MAX = 16 * 1024;
+/** Room for a head and a body of up to JOIN_MAX, reused while the socket takes each answer at once. */
+let joined = Buffer.allocUnsafeSlow(JOIN_MAX + MAX_HEAD);
+
+/**
+ * Writes `head` and a short `body` as one buffer: head and body copied into `joined`, one
+ * write of one chunk, where a corked pair of writes goes through the stream's buffered list
+ * and a writev of two chunks (a string copied in C++), objects made for each answer. A copy of
+ * up to 16 KiB costs less than that (docs/decisions.md, "The lane's answer in one buffer").
+ * The socket holds on to the buffer when it cannot take all of it at once: the next answer
+ * then gets a new one. Not over TLS, whose writes finish a tick later (the socket would hold
+ * every buffer).
+ */
+function writeJoined(socket: Socket, head: string, body: string | Uint8Array): void {
+  const buf = joined;
+  const bodyBytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  if (head.length + bodyBytes > buf.length) {
+    // A head past MAX_HEAD (an answer's own headers are short): two writes, corked.
+    socket.cork();
+    socket.write(head, 'latin1');
+    if (typeof body === 'string') socket.write(body, 'utf8');
+    else socket.write(body);
+    socket.uncork();
+    return;
+  }
+  let n = buf.write(head, 0, 'latin1');
+  if (typeof body === 'string') n += buf.write(body, n, 'utf8');
+  else {
+    buf.set(body, n);
+    n += body.length;
+  }
+  socket.write(buf.subarray(0, n));
+  if (socket.writableLength !== 0) joined = Buffer.allocUnsafeSlow(buf.length);
 }
 
 /**
@@ -105,9 +149,18 @@ export class LaneReply {
     return this;
   }
 
+  /** writeHead with the lines made: the same head, without a string made per header (two per line) on the way. */
+  writeHeadLines(status: number, lines: string): this {
+    this.statusCode = status;
+    this.head = `${status === 200 ? OK_LINE : `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'unknown'}\r\n`}${lines}Date: ${httpDate()}\r\n${this.trailer}`;
+    this.headersSent = true;
+    return this;
+  }
+
   end(body?: string | Uint8Array): this {
     const socket = this.socket;
     if (body === undefined || body.length === 0 || this.method === 'HEAD') socket.write(this.head, 'latin1');
+    else if (body.length <= JOIN_MAX && !(socket as { encrypted?: boolean }).encrypted) writeJoined(socket, this.head, body);
     else if (typeof body === 'string') {
       socket.cork();
       socket.write(this.head, 'latin1');

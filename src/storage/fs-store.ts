@@ -1,7 +1,7 @@
 import { access, constants, mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { closeSync, fstatSync, readdirSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, statfsSync, writeSync, type BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, readdirSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, statfsSync, writeSync, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
 import { storeUnavailable } from '../shared/errors.js';
 import { failpoint, failpointOn } from '../shared/failpoint.js';
@@ -132,12 +132,20 @@ function readDescribed(fd: number, info: ObjectInfo, maxBytes: number, alloc: ((
   return { info, bytes };
 }
 
-function infoOf(st: BigIntStats): ObjectInfo {
-  // inode + size + mtime in ns: an atomic rename always brings a new inode, so a rewrite changes the tag.
+/**
+ * What a file's stat says of it. The ETag is inode + size + modification time in whole
+ * microseconds: a file is replaced by an atomic rename, which always brings another inode, and
+ * a freed inode is given again only to a file written after the old one (at least a
+ * microsecond later), so a rewrite changes the tag. Plain stats, not bigint ones: a bigint stat
+ * made ~1.5 KB of objects per read (a BigInt per field, the nanosecond times, four dates), the
+ * largest part of what a request for a file the cache lacks allocated (docs/decisions.md,
+ * "The file server's stat: plain numbers").
+ */
+function infoOf(st: Stats): ObjectInfo {
   return {
-    size: Number(st.size),
-    etag: `"${st.ino.toString(36)}-${st.size.toString(36)}-${st.mtimeNs.toString(36)}"`,
-    lastModified: new Date(Number(st.mtimeMs)),
+    size: st.size,
+    etag: `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.round(st.mtimeMs * 1000).toString(36)}"`,
+    lastModified: st.mtime,
   };
 }
 
@@ -391,7 +399,7 @@ export class FsObjectStore implements ObjectStore {
 
   async head(key: string): Promise<ObjectInfo | undefined> {
     try {
-      const st = await stat(this.file(key), { bigint: true });
+      const st = await stat(this.file(key));
       return st.isFile() ? infoOf(st) : undefined;
     } catch (err) {
       if (isMissing(err)) return undefined;
@@ -403,7 +411,7 @@ export class FsObjectStore implements ObjectStore {
     const fh = await this.openFile(key);
     if (fh === undefined) return undefined;
     try {
-      const st = await fh.stat({ bigint: true });
+      const st = await fh.stat();
       if (!st.isFile()) {
         await fh.close();
         return undefined;
@@ -472,7 +480,7 @@ export class FsObjectStore implements ObjectStore {
     const fh = await this.openFile(key);
     if (fh === undefined) return undefined;
     try {
-      const st = await fh.stat({ bigint: true });
+      const st = await fh.stat();
       if (!st.isFile()) return undefined;
       const info = infoOf(st);
       if (info.size > maxBytes) return { info, bytes: undefined };
@@ -494,7 +502,7 @@ export class FsObjectStore implements ObjectStore {
       throw err;
     }
     try {
-      const st = fstatSync(fd, { bigint: true });
+      const st = fstatSync(fd);
       if (st.isFile()) return { fd, info: infoOf(st) };
     } catch (err) {
       closeSync(fd);
