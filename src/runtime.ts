@@ -1,4 +1,5 @@
-import { SigningKeys, type AuthDeps } from './auth/index.js';
+import type { AuthDeps } from './auth/deps.js';
+import { SigningKeys } from './auth/signing-keys.js';
 import type { Config } from './config/load.js';
 import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';

@@ -4,8 +4,7 @@ import type { Server as HttpServer } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
 import { sql } from 'kysely';
 import type { Config } from './config/load.js';
-import { buildAuthApp, loadTlsMaterial } from './auth/app.js';
-import { PasswordHasher, ReplayStore } from './auth/index.js';
+import { PasswordHasher } from './auth/crypto.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
 import { catalogueKeeps, catalogueKeepsNow, type ApiDeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
@@ -24,8 +23,6 @@ import { keepTickShape } from './shared/tick-shape.js';
 import { FsObjectStore } from './storage/index.js';
 import type { Clock } from './shared/clock.js';
 import { startUploadSweeper } from './cover-art/uploads.js';
-import { websiteRoutes } from './website/index.js';
-import { VisitorPages } from './website/visitor-pages.js';
 
 export interface Server {
   runtime: Runtime;
@@ -316,6 +313,15 @@ async function startClusterParts(s: Serving, followers: [ResponseCache, FileCach
 /** The authorization listener (HTTPS); returns its address. */
 async function startAuth(s: Serving): Promise<string> {
   const { config, runtime } = s;
+  // Loaded here, not at the top: a process with the cover art listener only (`--only coverart`)
+  // never holds the authorization server's or the website's code (docs/decisions.md,
+  // "Server memory: the cover art process loads only what it serves").
+  const [{ buildAuthApp, loadTlsMaterial }, { ReplayStore }, { websiteRoutes }, { VisitorPages }] = await Promise.all([
+    import('./auth/app.js'),
+    import('./auth/dpop.js'),
+    import('./website/index.js'),
+    import('./website/visitor-pages.js'),
+  ]);
   const tls = await loadTlsMaterial({
     certFile: config.tlsCert,
     keyFile: config.tlsKey,
