@@ -92,13 +92,16 @@ interface Prepared {
 export async function serve(config: Readonly<Config>, options: ServeOptions = {}): Promise<Server> {
   // Done first thing by the CLI; here too for servers started in-process (the earlier, the surer).
   keepTickShape();
+  // The authorization listener's modules, loaded before anything starts, so that one failing to
+  // load stops `serve` before a listener answers.
+  const authModules = options.only === 'coverart' ? undefined : await loadAuthModules();
   const runtime = await openRuntime(config, { durability: 'normal', clock: options.clock });
   const s = openServing(config, runtime, options);
   try {
     await openMetrics(s);
     const prepared = await prepareCatalogue(s, options);
     const coverArtAddress = options.only === 'auth' ? undefined : await startCoverArt(s, prepared);
-    const authAddress = options.only === 'coverart' ? undefined : await startAuth(s);
+    const authAddress = authModules === undefined ? undefined : await startAuth(s, authModules);
     const metricsAddress = reportMetrics(s);
     const refreshCaches = async (): Promise<void> => {
       await s.cluster.watch?.refresh();
@@ -310,18 +313,19 @@ async function startClusterParts(s: Serving, followers: [ResponseCache, FileCach
   return registration;
 }
 
+/**
+ * The authorization listener's modules. Loaded by serve, not at the top: a process with the cover
+ * art listener only (`--only coverart`) never holds the authorization server's or the website's
+ * code (docs/decisions.md, "Server memory: one copy of each module").
+ */
+function loadAuthModules() {
+  return Promise.all([import('./auth/app.js'), import('./auth/dpop.js'), import('./website/index.js'), import('./website/visitor-pages.js')]);
+}
+
 /** The authorization listener (HTTPS); returns its address. */
-async function startAuth(s: Serving): Promise<string> {
+async function startAuth(s: Serving, modules: Awaited<ReturnType<typeof loadAuthModules>>): Promise<string> {
   const { config, runtime } = s;
-  // Loaded here, not at the top: a process with the cover art listener only (`--only coverart`)
-  // never holds the authorization server's or the website's code (docs/decisions.md,
-  // "Server memory: the cover art process loads only what it serves").
-  const [{ buildAuthApp, loadTlsMaterial }, { ReplayStore }, { websiteRoutes }, { VisitorPages }] = await Promise.all([
-    import('./auth/app.js'),
-    import('./auth/dpop.js'),
-    import('./website/index.js'),
-    import('./website/visitor-pages.js'),
-  ]);
+  const [{ buildAuthApp, loadTlsMaterial }, { ReplayStore }, { websiteRoutes }, { VisitorPages }] = modules;
   const tls = await loadTlsMaterial({
     certFile: config.tlsCert,
     keyFile: config.tlsKey,

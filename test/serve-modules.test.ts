@@ -53,6 +53,8 @@ const under = (urls: string[], part: string) => urls.filter((u) => u.includes(pa
 /** kysely's single module, made with the CLI bundle (scripts/bundle.mjs); a tsc-only build (SLEEVE_TEST_DIST) has neither. */
 const SINGLE_KYSELY = path.join(DIST, 'node_modules', 'kysely', 'index.js');
 const bundled = existsSync(path.join(DIST, 'bundle', 'index.js'));
+/** A module of the build under test, as part of its file URL (`/dist/src/…`, or the directory SLEEVE_TEST_DIST names). */
+const built = (rest: string) => `${pathToFileURL(DIST).href}/src/${rest}`;
 
 describe(`sleeve serve: the modules a server loads (${DIALECT})`, () => {
   let t: TestEnv;
@@ -68,16 +70,16 @@ describe(`sleeve serve: the modules a server loads (${DIALECT})`, () => {
   it('--only coverart: one kysely, the build’s single module; no authorization listener, website or jose', async () => {
     const urls = await modulesLoaded(t, ['--only', 'coverart']);
     if (bundled) assert.deepEqual(under(urls, '/kysely/'), [pathToFileURL(SINGLE_KYSELY).href]);
-    assert.ok(under(urls, '/dist/src/cover-art/file-server.js').length === 1, 'the file server is loaded (the hook sees the server code)');
-    assert.deepEqual(under(urls, '/dist/src/auth/app.js'), []);
-    assert.deepEqual(under(urls, '/dist/src/website/'), []);
+    assert.ok(under(urls, built('cover-art/file-server.js')).length === 1, 'the file server is loaded (the hook sees the server code)');
+    assert.deepEqual(under(urls, built('auth/app.js')), []);
+    assert.deepEqual(under(urls, built('website/')), []);
     assert.deepEqual(under(urls, '/node_modules/jose/'), []);
   });
 
   it('both listeners: the authorization listener and the website loaded, kysely still once', async () => {
     const urls = await modulesLoaded(t, []);
     if (bundled) assert.equal(under(urls, '/kysely/').length, 1);
-    assert.equal(under(urls, '/dist/src/auth/app.js').length, 1);
-    assert.ok(under(urls, '/dist/src/website/').length > 0);
+    assert.equal(under(urls, built('auth/app.js')).length, 1);
+    assert.ok(under(urls, built('website/')).length > 0);
   });
 });

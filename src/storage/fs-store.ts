@@ -1,7 +1,7 @@
 import { access, constants, mkdir, open, readdir, rename, rm, rmdir, stat, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { closeSync, fstatSync, readdirSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, statfsSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, readdirSync, fsync as fsyncCb, mkdirSync, openSync, read as readCb, readSync, renameSync, close as closeCb, statfsSync, statSync, writeSync, type BigIntStats, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
 import { storeUnavailable } from '../shared/errors.js';
 import { failpoint, failpointOn } from '../shared/failpoint.js';
@@ -134,18 +134,24 @@ function readDescribed(fd: number, info: ObjectInfo, maxBytes: number, alloc: ((
 
 /**
  * What a file's stat says of it. The ETag is inode + size + modification time in whole
- * microseconds: a file is replaced by an atomic rename, which always brings another inode, and
- * a freed inode is given again only to a file written after the old one (at least a
- * microsecond later), so a rewrite changes the tag. Plain stats, not bigint ones: a bigint stat
- * made ~1.5 KB of objects per read (a BigInt per field, the nanosecond times, four dates), the
- * largest part of what a request for a file the cache lacks allocated (docs/decisions.md,
- * "The file server's stat: plain numbers").
+ * microseconds: a file is replaced by an atomic rename, which always brings another inode while
+ * the old file is still open or linked, so a rewrite changes the tag. (An inode freed and given
+ * to a rewrite of the same size within one tick of the kernel's coarse file clock would keep
+ * the tag; the nanosecond tag had the same limit, as those times come from the same clock.)
+ * Plain stats, not bigint ones: a bigint stat made ~1.5 KB of objects per read (a BigInt per
+ * field, the nanosecond times, four dates), the largest part of what a request for a file the
+ * cache lacks allocated (docs/decisions.md, "The file server's stat: plain numbers").
  */
-function infoOf(st: Stats): ObjectInfo {
+function infoOf(st: Stats, exact: () => BigIntStats): ObjectInfo {
+  // An inode number above 2^53 (some XFS, NFS or FUSE file systems) is not exact as a double: the
+  // tag takes it from a bigint stat of the same file instead.
+  const ino = st.ino <= Number.MAX_SAFE_INTEGER ? st.ino.toString(36) : exact().ino.toString(36);
   return {
     size: st.size,
-    etag: `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.round(st.mtimeMs * 1000).toString(36)}"`,
-    lastModified: st.mtime,
+    etag: `"${ino}-${st.size.toString(36)}-${Math.round(st.mtimeMs * 1000).toString(36)}"`,
+    // Whole milliseconds, rounded down as the bigint stat's were (Stats#mtime rounds to the
+    // nearest, which can put Last-Modified a second ahead of the file).
+    lastModified: new Date(Math.floor(st.mtimeMs)),
   };
 }
 
@@ -400,7 +406,7 @@ export class FsObjectStore implements ObjectStore {
   async head(key: string): Promise<ObjectInfo | undefined> {
     try {
       const st = await stat(this.file(key));
-      return st.isFile() ? infoOf(st) : undefined;
+      return st.isFile() ? infoOf(st, () => statSync(this.file(key), { bigint: true })) : undefined;
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw err;
@@ -418,7 +424,7 @@ export class FsObjectStore implements ObjectStore {
       }
       // The stream owns the handle from here and closes it at the end, on error or when destroyed.
       const body = fh.createReadStream({ start: range?.start, end: range?.end });
-      return { info: infoOf(st), body };
+      return { info: infoOf(st, () => fstatSync(fh.fd, { bigint: true })), body };
     } catch (err) {
       await fh.close();
       throw err;
@@ -482,7 +488,7 @@ export class FsObjectStore implements ObjectStore {
     try {
       const st = await fh.stat();
       if (!st.isFile()) return undefined;
-      const info = infoOf(st);
+      const info = infoOf(st, () => fstatSync(fh.fd, { bigint: true }));
       if (info.size > maxBytes) return { info, bytes: undefined };
       const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
       await readAll(fh.fd, bytes);
@@ -503,7 +509,7 @@ export class FsObjectStore implements ObjectStore {
     }
     try {
       const st = fstatSync(fd);
-      if (st.isFile()) return { fd, info: infoOf(st) };
+      if (st.isFile()) return { fd, info: infoOf(st, () => fstatSync(fd, { bigint: true })) };
     } catch (err) {
       closeSync(fd);
       throw err;
