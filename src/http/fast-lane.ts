@@ -93,20 +93,13 @@ let joined = Buffer.allocUnsafeSlow(JOIN_MAX + MAX_HEAD);
  * up to 16 KiB costs less than that (docs/decisions.md, "The lane's answer in one buffer").
  * The socket holds on to the buffer when it cannot take all of it at once: the next answer
  * then gets a new one. Not over TLS, whose writes finish a tick later (the socket would hold
- * every buffer).
+ * every buffer). False, with nothing written, when head and body do not fit.
  */
-function writeJoined(socket: Socket, head: string, body: string | Uint8Array): void {
+function writeJoined(socket: Socket, head: string, body: string | Uint8Array): boolean {
   const buf = joined;
   const bodyBytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  if (head.length + bodyBytes > buf.length) {
-    // A head past MAX_HEAD (an answer's own headers are short): two writes, corked.
-    socket.cork();
-    socket.write(head, 'latin1');
-    if (typeof body === 'string') socket.write(body, 'utf8');
-    else socket.write(body);
-    socket.uncork();
-    return;
-  }
+  // A head past MAX_HEAD (an answer's own headers are short): the caller's two writes, corked.
+  if (head.length + bodyBytes > buf.length) return false;
   let n = buf.write(head, 0, 'latin1');
   if (typeof body === 'string') n += buf.write(body, n, 'utf8');
   else {
@@ -115,6 +108,7 @@ function writeJoined(socket: Socket, head: string, body: string | Uint8Array): v
   }
   socket.write(buf.subarray(0, n));
   if (socket.writableLength !== 0) joined = Buffer.allocUnsafeSlow(buf.length);
+  return true;
 }
 
 /**
@@ -137,16 +131,13 @@ export class LaneReply {
   }
 
   writeHead(status: number, headers: readonly string[] | Record<string, string>): this {
-    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'unknown'}\r\n`;
+    let lines = '';
     if (Array.isArray(headers)) {
-      for (let i = 0; i < headers.length; i += 2) head += `${headers[i] as string}: ${headers[i + 1] as string}\r\n`;
+      for (let i = 0; i < headers.length; i += 2) lines += `${headers[i] as string}: ${headers[i + 1] as string}\r\n`;
     } else {
-      for (const name in headers) head += `${name}: ${(headers as Record<string, string>)[name] as string}\r\n`;
+      for (const name in headers) lines += `${name}: ${(headers as Record<string, string>)[name] as string}\r\n`;
     }
-    this.statusCode = status;
-    this.head = head + `Date: ${httpDate()}\r\n${this.trailer}`;
-    this.headersSent = true;
-    return this;
+    return this.writeHeadLines(status, lines);
   }
 
   /** writeHead with the lines made: the same head, without a string made per header (two per line) on the way. */
@@ -160,16 +151,11 @@ export class LaneReply {
   end(body?: string | Uint8Array): this {
     const socket = this.socket;
     if (body === undefined || body.length === 0 || this.method === 'HEAD') socket.write(this.head, 'latin1');
-    else if (body.length <= JOIN_MAX && !(socket as { encrypted?: boolean }).encrypted) writeJoined(socket, this.head, body);
-    else if (typeof body === 'string') {
+    else if (body.length > JOIN_MAX || (socket as { encrypted?: boolean }).encrypted === true || !writeJoined(socket, this.head, body)) {
       socket.cork();
       socket.write(this.head, 'latin1');
-      socket.write(body, 'utf8');
-      socket.uncork();
-    } else {
-      socket.cork();
-      socket.write(this.head, 'latin1');
-      socket.write(body);
+      if (typeof body === 'string') socket.write(body, 'utf8');
+      else socket.write(body);
       socket.uncork();
     }
     this.head = '';
