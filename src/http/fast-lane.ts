@@ -11,8 +11,10 @@ import type { ConnectionLimits } from '../config/load.js';
  * holds in memory, so a hot thumbnail could not be sent at more than ~0.6 of nginx's rate. The
  * lane reads each connection's bytes first. A request it fully understands (GET or HEAD,
  * HTTP/1.1, a whole head in what has arrived, no body, nothing it does not know how to treat
- * exactly as node:http would) is offered to `answer`, which writes the whole answer at once or
- * declines. At the first request it does not take (anything else, a declined one, a head cut
+ * exactly as node:http would; or a POST to a path the listener names, framed by one
+ * Content-Length and all of its body arrived with its head) is offered to `answer`, which
+ * writes the whole answer at once, or declines, or answers later (the connection then waits
+ * for it; docs/decisions.md, "The token endpoint in the fast lane"). At the first request it does not take (anything else, a declined one, a head cut
  * off mid-way), the connection goes to node:http for good, with that request's bytes put back
  * unread: node:http then parses, limits and answers it, and everything after it, as it always
  * has. So the lane only ever answers requests whose grammar and framing leave no room for two
@@ -449,7 +451,8 @@ class LaneConnection {
 /**
  * The request of `head` (its bytes up to the blank line, as latin1) when the lane may take it:
  * GET or HEAD of an origin-form target over HTTP/1.1, header lines of a token, a colon and a
- * printable value, no header twice, none of NOT_IN_LANE, Connection only as keep-alive, a Host.
+ * printable value, no header twice, none of NOT_IN_LANE, Connection only as keep-alive, a Host;
+ * or a POST to one of `posts`' paths, the same but for one Content-Length of 1 to maxBody.
  */
 function parseHead(head: string, socket: Socket, posts: LanePosts | undefined): LaneRequest | undefined {
   let eol = head.indexOf('\r\n');
