@@ -54,7 +54,7 @@ export function tokenLane(opts: TokenLaneOptions): (req: LaneRequest, reply: Lan
     return answer(ctx, view, grantType).then((a) => {
       // A connection closed or ended (the client's FIN) before the answer: counted as node:http counts it.
       const gone = req.socket.destroyed || req.socket.writableEnded;
-      reply.writeHead(a.status, { 'x-request-id': h['x-request-id'] as string, ...a.headers, 'content-length': String(Buffer.byteLength(a.body)) });
+      reply.writeHeadLines(a.status, `x-request-id: ${h['x-request-id'] as string}\r\n${a.lines}content-length: ${Buffer.byteLength(a.body)}\r\n`);
       reply.end(a.body);
       observer.laneFinished('/oauth2/token', 'POST', gone ? CLIENT_CLOSED : a.status, start);
     });
@@ -88,9 +88,20 @@ class LaneView implements RequestView {
 
 interface Answer {
   status: number;
-  headers: Record<string, string>;
+  /** The header lines (`name: value\r\n` each) between the request id and Content-Length. */
+  lines: string;
   body: string;
 }
+
+/** Header lines as LaneReply.writeHead makes them from a header object, in its order. */
+function linesOf(headers: Record<string, string>): string {
+  let lines = '';
+  for (const name in headers) lines += `${name}: ${headers[name] as string}\r\n`;
+  return lines;
+}
+
+/** A 200's lines (the same for every answer: made once). */
+const OK_LINES = linesOf({ ...HEADERS, 'content-type': JSON_TYPE });
 
 /** The answer the route gives `req`: its body, or its error as the endpoint's error handlers word it (oauth/shared.ts oauthErrors, then the listener's). */
 async function answer(ctx: PageContext, req: LaneView, grantType: string | undefined): Promise<Answer> {
@@ -98,7 +109,7 @@ async function answer(ctx: PageContext, req: LaneView, grantType: string | undef
     // The listener's preHandler hook (auth/app.ts): NUL is refused before any route runs.
     if (holdsNul(req)) throw new OAuthError('invalid_request', 'The request holds a NUL character');
     const body = await tokenGrant(ctx, req, grantType);
-    return { status: 200, headers: { ...HEADERS, 'content-type': JSON_TYPE }, body: JSON.stringify(body) };
+    return { status: 200, lines: OK_LINES, body: JSON.stringify(body) };
   } catch (err) {
     return errorAnswer(req, err);
   }
@@ -123,5 +134,5 @@ function oauthError(err: OAuthError, extra: Record<string, string> = {}): Answer
   const headers: Record<string, string> = { ...HEADERS, ...extra };
   if (err.error === 'invalid_client') headers['www-authenticate'] = 'Basic realm="OAuth2-Client"';
   headers['content-type'] = JSON_TYPE;
-  return { status: err.status, headers, body: JSON.stringify({ error: err.error, error_description: err.message }) };
+  return { status: err.status, lines: linesOf(headers), body: JSON.stringify({ error: err.error, error_description: err.message }) };
 }
