@@ -12,11 +12,12 @@ import { buildListener, type RequestHandler } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
 import type { AuthDeps } from './deps.js';
 import { HTTPS_ONLY, OAuthError } from './errors.js';
-import { SECURITY_HEADERS } from './http-util.js';
+import { holdsNul, SECURITY_HEADERS } from './http-util.js';
 import { jwksRoutes } from './routes/jwks.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
 import { pageRoutes, renderLoginInterstitial, sendPage, type PageContext } from './routes/pages.js';
 import type { TlsMaterial } from './tls.js';
+import { TOKEN_LANE_POSTS, tokenLane } from './token-lane.js';
 import { errorPage } from './views/pages.js';
 
 /** The listener serves with this TLS material (serve() loads it first). */
@@ -49,7 +50,7 @@ export interface AuthAppOptions {
    * the router answer. Its answers carry SECURITY_HEADERS like every other.
    */
   frontDoor?: (req: PlainRequest, res: PlainReply, requestId: string) => string | undefined;
-  /** The front door's pages answered in the fast lane, before node:http, over TLS (SLEEVE_FAST_LANE; http/fast-lane.ts). */
+  /** The front door's pages and the token endpoint's form POSTs answered in the fast lane, before node:http, over TLS (SLEEVE_FAST_LANE; http/fast-lane.ts, auth/token-lane.ts). */
   fastLane?: boolean;
 }
 
@@ -108,8 +109,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
    * isSecure weighs it against the trusted proxies. Not with the debug access log.
    */
   const { frontDoor } = opts;
-  const lane =
-    frontDoor === undefined || opts.fastLane !== true || opts.accessLog === true
+  const pagesInLane =
+    frontDoor === undefined
       ? undefined
       : (req: LaneRequest, reply: LaneReply): boolean => {
           if (req.method !== 'GET' || req.headers['x-forwarded-proto'] !== undefined) return false;
@@ -120,6 +121,17 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
           observer.laneFinished(route, req.method, reply.statusCode, start);
           return true;
         };
+  const ctx: PageContext = {
+    deps: opts.deps,
+    clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
+    loginInterstitial: renderLoginInterstitial,
+  };
+  // The token endpoint's form POSTs (auth/token-lane.ts), answered as the route answers them.
+  const tokensInLane = tokenLane({ ctx, observer: opts.observer, log: () => app.log });
+  const lane =
+    opts.fastLane !== true || opts.accessLog === true
+      ? undefined
+      : (req: LaneRequest, reply: LaneReply): boolean | Promise<void> => (req.method === 'POST' ? tokensInLane(req, reply) : pagesInLane !== undefined && pagesInLane(req, reply));
   const app = buildListener({
     name: 'auth',
     logger: opts.logger,
@@ -136,7 +148,7 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       const secure = https.createServer({ cert: opts.tls.cert, key: opts.tls.key, ...options, handshakeTimeout: opts.connections.headersTimeoutMs }, observed(probed(handler)));
       sniffProtocol(secure, opts.connections.headersTimeoutMs);
       // After the sniffer, which keeps node:http's own listener for plain HTTP: only TLS connections take the lane.
-      if (lane !== undefined) installFastLane(secure, { answer: lane, connections: opts.connections, event: 'secureConnection' });
+      if (lane !== undefined) installFastLane(secure, { answer: lane, posts: TOKEN_LANE_POSTS, connections: opts.connections, event: 'secureConnection' });
       return secure;
     },
     refused: (req, reply, status) => {
@@ -151,11 +163,6 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
   readForms(app);
   guardRequests(app, opts, routeOf);
 
-  const ctx: PageContext = {
-    deps: opts.deps,
-    clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
-    loginInterstitial: renderLoginInterstitial,
-  };
   void app.register(pageRoutes, ctx);
   void app.register(oauthRoutes, ctx);
   void app.register(jwksRoutes, { keys: opts.deps.signingKeys });
@@ -219,24 +226,6 @@ function isSecure(req: http.IncomingMessage, opts: Pick<AuthAppOptions, 'trustsP
 function answerError(req: FastifyRequest, reply: FastifyReply, status: number, err: OAuthError): FastifyReply {
   if (JSON_ENDPOINTS.test(req.url)) return sendOAuthError(reply, err);
   return sendPage(reply, status, errorPage({ error: err.error, description: err.message }));
-}
-
-/** Form fields only ever checked by pattern or hashed, never put in a query as they are; their own errors (e.g. "Malformed authorization code") stay. */
-const HASHED_FIELDS = new Set(['code', 'refresh_token', 'token', 'code_verifier', 'password']);
-
-/** Whether the URL (path or query), a form field or Basic credentials carry a NUL (raw NUL cannot pass Node's parser). */
-function holdsNul(req: FastifyRequest): boolean {
-  if (/%00/i.test(req.url)) return true;
-  let nul = false;
-  // forEach rather than for…of: no iterator and no [name, value] array per field.
-  req.form?.forEach((v, k) => {
-    if (k.includes('\0') || (v.includes('\0') && !HASHED_FIELDS.has(k))) nul = true;
-  });
-  if (nul) return true;
-  const basic = /^basic\s+(\S+)/i.exec(req.headers.authorization ?? '');
-  if (basic === null) return false;
-  const decoded = Buffer.from(basic[1] as string, 'base64').toString('utf8');
-  return decoded.includes('\0') || /%00/i.test(decoded);
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual, randomToken } from './crypto.js';
 
 /** Form bodies keep every value of a repeated field, so duplicates can be refused. */
@@ -8,12 +9,25 @@ declare module 'fastify' {
   }
 }
 
-export function queryParams(req: FastifyRequest): URLSearchParams {
+/**
+ * What the JSON endpoints read of a request: Fastify's, or a token request the fast lane read
+ * (auth/token-lane.ts), with its form body, a logger that names its request id, and its peer.
+ */
+export interface RequestView {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly form?: URLSearchParams | undefined;
+  readonly log: FastifyBaseLogger;
+  readonly raw: { readonly socket: { readonly remoteAddress?: string | undefined } };
+}
+
+export function queryParams(req: RequestView): URLSearchParams {
   const q = req.url.indexOf('?');
   return new URLSearchParams(q === -1 ? '' : req.url.slice(q + 1));
 }
 
-export function formParams(req: FastifyRequest): URLSearchParams {
+export function formParams(req: RequestView): URLSearchParams {
   return req.form ?? new URLSearchParams();
 }
 
@@ -80,4 +94,22 @@ export function withParams(uri: string, params: Record<string, string | undefine
   const url = new URL(uri);
   for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, v);
   return url.href;
+}
+
+/** Form fields only ever checked by pattern or hashed, never put in a query as they are; their own errors (e.g. "Malformed authorization code") stay. */
+const HASHED_FIELDS = new Set(['code', 'refresh_token', 'token', 'code_verifier', 'password']);
+
+/** Whether the URL (path or query), a form field or Basic credentials carry a NUL (raw NUL cannot pass Node's parser). */
+export function holdsNul(req: Pick<RequestView, 'url' | 'form' | 'headers'>): boolean {
+  if (/%00/i.test(req.url)) return true;
+  let nul = false;
+  // forEach rather than for…of: no iterator and no [name, value] array per field.
+  req.form?.forEach((v, k) => {
+    if (k.includes('\0') || (v.includes('\0') && !HASHED_FIELDS.has(k))) nul = true;
+  });
+  if (nul) return true;
+  const basic = /^basic\s+(\S+)/i.exec(req.headers.authorization ?? '');
+  if (basic === null) return false;
+  const decoded = Buffer.from(basic[1] as string, 'base64').toString('utf8');
+  return decoded.includes('\0') || /%00/i.test(decoded);
 }

@@ -11,8 +11,10 @@ import type { ConnectionLimits } from '../config/load.js';
  * holds in memory, so a hot thumbnail could not be sent at more than ~0.6 of nginx's rate. The
  * lane reads each connection's bytes first. A request it fully understands (GET or HEAD,
  * HTTP/1.1, a whole head in what has arrived, no body, nothing it does not know how to treat
- * exactly as node:http would) is offered to `answer`, which writes the whole answer at once or
- * declines. At the first request it does not take (anything else, a declined one, a head cut
+ * exactly as node:http would; or a POST to a path the listener names, framed by one
+ * Content-Length and all of its body arrived with its head) is offered to `answer`, which
+ * writes the whole answer at once, or declines, or answers later (the connection then waits
+ * for it; docs/decisions.md, "The token endpoint in the fast lane"). At the first request it does not take (anything else, a declined one, a head cut
  * off mid-way), the connection goes to node:http for good, with that request's bytes put back
  * unread: node:http then parses, limits and answers it, and everything after it, as it always
  * has. So the lane only ever answers requests whose grammar and framing leave no room for two
@@ -44,20 +46,29 @@ export interface PlainReply {
 
 /** A request the lane took: lower-case header names, each at most once. */
 export interface LaneRequest {
-  method: 'GET' | 'HEAD';
+  method: 'GET' | 'HEAD' | 'POST';
   url: string;
   headers: Record<string, string>;
   socket: Socket;
+  /** A POST's body, all of it (its Content-Length's bytes); undefined for GET and HEAD. */
+  body: Buffer | undefined;
 }
 
-/** Answers `req` in full through `reply` and returns true, or returns false having written nothing. */
-export type LaneAnswer = (req: LaneRequest, reply: LaneReply) => boolean;
+/**
+ * Answers `req` in full through `reply` and returns true, or returns false having written
+ * nothing, or takes it and answers later: a promise that settles once the whole answer is
+ * written through `reply` (the lane reads nothing more of the connection until then; a
+ * rejection closes the connection).
+ */
+export type LaneAnswer = (req: LaneRequest, reply: LaneReply) => boolean | Promise<void>;
 
 /** A head longer than this goes to node:http (which allows 16 KiB and answers 431 past it). */
 const MAX_HEAD = 8 * 1024;
 /** More header lines than this go to node:http. */
 const MAX_HEADERS = 64;
-const REQUEST_LINE = /^(GET|HEAD) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+const REQUEST_LINE = /^(GET|HEAD|POST) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+/** A Content-Length the lane reads: decimal digits only, no sign, no list, no spaces inside. */
+const CONTENT_LENGTH = /^[0-9]{1,6}$/;
 const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Printable ASCII, space and tab: no control characters, no bytes past 0x7e (node:http judges those). */
 const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
@@ -68,6 +79,8 @@ const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
 const NOT_IN_LANE = new Set(['content-length', 'transfer-encoding', 'upgrade', 'expect', 'te', 'http2-settings', 'trailer', 'proxy-connection']);
 
 const OK_LINE = 'HTTP/1.1 200 OK\r\n';
+/** A head whose bytes are the same in latin1 and UTF-8. */
+const ASCII = /^[\x00-\x7f]*$/;
 
 /** The Date header's value, made once a second as node:http's is. */
 let dateSecond = -1;
@@ -150,8 +163,15 @@ export class LaneReply {
 
   end(body?: string | Uint8Array): this {
     const socket = this.socket;
-    if (body === undefined || body.length === 0 || this.method === 'HEAD') socket.write(this.head, 'latin1');
-    else if (body.length > JOIN_MAX || (socket as { encrypted?: boolean }).encrypted === true || !writeJoined(socket, this.head, body)) {
+    // An answer that comes after the connection closed (an asynchronous one) goes nowhere.
+    if (socket.destroyed || socket.writableEnded) this.head = '';
+    else if (body === undefined || body.length === 0 || this.method === 'HEAD') socket.write(this.head, 'latin1');
+    else if ((socket as { encrypted?: boolean }).encrypted === true && typeof body === 'string' && body.length <= JOIN_MAX && ASCII.test(this.head)) {
+      // Over TLS a short text answer goes as one string (an ASCII head is its own UTF-8): one
+      // write of one chunk, where a corked pair goes through the stream's buffered list and a
+      // writev (docs/decisions.md, "The token endpoint in the fast lane").
+      socket.write(this.head + body, 'utf8');
+    } else if (body.length > JOIN_MAX || (socket as { encrypted?: boolean }).encrypted === true || !writeJoined(socket, this.head, body)) {
       socket.cork();
       socket.write(this.head, 'latin1');
       if (typeof body === 'string') socket.write(body, 'utf8');
@@ -195,9 +215,17 @@ export class LaneReply {
   }
 }
 
+/** The POSTs a lane reads: to these paths (exactly, no query), with a Content-Length body of 1 to `maxBody` bytes. */
+export interface LanePosts {
+  paths: ReadonlySet<string>;
+  maxBody: number;
+}
+
 /** Options of `installFastLane`. */
 export interface FastLaneOptions {
   answer: LaneAnswer;
+  /** POSTs the lane reads (with their bodies) and offers to `answer`; none without. */
+  posts?: LanePosts;
   connections: ConnectionLimits;
   /** The server's event for a connection ready for HTTP: 'connection', or an HTTPS server's 'secureConnection' (after the handshake). */
   event?: 'connection' | 'secureConnection';
@@ -220,6 +248,7 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
   const trailer = `Connection: keep-alive\r\nKeep-Alive: timeout=${keepAliveS}\r\n\r\n`;
   const lane: Lane = {
     answer: opts.answer,
+    posts: opts.posts,
     limits,
     // node:http keeps an idle connection a little past the Keep-Alive it announces (1 s in Node
     // 20; keepAliveTimeoutBuffer where Node has it), so a client reusing it at the last moment
@@ -249,6 +278,7 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
 
 interface Lane {
   answer: LaneAnswer;
+  posts: LanePosts | undefined;
   limits: ConnectionLimits;
   /** How long an idle connection is kept after an answer: the keep-alive timeout and node:http's margin. */
   idleMs: number;
@@ -280,10 +310,17 @@ class LaneConnection {
   };
   /** The client has sent all it will (FIN): the connection ends once what it asked is answered, as node:http ends it. */
   private readonly onEnd = (): void => {
-    if (this.waiting === undefined) this.socket.end();
+    if (this.waiting === undefined && !this.pending) this.socket.end();
     else this.ended = true;
   };
   private ended = false;
+  /** An answer is being made (LaneAnswer's promise): what arrives meanwhile waits, unread, in `waiting`. */
+  private pending = false;
+  private readonly onAnswered = (): void => this.answeredLater();
+  private readonly onFailed = (): void => {
+    this.pending = false;
+    this.socket.destroy();
+  };
 
   constructor(socket: Socket, lane: Lane) {
     this.socket = socket;
@@ -303,7 +340,7 @@ class LaneConnection {
 
   /** Between requests: at least one answered, nothing read and unanswered, nothing written and unread. */
   idle(): boolean {
-    return this.answered && this.waiting === undefined && this.socket.writableLength === 0;
+    return this.answered && this.waiting === undefined && !this.pending && this.socket.writableLength === 0;
   }
 
   private read(chunk: Buffer): void {
@@ -312,7 +349,9 @@ class LaneConnection {
       buf = Buffer.concat([this.waiting, chunk]);
       this.waiting = undefined;
     }
-    this.serve(buf);
+    // Data of a read already under way when the socket was paused: kept for after the answer.
+    if (this.pending) this.waiting = buf;
+    else this.serve(buf);
   }
 
   /** Answers the whole requests in `buf`, in order, until one is not the lane's. */
@@ -330,13 +369,23 @@ class LaneConnection {
       }
       const end = buf.indexOf('\r\n\r\n', at, 'latin1');
       if (end === -1 || end - at > MAX_HEAD || this.lane.closing()) return this.toNode(buf.subarray(at));
-      const req = parseHead(buf.toString('latin1', at, end), socket);
+      const req = parseHead(buf.toString('latin1', at, end), socket, this.lane.posts);
       if (req === undefined) return this.toNode(buf.subarray(at));
+      let next = end + 4;
+      if (req.method === 'POST') {
+        // A body not all here yet (cut across reads) is node:http's, with its request.
+        const length = Number(req.headers['content-length']);
+        if (next + length > buf.length) return this.toNode(buf.subarray(at));
+        req.body = buf.subarray(next, next + length);
+        next += length;
+      }
       const reply = new LaneReply(socket, req.method, this.lane.trailer);
-      if (!this.lane.answer(req, reply)) return this.toNode(buf.subarray(at));
+      const taken = this.lane.answer(req, reply);
+      if (taken === false) return this.toNode(buf.subarray(at));
+      if (taken !== true) return this.answerLater(taken, buf.subarray(next));
       this.answered = true;
       if (socket.destroyed) return;
-      at = end + 4;
+      at = next;
     }
     // Between requests: the keep-alive timeout, or the request timeout while an answer waits to be read.
     this.setTimer(socket.writableLength === 0 ? this.lane.idleMs : this.lane.limits.requestTimeoutMs);
@@ -348,12 +397,41 @@ class LaneConnection {
     this.socket.setTimeout(timeout);
   }
 
+  /**
+   * An answer made asynchronously: the connection reads nothing more (`rest`, what came after
+   * the request, and whatever arrives meanwhile wait) until it is written, then goes on as
+   * after a drain. Meanwhile the request timeout is the socket's, as node:http's server.timeout
+   * is while a request is open.
+   */
+  private answerLater(answer: Promise<void>, rest: Buffer): void {
+    this.pending = true;
+    if (rest.length !== 0) this.waiting = rest;
+    this.socket.pause();
+    this.setTimer(this.lane.limits.requestTimeoutMs);
+    answer.then(this.onAnswered, this.onFailed);
+  }
+
+  private answeredLater(): void {
+    this.pending = false;
+    this.answered = true;
+    if (this.socket.destroyed) return;
+    if (this.socket.writableNeedDrain) {
+      // The client is not reading: the rest waits for the drain, as in serve.
+      this.socket.once('drain', this.onDrain);
+      return;
+    }
+    this.drained();
+  }
+
   private drained(): void {
     const buf = this.waiting;
     this.waiting = undefined;
     this.socket.resume();
     if (buf !== undefined) this.serve(buf);
-    if (this.ended && this.waiting === undefined && !this.socket.destroyed) this.socket.end();
+    // Over TLS an answer just written is still in the socket's buffer: under the high-water
+    // mark it goes out at once, so it is the keep-alive timeout that runs.
+    else this.setTimer(this.socket.writableNeedDrain ? this.lane.limits.requestTimeoutMs : this.lane.idleMs);
+    if (this.ended && this.waiting === undefined && !this.pending && !this.socket.destroyed) this.socket.end();
   }
 
   /** Gives the connection to node:http, `rest` (the bytes not answered) unread. */
@@ -380,12 +458,17 @@ class LaneConnection {
 /**
  * The request of `head` (its bytes up to the blank line, as latin1) when the lane may take it:
  * GET or HEAD of an origin-form target over HTTP/1.1, header lines of a token, a colon and a
- * printable value, no header twice, none of NOT_IN_LANE, Connection only as keep-alive, a Host.
+ * printable value, no header twice, none of NOT_IN_LANE, Connection only as keep-alive, a Host;
+ * or a POST to one of `posts`' paths, the same but for one Content-Length of 1 to maxBody.
  */
-function parseHead(head: string, socket: Socket): LaneRequest | undefined {
+function parseHead(head: string, socket: Socket, posts: LanePosts | undefined): LaneRequest | undefined {
   let eol = head.indexOf('\r\n');
   const line = REQUEST_LINE.exec(eol === -1 ? head : head.slice(0, eol));
   if (line === null) return undefined;
+  const method = line[1] as 'GET' | 'HEAD' | 'POST';
+  const url = line[2] as string;
+  const post = method === 'POST';
+  if (post && (posts === undefined || !posts.paths.has(url))) return undefined;
   const headers: Record<string, string> = {};
   let count = 0;
   while (eol !== -1) {
@@ -399,11 +482,17 @@ function parseHead(head: string, socket: Socket): LaneRequest | undefined {
     if (!FIELD_NAME.test(name) || !FIELD_VALUE.test(value)) return undefined;
     const lower = name.toLowerCase();
     // A name already there (or one an object has of its own, such as __proto__) is node:http's to judge.
-    if (NOT_IN_LANE.has(lower) || lower in headers) return undefined;
+    if (lower in headers) return undefined;
+    // A POST's one Content-Length frames its body; anything else that frames one is node:http's.
+    if (NOT_IN_LANE.has(lower) && !(post && lower === 'content-length' && CONTENT_LENGTH.test(value))) return undefined;
     if (lower === 'connection' && value.toLowerCase() !== 'keep-alive') return undefined;
     headers[lower] = value;
   }
   // Without a Host, node:http answers 400 (requireHostHeader).
   if (headers.host === undefined) return undefined;
-  return { method: line[1] as 'GET' | 'HEAD', url: line[2] as string, headers, socket };
+  if (post) {
+    const length = headers['content-length'] === undefined ? 0 : Number(headers['content-length']);
+    if (length < 1 || length > (posts as LanePosts).maxBody) return undefined;
+  }
+  return { method, url, headers, socket, body: undefined };
 }

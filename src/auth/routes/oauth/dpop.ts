@@ -3,6 +3,7 @@ import type { Application } from '../../applications.js';
 import { audit } from '../../audit.js';
 import { dpopAuthorization, DpopRefused, proofHeader, verifyProof } from '../../dpop.js';
 import { OAuthError } from '../../errors.js';
+import type { RequestView } from '../../http-util.js';
 import type { ActiveToken } from '../../grants.js';
 import type { PageContext } from '../pages/shared.js';
 
@@ -12,7 +13,7 @@ import type { PageContext } from '../pages/shared.js';
  */
 
 /** Logs a refused proof (`dpop.replayed` for a jti seen before) and passes the error on. */
-export function auditRefusal(ctx: PageContext, req: FastifyRequest, err: unknown, clientId: string | undefined, via: string): void {
+export function auditRefusal(ctx: PageContext, req: RequestView, err: unknown, clientId: string | undefined, via: string): void {
   if (!(err instanceof DpopRefused)) return;
   audit(req.log, err.reason === 'replayed' ? 'dpop.replayed' : 'dpop.rejected', { clientId, address: ctx.clientAddress(req), reason: err.reason, via });
 }
@@ -21,7 +22,7 @@ export function auditRefusal(ctx: PageContext, req: FastifyRequest, err: unknown
  * The key (its thumbprint) the token endpoint's answer is bound to: the request's DPoP proof,
  * checked, or undefined without one. An application that requires DPoP is refused without one.
  */
-export async function tokenRequestProof(ctx: PageContext, req: FastifyRequest, client: Application): Promise<string | undefined> {
+export async function tokenRequestProof(ctx: PageContext, req: RequestView, client: Application): Promise<string | undefined> {
   try {
     const proof = proofHeader(req.headers);
     if (proof === undefined) {

@@ -3,7 +3,7 @@ import type { AuthDeps } from '../../deps.js';
 import { authenticateClient, type Application } from '../../applications.js';
 import { isTransientDbError } from '../../../db/transient.js';
 import { OAuthError } from '../../errors.js';
-import { formParams, queryParams } from '../../http-util.js';
+import { formParams, queryParams, type RequestView } from '../../http-util.js';
 
 /*
  * What the JSON endpoints (token, revoke, introspect, userinfo) share: their headers, their
@@ -61,12 +61,12 @@ export function onlyPost(req: FastifyRequest): void {
 }
 
 /** All values of `name` from query and form body together (a parameter in both counts twice). */
-export function values(req: FastifyRequest, name: string, source: 'both' | 'body' = 'both'): string[] {
+export function values(req: RequestView, name: string, source: 'both' | 'body' = 'both'): string[] {
   return valuesIn(formParams(req), source === 'body' ? undefined : queryOf(req), name);
 }
 
 /** The query string's parameters; undefined when the URL has no query string (none to parse, the usual POST). */
-function queryOf(req: FastifyRequest): URLSearchParams | undefined {
+function queryOf(req: RequestView): URLSearchParams | undefined {
   return req.url.includes('?') ? queryParams(req) : undefined;
 }
 
@@ -76,7 +76,7 @@ function valuesIn(form: URLSearchParams, query: URLSearchParams | undefined, nam
 }
 
 /** Checks each name in order for repetition, and the required ones for presence (empty counts as missing). */
-export function checkParams(req: FastifyRequest, names: string[], required: Set<string>, source: 'both' | 'body' = 'both'): Map<string, string> {
+export function checkParams(req: RequestView, names: string[], required: Set<string>, source: 'both' | 'body' = 'both'): Map<string, string> {
   const out = new Map<string, string>();
   // Parsed once for all the names.
   const form = formParams(req);
@@ -91,12 +91,12 @@ export function checkParams(req: FastifyRequest, names: string[], required: Set<
 }
 
 /** Whether the request carries HTTP Basic credentials. */
-export function hasBasicAuth(req: FastifyRequest): boolean {
+export function hasBasicAuth(req: RequestView): boolean {
   return req.headers.authorization !== undefined && /^basic\s/i.test(req.headers.authorization);
 }
 
 /** Client credentials: HTTP Basic (RFC 6749 §2.3.1, form-encoded) wins over the body's client_id/client_secret. */
-export function clientCredentials(req: FastifyRequest, params: Map<string, string>): { id: string | undefined; secret: string | undefined } {
+export function clientCredentials(req: RequestView, params: Map<string, string>): { id: string | undefined; secret: string | undefined } {
   const header = req.headers.authorization;
   const m = header === undefined ? null : /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
   if (m !== null) {
@@ -114,7 +114,7 @@ export function clientCredentials(req: FastifyRequest, params: Map<string, strin
 }
 
 /** The authenticated client of the request, or 401 invalid_client. */
-export async function requireClient(deps: AuthDeps, req: FastifyRequest, params: Map<string, string>): Promise<Application> {
+export async function requireClient(deps: AuthDeps, req: RequestView, params: Map<string, string>): Promise<Application> {
   const { id, secret } = clientCredentials(req, params);
   const app = id === undefined || secret === undefined ? undefined : await authenticateClient(deps, id, secret);
   // "authentified" is kept on purpose: byte-for-byte as upstream (docs/interface.md, "What sleeve serves").

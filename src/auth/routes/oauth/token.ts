@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { findAccount } from '../../accounts.js';
 import { findAppByClientId, type Application } from '../../applications.js';
 import type { AuthDeps } from '../../deps.js';
 import { audit } from '../../audit.js';
+import type { RequestView } from '../../http-util.js';
 import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
 import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DpopKeyMismatch, exchangeCode, type ExchangeParams, type Redeemed, refreshGrant, type TokenResponse } from '../../grants.js';
@@ -30,20 +31,27 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
       onlyPost(req);
       const grantType = values(req, 'grant_type')[0];
       if (grantType === DEVICE_CODE_GRANT) return deviceTokenRequest(ctx, req, reply);
-      const params = checkParams(req, PARAMS, REQUIRED.get(grantType ?? '') ?? REQUIRED_ALWAYS);
-      const { client, secretless, grant, code, redeemed } = await tokenClient(ctx.deps, req, params, grantType);
-      if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {
-        throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
-      }
-      if ((params.get('token_type') ?? 'bearer').toLowerCase() !== 'bearer') throw new OAuthError('invalid_request', 'Invalid requested token type, only bearer is allowed');
-      const dpopJkt = await tokenRequestProof(ctx, req, client);
-      const body =
-        grantType === 'authorization_code'
-          ? await exchange(ctx, req, client, params, { secretless, dpopJkt, code, redeemed })
-          : await refresh(ctx, req, client, params.get('refresh_token') as string, dpopJkt, grant);
-      return sendJson(reply, body, CORS);
+      return sendJson(reply, await tokenGrant(ctx, req, grantType), CORS);
     },
   });
+}
+
+/**
+ * A POST to the token endpoint of any grant type but the device's (`grantType`, the request's
+ * first): its answer's body, or the error (an OAuthError, mostly) that is its answer. The route
+ * above and the fast lane (auth/token-lane.ts) both answer through it.
+ */
+export async function tokenGrant(ctx: PageContext, req: RequestView, grantType: string | undefined): Promise<TokenResponse> {
+  const params = checkParams(req, PARAMS, REQUIRED.get(grantType ?? '') ?? REQUIRED_ALWAYS);
+  const { client, secretless, grant, code, redeemed } = await tokenClient(ctx.deps, req, params, grantType);
+  if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {
+    throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
+  }
+  if ((params.get('token_type') ?? 'bearer').toLowerCase() !== 'bearer') throw new OAuthError('invalid_request', 'Invalid requested token type, only bearer is allowed');
+  const dpopJkt = await tokenRequestProof(ctx, req, client);
+  return grantType === 'authorization_code'
+    ? exchange(ctx, req, client, params, { secretless, dpopJkt, code, redeemed })
+    : refresh(ctx, req, client, params.get('refresh_token') as string, dpopJkt, grant);
 }
 
 /**
@@ -56,7 +64,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
  */
 async function tokenClient(
   deps: AuthDeps,
-  req: FastifyRequest,
+  req: RequestView,
   params: Map<string, string>,
   grantType: string | undefined,
 ): Promise<{ client: Application; secretless: boolean; grant?: Parameters<typeof refreshGrant>[4]; code?: CodeRow; redeemed?: Redeemed }> {
@@ -86,7 +94,7 @@ async function tokenClient(
 /** exchangeCode, with a replayed code (which revoked its grant) in the audit trail. */
 async function exchange(
   ctx: PageContext,
-  req: FastifyRequest,
+  req: RequestView,
   client: Application,
   params: Map<string, string>,
   how: { secretless: boolean; dpopJkt: string | undefined; code: CodeRow | undefined; redeemed: Redeemed | undefined },
@@ -107,7 +115,7 @@ function exchangeParams(params: Map<string, string>, withoutSecret: boolean, dpo
  */
 async function refresh(
   ctx: PageContext,
-  req: FastifyRequest,
+  req: RequestView,
   client: Application,
   refreshToken: string,
   dpopJkt: string | undefined,
@@ -121,7 +129,7 @@ async function refresh(
 }
 
 /** A rejection handler: an error of `kind` (a grant ended by a replay) is audited, then every error goes on. */
-function auditRevoked(ctx: PageContext, req: FastifyRequest, kind: typeof CodeReplayed | typeof RefreshReused, reason: string) {
+function auditRevoked(ctx: PageContext, req: RequestView, kind: typeof CodeReplayed | typeof RefreshReused, reason: string) {
   return async (err: unknown): Promise<never> => {
     if (err instanceof kind) {
       const user = (await findAccount(ctx.deps, err.accountId))?.name;

@@ -3,14 +3,14 @@ import { isAppError } from '../../../shared/errors.js';
 import { sessionAccount } from '../../accounts.js';
 import type { AuthDeps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
-import { cookies, csrfToken, SESSION_COOKIE } from '../../http-util.js';
+import { cookies, csrfToken, SESSION_COOKIE, type RequestView } from '../../http-util.js';
 import { errorPage, loginPage, type Viewer } from '../../views/pages.js';
 
 /** What the website's routes (the account pages and the OAuth pages) need of the listener. */
 export interface PageContext {
   deps: AuthDeps;
   /** The client's address, for login throttling. */
-  clientAddress(req: FastifyRequest): string;
+  clientAddress(req: Pick<RequestView, 'raw' | 'headers'>): string;
   /** Answers a request that needs a signed-in user with the login form, at the same URL. */
   loginInterstitial(req: FastifyRequest, reply: FastifyReply): FastifyReply;
 }
