@@ -58,6 +58,10 @@ export class CachedFile {
 const ENTRY_OVERHEAD = 1024;
 /** The doorkeeper's smallest window, in keys. */
 const WINDOW_MIN = 512;
+/** Lookups (hits and misses) over which the cache's hit ratio is taken (FileCache.mayKeep). */
+export const RATIO_WINDOW = 1024;
+/** Once full and missing on most lookups, one in this many files the doorkeeper lets in is kept. */
+export const SPARSE_ONE_IN = 16;
 
 /** The headers of every answer about a file: CORS, validators, caching. */
 export function fileHeaders(key: string, info: ObjectInfo): string[] {
@@ -343,6 +347,16 @@ export class FileCache {
    * generation at each fill (bench/RESULTS.md, "Session 12").
    */
   private lentFrom: CachedFile | undefined;
+  /** Lookups (get) in the current ratio window, and how many of them were hits. */
+  private lookups = 0;
+  private hits = 0;
+  /**
+   * Full, and the last ratio window's lookups mostly missed: the files asked for are many
+   * more than fit, and a fill only replaces one cold file with another (sampled: see mayKeep).
+   */
+  private sparse = false;
+  /** Files the doorkeeper let in while sparse, counted to keep one in SPARSE_ONE_IN. */
+  private passed = 0;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
@@ -355,8 +369,24 @@ export class FileCache {
 
   get(key: string): CachedFile | undefined {
     const entry = this.entries.get(key);
-    if (entry !== undefined) entry.used = true;
+    if (entry !== undefined) {
+      entry.used = true;
+      this.hits++;
+    }
+    if (++this.lookups >= RATIO_WINDOW) this.endWindow();
     return entry;
+  }
+
+  /** A ratio window's end: sparse when full and fewer than half its lookups were hits. */
+  private endWindow(): void {
+    this.sparse = this.full && this.hits * 2 < this.lookups;
+    this.lookups = 0;
+    this.hits = 0;
+  }
+
+  /** Whether fills are sampled now (full, most lookups missing: see mayKeep). */
+  get sampling(): boolean {
+    return this.sparse;
   }
 
   /**
@@ -370,12 +400,18 @@ export class FileCache {
    * what gets in is then half of what a window of all the entries lets in, at the same hit
    * ratio (which no admission changes there), while a file read again within that window
    * still gets in (docs/decisions.md, "The file cache's fill").
+   *
+   * And while most lookups miss (fewer than half of the last RATIO_WINDOW were hits, the cache
+   * full), only one in SPARSE_ONE_IN of the files the doorkeeper lets in is kept: reads spread
+   * over many more files than fit miss as often whatever is kept, and each fill is an entry
+   * promoted to the old generation and one pushed out (docs/decisions.md, "The file cache's
+   * admission once most lookups miss"). A set that fits is hit, and ends the sampling in a window.
    */
   mayKeep(key: string): boolean {
     if (this.maxEntryBytes === 0) return false;
     if (!this.full) return true;
     const h = keyHash(key);
-    if (this.seen.delete(h)) return true;
+    if (this.seen.delete(h)) return !this.sparse || ++this.passed % SPARSE_ONE_IN === 0;
     if (this.seen.size >= Math.max(WINDOW_MIN, this.entries.size >> 1)) this.seen.clear();
     this.seen.add(h);
     return false;
@@ -496,6 +532,9 @@ export class FileCache {
     this.seen.clear();
     this.answers.clear();
     this.full = false;
+    this.sparse = false;
+    this.lookups = 0;
+    this.hits = 0;
     this.used = 0;
   }
 

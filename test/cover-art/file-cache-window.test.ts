@@ -4,11 +4,12 @@
  * runs of colliding hashes that wrap round the end of the array; never more than its bound; and
  * through FileCache, a file let in on its second read, forgotten once the window starts again.
  * And an evicted entry's object made the entry of the next file read into its memory, with that
- * file's own headers.
+ * file's own headers. And once full with most lookups missing, only one in SPARSE_ONE_IN of the
+ * files the doorkeeper lets in kept, until a set that fits is hit again.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cachedFile, FileCache, HashWindow } from '../../src/cover-art/file-cache.js';
+import { cachedFile, FileCache, HashWindow, RATIO_WINDOW, SPARSE_ONE_IN } from '../../src/cover-art/file-cache.js';
 
 /** A small deterministic generator (mulberry32), so a failure replays. */
 function random(seed: number): () => number {
@@ -152,3 +153,87 @@ describe('an evicted entry is made the next file read into its memory (FileCache
     assert.equal(elsewhere.own, false);
   });
 });
+
+describe('the file cache once full and missing on most lookups: fills sampled', () => {
+  const info = { size: 1000, etag: '"x"', lastModified: new Date(0) };
+  /** One request as the file server makes it: a hit, or a miss kept when the cache says so. Whether it was a hit. */
+  const request = (cache: FileCache, key: string): boolean => {
+    if (cache.get(key) !== undefined) return true;
+    if (cache.mayKeep(key)) cache.set(key, cachedFile(key, info, Buffer.alloc(1000)), cache.generation);
+    return false;
+  };
+  /** `n` requests spread evenly over `keys` files (seeded); how many of the misses were kept. */
+  const spread = (cache: FileCache, prefix: string, keys: number, n: number, seed: number, misses = { n: 0 }): number => {
+    const next = random(seed);
+    let kept = 0;
+    for (let i = 0; i < n; i++) {
+      const key = `${prefix}-${Math.floor(next() * keys)}`;
+      if (cache.get(key) !== undefined) continue;
+      misses.n++;
+      if (cache.mayKeep(key)) {
+        cache.set(key, cachedFile(key, info, Buffer.alloc(1000)), cache.generation);
+        kept++;
+      }
+    }
+    return kept;
+  };
+
+  // 64 KiB of 1,000-byte files (+ 1,024 each): 32 entries.
+  const budget = 64 * 1024;
+
+  it('keeps a hot set that fits on its second read, never sampling, and answers it from memory', () => {
+    const cache = new FileCache(budget);
+    // Full first (a file pushed out), with files read once.
+    for (let i = 0; i < 40; i++) request(cache, `once-${i}`);
+    assert.equal(cache.size, 32);
+    const hot = Array.from({ length: 20 }, (_, i) => `hot-${i}`);
+    for (const key of hot) assert.equal(request(cache, key), false);
+    for (const key of hot) assert.equal(request(cache, key), false, 'its second read: kept now');
+    for (let round = 0; round < 100; round++) for (const key of hot) assert.equal(request(cache, key), true, `${key} from memory`);
+    assert.equal(cache.sampling, false);
+  });
+
+  it('keeps at most one in SPARSE_ONE_IN of its misses over a set far larger than the cache, and all it reads while not full', () => {
+    const cache = new FileCache(budget);
+    // Two ratio windows over 2,000 files, 32 of which fit: ~2 % hits.
+    const first = spread(cache, 'cold', 2000, 2 * RATIO_WINDOW, 1);
+    assert.ok(first > 32, 'filled while not full, and pushing out once full');
+    assert.equal(cache.sampling, true, 'sampling once a window mostly missed');
+    const misses = { n: 0 };
+    const sampled = spread(cache, 'cold', 2000, 8 * RATIO_WINDOW, 2, misses);
+    // The doorkeeper alone lets in about a quarter of these misses (a window of 512 of 2,000 keys).
+    assert.ok(sampled * SPARSE_ONE_IN <= misses.n, `kept ${sampled} of ${misses.n} misses`);
+    assert.ok(sampled > 0, 'still some, so that a set that fits again gets in');
+    assert.equal(cache.sampling, true);
+  });
+
+  it('stops sampling once the traffic is a set that fits again, and keeps all of it', () => {
+    const cache = new FileCache(budget);
+    spread(cache, 'cold', 2000, 4 * RATIO_WINDOW, 3);
+    assert.equal(cache.sampling, true);
+    const hot = Array.from({ length: 24 }, (_, i) => `hot-${i}`);
+    let lookups = 0;
+    while (!hot.every((key) => cache.get(key) !== undefined)) {
+      for (const key of hot) request(cache, key);
+      lookups += hot.length;
+      assert.ok(lookups < 40 * RATIO_WINDOW, 'the hot set gets in');
+    }
+    for (let round = 0; round < 2 * Math.ceil(RATIO_WINDOW / hot.length); round++) for (const key of hot) assert.equal(request(cache, key), true);
+    assert.equal(cache.sampling, false, 'a window of hits ends the sampling');
+    // Back to sampling nothing: a new hot file gets in on its second read.
+    assert.equal(request(cache, 'new'), false);
+    assert.equal(request(cache, 'new'), false);
+    assert.equal(request(cache, 'new'), true);
+  });
+
+  it('starts again from the catalogue change that empties the cache (clear)', () => {
+    const cache = new FileCache(budget);
+    spread(cache, 'cold', 2000, 4 * RATIO_WINDOW, 4);
+    assert.equal(cache.sampling, true);
+    cache.clear();
+    assert.equal(cache.sampling, false);
+    assert.equal(request(cache, 'a'), false);
+    assert.equal(request(cache, 'a'), true, 'kept on its first read: not full');
+  });
+});
+
