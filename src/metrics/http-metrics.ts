@@ -186,7 +186,7 @@ export class HttpMetrics {
     out.single(
       'sleeve_http_fast_lane_total',
       'counter',
-      'Requests of sleeve_http_requests_total answered straight from the socket, before node:http: files and cached answers on the cover art listener, cached gallery pages on the auth listener (SLEEVE_FAST_LANE).',
+      'Requests of sleeve_http_requests_total answered straight from the socket, before node:http: files and cached answers on the cover art listener, cached gallery pages and plain token requests on the auth listener (SLEEVE_FAST_LANE).',
       this.fastLane,
     );
     out.single('sleeve_rate_limited_total', 'counter', 'Requests refused with 503 by the rate limit (SLEEVE_RATE_LIMIT).', this.rateLimited);
