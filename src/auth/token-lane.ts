@@ -1,12 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { isTransientDbError } from '../db/transient.js';
 import type { LanePosts, LaneReply, LaneRequest } from '../http/fast-lane.js';
 import { CLIENT_CLOSED, type RequestObserver } from '../http/observe.js';
 import { DEVICE_CODE_GRANT } from './device.js';
 import { OAuthError } from './errors.js';
 import { holdsNul, SECURITY_HEADERS, type RequestView } from './http-util.js';
-import { CORS, NO_STORE } from './routes/oauth/shared.js';
+import { busyAnswer, CORS, NO_STORE, oauthErrorBody, oauthErrorHeaders } from './routes/oauth/shared.js';
 import { tokenGrant } from './routes/oauth/token.js';
 import type { PageContext } from './routes/pages/shared.js';
 
@@ -25,8 +24,6 @@ export const TOKEN_LANE_POSTS: LanePosts = { paths: new Set(['/oauth2/token']), 
 const FORM = 'application/x-www-form-urlencoded';
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** What the route's answers carry besides their own: the onRequest hook's security headers, then the JSON endpoints' no-store and CORS headers. */
-const HEADERS: Readonly<Record<string, string>> = { ...SECURITY_HEADERS, ...NO_STORE, ...CORS };
 
 export interface TokenLaneOptions {
   ctx: PageContext;
@@ -100,8 +97,8 @@ function linesOf(headers: Record<string, string>): string {
   return lines;
 }
 
-/** A 200's lines (the same for every answer: made once). */
-const OK_LINES = linesOf({ ...HEADERS, 'content-type': JSON_TYPE });
+/** A 200's lines (the same for every answer: made once): the onRequest hook's security headers, then the JSON endpoints' no-store and CORS headers. */
+const OK_LINES = linesOf({ ...SECURITY_HEADERS, ...NO_STORE, ...CORS, 'content-type': JSON_TYPE });
 
 /** The answer the route gives `req`: its body, or its error as the endpoint's error handlers word it (oauth/shared.ts oauthErrors, then the listener's). */
 async function answer(ctx: PageContext, req: LaneView, grantType: string | undefined): Promise<Answer> {
@@ -117,10 +114,8 @@ async function answer(ctx: PageContext, req: LaneView, grantType: string | undef
 
 function errorAnswer(req: LaneView, err: unknown): Answer {
   if (err instanceof OAuthError) return oauthError(err);
-  if (isTransientDbError(err)) {
-    req.log.warn({ err }, 'auth request failed: the database is busy or unreachable');
-    return oauthError(new OAuthError('temporarily_unavailable', 'The service is busy; try again shortly'), { 'retry-after': '1' });
-  }
+  const busy = busyAnswer(err, req.log);
+  if (busy !== undefined) return oauthError(busy.err, busy.extra);
   const status = (err as { statusCode?: number } | undefined)?.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
     return oauthError(new OAuthError('invalid_request', status === 413 ? 'The request body is too large' : 'The request could not be understood', status));
@@ -129,10 +124,7 @@ function errorAnswer(req: LaneView, err: unknown): Answer {
   return oauthError(new OAuthError('server_error', 'Something went wrong; try again later'));
 }
 
-/** sendOAuthError's answer (oauth/shared.ts). */
+/** sendOAuthError's answer (oauth/shared.ts), after the listener's security headers. */
 function oauthError(err: OAuthError, extra: Record<string, string> = {}): Answer {
-  const headers: Record<string, string> = { ...HEADERS, ...extra };
-  if (err.error === 'invalid_client') headers['www-authenticate'] = 'Basic realm="OAuth2-Client"';
-  headers['content-type'] = JSON_TYPE;
-  return { status: err.status, lines: linesOf(headers), body: JSON.stringify({ error: err.error, error_description: err.message }) };
+  return { status: err.status, lines: linesOf({ ...SECURITY_HEADERS, ...oauthErrorHeaders(err, extra), 'content-type': JSON_TYPE }), body: oauthErrorBody(err) };
 }

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthDeps } from '../../deps.js';
 import { authenticateClient, type Application } from '../../applications.js';
 import { isTransientDbError } from '../../../db/transient.js';
@@ -15,11 +15,32 @@ export const CORS = { 'access-control-allow-origin': '*' };
 /** The endpoints answer every method themselves (a wrong one is an OAuth error, not a 404). */
 export const ANY_METHOD = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
-/** Sends an RFC 6749 JSON error (401 invalid_client with its Basic challenge). */
+/** An RFC 6749 JSON error's headers besides the listener's (401 invalid_client with its Basic challenge); the fast lane's token answers use them too (auth/token-lane.ts). */
+export function oauthErrorHeaders(err: OAuthError, extra: Record<string, string> = {}): Record<string, string> {
+  const headers: Record<string, string> = { ...NO_STORE, ...CORS, ...extra };
+  if (err.error === 'invalid_client') headers['www-authenticate'] = 'Basic realm="OAuth2-Client"';
+  return headers;
+}
+
+/** An RFC 6749 JSON error's body. */
+export function oauthErrorBody(err: OAuthError): string {
+  return JSON.stringify({ error: err.error, error_description: err.message });
+}
+
+/** Sends an RFC 6749 JSON error. */
 export function sendOAuthError(reply: FastifyReply, err: OAuthError, extra: Record<string, string> = {}): FastifyReply {
-  reply.code(err.status).headers({ ...NO_STORE, ...CORS, ...extra });
-  if (err.error === 'invalid_client') reply.header('www-authenticate', 'Basic realm="OAuth2-Client"');
-  return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: err.error, error_description: err.message }));
+  return reply.code(err.status).headers(oauthErrorHeaders(err, extra)).type('application/json; charset=utf-8').send(oauthErrorBody(err));
+}
+
+/**
+ * A database that is busy or away is not the request's fault: never a 400, which some clients
+ * (Picard) take as "forget the refresh token"; 503 with a time to try again, logged as a
+ * warning. Undefined for any other error.
+ */
+export function busyAnswer(err: unknown, log: FastifyBaseLogger): { err: OAuthError; extra: Record<string, string> } | undefined {
+  if (!isTransientDbError(err)) return undefined;
+  log.warn({ err }, 'auth request failed: the database is busy or unreachable');
+  return { err: new OAuthError('temporarily_unavailable', 'The service is busy; try again shortly'), extra: { 'retry-after': '1' } };
 }
 
 /**
@@ -28,12 +49,8 @@ export function sendOAuthError(reply: FastifyReply, err: OAuthError, extra: Reco
  */
 export async function oauthErrors(err: Error, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   if (err instanceof OAuthError) return sendOAuthError(reply, err);
-  // A database that is busy or away is not the request's fault: never a 400, which some clients
-  // (Picard) take as "forget the refresh token"; 503 with a time to try again.
-  if (isTransientDbError(err)) {
-    req.log.warn({ err }, 'auth request failed: the database is busy or unreachable');
-    return sendOAuthError(reply, new OAuthError('temporarily_unavailable', 'The service is busy; try again shortly'), { 'retry-after': '1' });
-  }
+  const busy = busyAnswer(err, req.log);
+  if (busy !== undefined) return sendOAuthError(reply, busy.err, busy.extra);
   throw err;
 }
 
