@@ -94,132 +94,35 @@ function httpDate(): string {
   return dateValue;
 }
 
-/** Answers whose body is at most this long are copied, head and body, into the outbox (one chunk each). */
+/** Answers whose body is at most this long go out as one buffer, head and body copied into `joined` (writeJoined). */
 const JOIN_MAX = 16 * 1024;
-/** One piece of the outbox's memory: room for a head and a body of up to JOIN_MAX. */
-const SEGMENT = JOIN_MAX + MAX_HEAD;
-/** Bytes the outbox holds at most before it writes them out at once (a pipelining client's answers, say). */
-const OUTBOX_MAX = 1024 * 1024;
-/** Free segments kept for the next turns of the event loop (64: 1.5 MiB, a full outbox's worth). */
-const SPARE_SEGMENTS = 64;
-
-/** Whose answers the outbox holds: a connection of the lane, told once they are written. */
-interface OutboxOwner {
-  /** Answers of this connection waiting in the outbox. */
-  queued: number;
-  /** Its answers have been handed to the socket. */
-  written(): void;
-}
+/** Room for a head and a body of up to JOIN_MAX, reused while the socket takes each answer at once. */
+let joined = Buffer.allocUnsafeSlow(JOIN_MAX + MAX_HEAD);
 
 /**
- * The lane's short answers of one turn of the event loop, written together at its end
- * (docs/decisions.md, "The lane's answers written at the end of the loop's turn").
- *
- * Each answer is copied, head and body, into a segment of the outbox's memory, and so is one
- * chunk, one `write` (a corked pair of writes goes through the stream's buffered list and a
- * writev of two chunks, objects made for each answer; a copy of up to 16 KiB costs less). The
- * writes wait for the end of the poll phase (setImmediate), so the answers to every request
- * read in that turn leave within microseconds of each other: the client's thread, woken by the
- * first, takes the rest while it is awake, where answers written one by one between file reads
- * woke it for nearly every answer, a cross-core wake-up that costs the writer more than
- * the write itself on this kind of machine. Because the answer is copied, the memory it was
- * made from (a cached file, a lent buffer) is free again once `end` returns.
- *
- * A segment whose bytes a socket could not take at once stays with that socket (its stream
- * keeps the chunk) and the outbox takes a new one; the others are reused. Everything is written
- * out at once when the outbox passes OUTBOX_MAX, and before anything is written to, or done
- * with, a connection that has answers waiting in it (a larger answer written directly, a TLS
- * answer, the hand-off to node:http, the end of the connection), so each connection's bytes
- * stay in order.
+ * Writes `head` and a short `body` as one buffer: head and body copied into `joined`, one
+ * write of one chunk, where a corked pair of writes goes through the stream's buffered list
+ * and a writev of two chunks (a string copied in C++), objects made for each answer. A copy of
+ * up to 16 KiB costs less than that (docs/decisions.md, "The lane's answer in one buffer").
+ * The socket holds on to the buffer when it cannot take all of it at once: the next answer
+ * then gets a new one. Not over TLS, whose writes finish a tick later (the socket would hold
+ * every buffer). False, with nothing written, when head and body do not fit.
  */
-class Outbox {
-  /** Socket, chunk and owner of each waiting answer, in order. */
-  private readonly sockets: Socket[] = [];
-  private readonly chunks: Buffer[] = [];
-  private readonly owners: (OutboxOwner | undefined)[] = [];
-  private bytes = 0;
-  private segment: Buffer = Buffer.allocUnsafeSlow(SEGMENT);
-  private at = 0;
-  /** Segments filled in this turn besides `segment`, and free ones. */
-  private readonly used: Buffer[] = [];
-  private readonly spare: Buffer[] = [];
-  private scheduled = false;
-  private readonly flushNow = (): void => {
-    this.scheduled = false;
-    this.flush();
-  };
-
-  /** Whether answers wait in the outbox. */
-  get waiting(): boolean {
-    return this.chunks.length !== 0;
+function writeJoined(socket: Socket, head: string, body: string | Uint8Array): boolean {
+  const buf = joined;
+  const bodyBytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  // A head past MAX_HEAD (an answer's own headers are short): the caller's two writes, corked.
+  if (head.length + bodyBytes > buf.length) return false;
+  let n = buf.write(head, 0, 'latin1');
+  if (typeof body === 'string') n += buf.write(body, n, 'utf8');
+  else {
+    buf.set(body, n);
+    n += body.length;
   }
-
-  /** Copies `head` and `body` in as one chunk for `socket`; false, with nothing done, when they do not fit in a segment. */
-  add(socket: Socket, owner: OutboxOwner | undefined, head: string, body: string | Uint8Array | undefined): boolean {
-    const bodyBytes = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-    const n = head.length + bodyBytes;
-    // A head past MAX_HEAD with a long body (an answer's own headers are short): written directly.
-    if (n > SEGMENT) return false;
-    if (this.at + n > SEGMENT) {
-      this.used.push(this.segment);
-      this.segment = this.spare.pop() ?? Buffer.allocUnsafeSlow(SEGMENT);
-      this.at = 0;
-    }
-    const buf = this.segment;
-    const from = this.at;
-    let to = from + buf.write(head, from, 'latin1');
-    if (typeof body === 'string') to += buf.write(body, to, 'utf8');
-    else if (body !== undefined) {
-      buf.set(body, to);
-      to += body.length;
-    }
-    this.at = to;
-    this.sockets.push(socket);
-    this.chunks.push(buf.subarray(from, to));
-    this.owners.push(owner);
-    if (owner !== undefined) owner.queued++;
-    this.bytes += n;
-    if (this.bytes >= OUTBOX_MAX) this.flush();
-    else if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(this.flushNow);
-    }
-    return true;
-  }
-
-  /** Writes every waiting answer to its socket, in order (a closed one's are dropped). */
-  flush(): void {
-    const { sockets, chunks, owners } = this;
-    const count = chunks.length;
-    if (count === 0) return;
-    // Segments a socket kept (it could not take the chunk at once), by their memory.
-    let kept: ArrayBufferLike[] | undefined;
-    for (let i = 0; i < count; i++) {
-      const socket = sockets[i] as Socket;
-      const chunk = chunks[i] as Buffer;
-      if (!socket.destroyed && !socket.writableEnded) {
-        socket.write(chunk);
-        if (socket.writableLength !== 0) (kept ??= []).push(chunk.buffer);
-      }
-    }
-    for (let i = 0; i < count; i++) {
-      const owner = owners[i];
-      if (owner !== undefined && --owner.queued === 0) owner.written();
-    }
-    sockets.length = 0;
-    chunks.length = 0;
-    owners.length = 0;
-    this.bytes = 0;
-    const used = this.used;
-    used.push(this.segment);
-    for (const seg of used) if ((kept === undefined || !kept.includes(seg.buffer)) && this.spare.length < SPARE_SEGMENTS) this.spare.push(seg);
-    used.length = 0;
-    this.segment = this.spare.pop() ?? Buffer.allocUnsafeSlow(SEGMENT);
-    this.at = 0;
-  }
+  socket.write(buf.subarray(0, n));
+  if (socket.writableLength !== 0) joined = Buffer.allocUnsafeSlow(buf.length);
+  return true;
 }
-
-const outbox = new Outbox();
 
 /**
  * What an answer writes through: the part of node:http's ServerResponse the answers use, with
@@ -233,19 +136,11 @@ export class LaneReply {
   private readonly socket: Socket;
   private readonly method: string;
   private readonly trailer: string;
-  private readonly owner: OutboxOwner | undefined;
 
-  /** `owner`: the connection told when its answers in the outbox are written (none: a socket of a test). */
-  constructor(socket: Socket, method: string, trailer: string, owner?: OutboxOwner) {
+  constructor(socket: Socket, method: string, trailer: string) {
     this.socket = socket;
     this.method = method;
     this.trailer = trailer;
-    this.owner = owner;
-  }
-
-  /** Writes what waits in the outbox first when some of it may be this connection's. */
-  private inOrder(): void {
-    if (this.owner === undefined ? outbox.waiting : this.owner.queued !== 0) outbox.flush();
   }
 
   writeHead(status: number, headers: readonly string[] | Record<string, string>): this {
@@ -268,42 +163,26 @@ export class LaneReply {
 
   end(body?: string | Uint8Array): this {
     const socket = this.socket;
-    const empty = body === undefined || body.length === 0 || this.method === 'HEAD';
     // An answer that comes after the connection closed (an asynchronous one) goes nowhere.
     if (socket.destroyed || socket.writableEnded) this.head = '';
-    else if ((socket as { encrypted?: boolean }).encrypted === true) {
-      // Over TLS (whose writes finish a tick later: the socket would keep every segment) at once.
-      this.inOrder();
-      if (empty) socket.write(this.head, 'latin1');
-      else if (typeof body === 'string' && body.length <= JOIN_MAX && ASCII.test(this.head)) {
-        // A short text answer goes as one string (an ASCII head is its own UTF-8): one write of
-        // one chunk, where a corked pair goes through the stream's buffered list and a writev
-        // (docs/decisions.md, "The token endpoint in the fast lane").
-        socket.write(this.head + body, 'utf8');
-      } else this.writePair(body as string | Uint8Array);
-    } else if (!((empty || (body as string | Uint8Array).length <= JOIN_MAX) && outbox.add(socket, this.owner, this.head, empty ? undefined : body))) {
-      this.inOrder();
-      this.writePair(body as string | Uint8Array);
+    else if (body === undefined || body.length === 0 || this.method === 'HEAD') socket.write(this.head, 'latin1');
+    else if ((socket as { encrypted?: boolean }).encrypted === true && typeof body === 'string' && body.length <= JOIN_MAX && ASCII.test(this.head)) {
+      // Over TLS a short text answer goes as one string (an ASCII head is its own UTF-8): one
+      // write of one chunk, where a corked pair goes through the stream's buffered list and a
+      // writev (docs/decisions.md, "The token endpoint in the fast lane").
+      socket.write(this.head + body, 'utf8');
+    } else if (body.length > JOIN_MAX || (socket as { encrypted?: boolean }).encrypted === true || !writeJoined(socket, this.head, body)) {
+      socket.cork();
+      socket.write(this.head, 'latin1');
+      if (typeof body === 'string') socket.write(body, 'utf8');
+      else socket.write(body);
+      socket.uncork();
     }
     this.head = '';
     return this;
   }
 
-  /** Head and a body written directly, corked (a larger body, or over TLS). */
-  private writePair(body: string | Uint8Array): void {
-    const socket = this.socket;
-    socket.cork();
-    socket.write(this.head, 'latin1');
-    if (typeof body === 'string') socket.write(body, 'utf8');
-    else socket.write(body);
-    socket.uncork();
-  }
-
-  /**
-   * What of the answers written on this connection the socket holds, waiting for the client to
-   * read it. An answer in the outbox is not counted: it is a copy, so the memory the answer
-   * was made from is free once `end` returns.
-   */
+  /** What of the answers written on this connection waits in memory for the client to read. */
   get writableLength(): number {
     return this.socket.writableLength;
   }
@@ -319,8 +198,6 @@ export class LaneReply {
       listener();
       return this;
     }
-    // Its answer may still be in the outbox: written now, so that the empty write below comes after it.
-    this.inOrder();
     let called = false;
     const done = (): void => {
       if (called) return;
@@ -412,10 +289,8 @@ interface Lane {
 }
 
 /** One connection while the lane reads it. */
-class LaneConnection implements OutboxOwner {
+class LaneConnection {
   readonly socket: Socket;
-  /** Answers of this connection waiting in the outbox. */
-  queued = 0;
   private readonly lane: Lane;
   /** Requests that arrived while earlier answers waited for the client to read them. */
   private waiting: Buffer | undefined;
@@ -435,7 +310,7 @@ class LaneConnection implements OutboxOwner {
   };
   /** The client has sent all it will (FIN): the connection ends once what it asked is answered, as node:http ends it. */
   private readonly onEnd = (): void => {
-    if (this.waiting === undefined && !this.pending) this.end();
+    if (this.waiting === undefined && !this.pending) this.socket.end();
     else this.ended = true;
   };
   private ended = false;
@@ -465,21 +340,7 @@ class LaneConnection implements OutboxOwner {
 
   /** Between requests: at least one answered, nothing read and unanswered, nothing written and unread. */
   idle(): boolean {
-    return this.answered && this.waiting === undefined && !this.pending && this.queued === 0 && this.socket.writableLength === 0;
-  }
-
-  /**
-   * Its answers in the outbox have been handed to the socket: while nothing else is under way,
-   * the request timeout runs if the client has not taken them all, else the keep-alive timeout.
-   */
-  written(): void {
-    if (this.waiting === undefined && !this.pending && !this.socket.destroyed) this.setTimer(this.socket.writableLength === 0 ? this.lane.idleMs : this.lane.limits.requestTimeoutMs);
-  }
-
-  /** Ends the connection once its answers are out (the outbox's first). */
-  private end(): void {
-    if (this.queued !== 0) outbox.flush();
-    this.socket.end();
+    return this.answered && this.waiting === undefined && !this.pending && this.socket.writableLength === 0;
   }
 
   private read(chunk: Buffer): void {
@@ -518,7 +379,7 @@ class LaneConnection implements OutboxOwner {
         req.body = buf.subarray(next, next + length);
         next += length;
       }
-      const reply = new LaneReply(socket, req.method, this.lane.trailer, this);
+      const reply = new LaneReply(socket, req.method, this.lane.trailer);
       const taken = this.lane.answer(req, reply);
       if (taken === false) return this.toNode(buf.subarray(at));
       if (taken !== true) return this.answerLater(taken, buf.subarray(next));
@@ -570,14 +431,12 @@ class LaneConnection implements OutboxOwner {
     // Over TLS an answer just written is still in the socket's buffer: under the high-water
     // mark it goes out at once, so it is the keep-alive timeout that runs.
     else this.setTimer(this.socket.writableNeedDrain ? this.lane.limits.requestTimeoutMs : this.lane.idleMs);
-    if (this.ended && this.waiting === undefined && !this.pending && !this.socket.destroyed) this.end();
+    if (this.ended && this.waiting === undefined && !this.pending && !this.socket.destroyed) this.socket.end();
   }
 
   /** Gives the connection to node:http, `rest` (the bytes not answered) unread. */
   private toNode(rest: Buffer): void {
     const socket = this.socket;
-    // Answers of the lane first, then node:http's.
-    if (this.queued !== 0) outbox.flush();
     socket.removeListener('data', this.onData);
     socket.removeListener('error', this.onError);
     socket.removeListener('close', this.onClose);
