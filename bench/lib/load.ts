@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { benchScript } from './paths.js';
+import { benchScript, workDir } from './paths.js';
 import { pinned, run, which } from './proc.js';
 
 /** One load-generator run. Latencies in ms. */
@@ -11,6 +11,9 @@ export interface LoadResult {
   p50: number;
   p90: number;
   p99: number;
+  /** p95 and p99.9 (wrk only, from its script's `done`; NaN otherwise): the shape of the tail. */
+  p95: number;
+  p999: number;
   requests: number;
   /** Socket errors, timeouts and responses other than the expected 2xx/3xx. */
   errors: number;
@@ -45,7 +48,13 @@ export async function wrkVersion(): Promise<string | undefined> {
   return /wrk\s+\S+/.exec(r.stdout + r.stderr)?.[0];
 }
 
-/** A wrk Lua script that requests a random path of `pathsFile` each time. */
+/** wrk's `done`: the percentiles its --latency summary leaves out, in µs, on one line parseWrk reads. */
+const PERCENTILES_DONE = `done = function(summary, latency, requests)
+  io.write(string.format("percentiles-us p95=%d p99.9=%d\\n", latency:percentile(95), latency:percentile(99.9)))
+end
+`;
+
+/** A wrk Lua script that requests a random path of `pathsFile` each time (and prints PERCENTILES_DONE's line). */
 export function wrkRandomScript(pathsFile: string): string {
   const file = `${pathsFile}.lua`;
   writeFileSync(
@@ -59,9 +68,19 @@ math.randomseed(os.time() + math.floor(os.clock() * 1000000))
 request = function()
   return wrk.format("GET", paths[math.random(n)])
 end
-`,
+${PERCENTILES_DONE}`,
   );
   return file;
+}
+
+/** A wrk Lua script with only PERCENTILES_DONE (the URL's own path each time), in bench/.work/, written once per process. */
+let percentilesScript: string | undefined;
+function wrkPercentilesScript(): string {
+  if (percentilesScript === undefined) {
+    percentilesScript = path.join(workDir(), 'wrk-percentiles.lua');
+    writeFileSync(percentilesScript, PERCENTILES_DONE);
+  }
+  return percentilesScript;
 }
 
 const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
@@ -80,7 +99,10 @@ export function parseWrk(text: string): Omit<LoadResult, 'tool' | 'serverCpu'> {
   if (sock !== null) errors += sock.slice(1).reduce((a, b) => a + Number(b), 0);
   const non = /Non-2xx or 3xx responses: (\d+)/.exec(text);
   if (non !== null) errors += Number(non[1]);
-  return { rps: Number(rps[1]), p50: pct(50), p90: pct(90), p99: pct(99), requests, errors };
+  const extra = /^percentiles-us p95=(\d+) p99\.9=(\d+)$/m.exec(text);
+  const p95 = extra === null ? Number.NaN : Number(extra[1]) / 1000;
+  const p999 = extra === null ? Number.NaN : Number(extra[2]) / 1000;
+  return { rps: Number(rps[1]), p50: pct(50), p90: pct(90), p95, p99: pct(99), p999, requests, errors };
 }
 
 /** Runs the load generator once against a server. */
@@ -91,7 +113,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   let tool: LoadResult['tool'];
   if (WRK !== undefined) {
     const args = ['-t1', `-c${opts.connections}`, `-d${opts.durationS}s`, '--latency'];
-    if (opts.pathsFile !== undefined) args.push('-s', wrkRandomScript(opts.pathsFile));
+    args.push('-s', opts.pathsFile !== undefined ? wrkRandomScript(opts.pathsFile) : wrkPercentilesScript());
     args.push(opts.url);
     const [cmd, full] = pinned(opts.core, WRK, args);
     const r = await run(cmd, full);

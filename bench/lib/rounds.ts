@@ -127,13 +127,15 @@ export function runsTable(series: Series[]): string {
         fmtInt(x.rps),
         fmtMs(x.p50),
         fmtMs(x.p90),
+        fmtMs(x.p95),
         fmtMs(x.p99),
+        fmtMs(x.p999),
         Number.isFinite(x.serverCpu) ? `${Math.round(x.serverCpu)} %` : '–',
         String(x.errors),
       ]);
     }
   }
-  return table(['>round', 'server', '>req/s', '>p50', '>p90', '>p99', '>server CPU', '>errors'], rows);
+  return table(['>round', 'server', '>req/s', '>p50', '>p90', '>p95', '>p99', '>p99.9', '>server CPU', '>errors'], rows);
 }
 
 /** Median [range] per series. */
