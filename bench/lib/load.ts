@@ -126,7 +126,8 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     const [cmd, full] = pinned(opts.core, process.execPath, args);
     const r = await run(cmd, full);
     if (r.code !== 0) throw new Error(`autocannon failed (${r.code}):\n${r.stdout}\n${r.stderr}`);
-    result = JSON.parse(r.stdout.trim().split('\n').pop() as string) as Omit<LoadResult, 'tool' | 'serverCpu'>;
+    const parsed = JSON.parse(r.stdout.trim().split('\n').pop() as string) as Omit<LoadResult, 'tool' | 'serverCpu' | 'p95' | 'p999'>;
+    result = { ...parsed, p95: Number.NaN, p999: Number.NaN };
     tool = 'autocannon';
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
