@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -17,7 +17,7 @@ import { makeJpeg } from './helpers/images.js';
 import { countOf, scrape } from './metrics/support.js';
 import { loadConfig } from '../src/config/load.js';
 import { serve, type Server } from '../src/serve.js';
-import { LaneReply } from '../src/http/fast-lane.js';
+import { LaneReply, readIntoShared, readIntoStream } from '../src/http/fast-lane.js';
 
 const R1 = '5f1a2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const GROUP = '6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d';
@@ -115,6 +115,7 @@ describe(`the fast lane (${DIALECT})`, () => {
   let server: Server;
   let port: number;
   let thumb: string;
+  let large: string;
   let original: string;
   let originalBytes: Buffer;
   let index: string;
@@ -137,6 +138,7 @@ describe(`the fast lane (${DIALECT})`, () => {
     const dir = `/download/mbid-${R1}`;
     original = `${dir}/mbid-${R1}-${entry.id as string}.jpg`;
     thumb = `${dir}/mbid-${R1}-${entry.id as string}_thumb250.jpg`;
+    large = `${dir}/mbid-${R1}-${entry.id as string}_thumb1200.jpg`;
     index = `${dir}/index.json`;
     await server.refreshCaches();
   });
@@ -257,6 +259,38 @@ describe(`the fast lane (${DIALECT})`, () => {
     assert.ok((answers[n] as Answer).body.equals(originalBytes));
   });
 
+  it("keeps what a client that does not read has sent its own while other connections are read", async () => {
+    const socket = await tcp(port);
+    const n = 40;
+    const one = (await exchange(port, [get(large)], 1)).answers[0] as Answer;
+    // More answers than the socket takes at once: the lane stops with most requests unanswered.
+    socket.write(get(large).repeat(n) + get(thumb));
+    await new Promise((r) => setTimeout(r, 300));
+    // Meanwhile other connections' requests are read, into the memory the lane reads every
+    // plain connection into: what the first left unanswered must still be its own requests.
+    const other = await exchange(port, [get(index, `X-Pad: ${'b'.repeat(500)}\r\n`).repeat(100) + get(`/download/mbid-${UNKNOWN}/index.json`)], 101);
+    assert.deepEqual(
+      other.answers.map((a) => a.status),
+      [...Array<number>(100).fill(200), 404],
+    );
+    const chunks: Buffer[] = [];
+    const answers = await new Promise<Answer[]>((resolve, reject) => {
+      const late = setTimeout(() => reject(new Error(`${splitAnswers(Buffer.concat(chunks)).length} of ${n + 1} answers in 10 s`)), 10_000);
+      socket.on('data', (c: Buffer) => {
+        chunks.push(c);
+        const got = splitAnswers(Buffer.concat(chunks));
+        if (got.length < n + 1) return;
+        clearTimeout(late);
+        resolve(got);
+      });
+    });
+    socket.destroy();
+    assert.ok(one.body.length > 16 * 1024);
+    assert.ok(answers.slice(0, n).every((a) => a.status === 200 && a.body.equals(one.body)));
+    assert.equal((answers[n] as Answer).status, 200);
+    assert.ok((answers[n] as Answer).body.length < one.body.length);
+  });
+
   it('lives through clients that reset with answers unread, and keeps serving', async () => {
     for (let i = 0; i < 20; i++) {
       const socket = await tcp(port);
@@ -345,6 +379,51 @@ describe(`the fast lane (${DIALECT})`, () => {
       }
     });
   }
+});
+
+/** Waits until `ready()` (checked every 5 ms), for at most 3 s. */
+async function until(ready: () => boolean): Promise<void> {
+  for (const start = Date.now(); !ready(); await new Promise((r) => setTimeout(r, 5))) if (Date.now() - start > 3000) throw new Error('not in 3 s');
+}
+
+describe("the lane's reads", () => {
+  it('go into one shared buffer on this Node, and back to the stream as copies at the hand-off', async () => {
+    const reads: string[] = [];
+    const data: Buffer[] = [];
+    let shared: Buffer | undefined;
+    let accepted: Socket | undefined;
+    const server = createTcpServer((socket) => {
+      accepted = socket;
+      const taken = readIntoShared(socket, (bytes, buf) => {
+        shared = buf;
+        reads.push(buf.toString('latin1', 0, bytes));
+      });
+      assert.equal(taken, true, "this Node's net.Socket keeps `onread` where the lane looks for it");
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const client = await tcp((server.address() as { port: number }).port);
+    try {
+      client.write('first');
+      await until(() => reads.length === 1);
+      client.write('second');
+      await until(() => reads.length === 2);
+      assert.deepEqual(reads, ['first', 'second']);
+      assert.ok(shared !== undefined && shared.length === 64 * 1024);
+      assert.equal(data.length, 0);
+      const socket = accepted as Socket;
+      readIntoStream(socket);
+      socket.on('data', (c: Buffer) => data.push(c));
+      client.write('third');
+      await until(() => data.length === 1);
+      assert.equal((data[0] as Buffer).toString(), 'third');
+      assert.notEqual((data[0] as Buffer).buffer, (shared as Buffer).buffer);
+      assert.equal(reads.length, 2);
+    } finally {
+      client.destroy();
+      accepted?.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });
 
 describe('LaneReply', () => {

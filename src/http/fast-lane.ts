@@ -288,13 +288,68 @@ interface Lane {
   closing(): boolean;
 }
 
+/** How many bytes one read of a plain connection takes at most (libuv's own suggestion is 64 KiB too). */
+const READ_BYTES = 64 * 1024;
+/**
+ * The one buffer the lane's plain connections are read into (Node's `onread`): the lane
+ * answers what a read brought before the next read, and copies what it keeps past that (a
+ * request waiting its turn, a POST's body, the bytes handed to node:http).
+ */
+const reads = Buffer.allocUnsafeSlow(READ_BYTES);
+
+/** The symbols net.Socket keeps its `onread` options under, found on the first socket (null once known to be absent). */
+let onreadKeys: { buffer: symbol; callback: symbol } | null | undefined;
+
+function onreadKeysOf(socket: Socket): { buffer: symbol; callback: symbol } | null {
+  if (onreadKeys !== undefined) return onreadKeys;
+  const own = new Map(Object.getOwnPropertySymbols(socket).map((key) => [key.description, key]));
+  const buffer = own.get('kBuffer');
+  const callback = own.get('kBufferCb');
+  const bag = socket as unknown as Record<symbol, unknown>;
+  onreadKeys = buffer !== undefined && callback !== undefined && bag[buffer] === null && bag[callback] === null ? { buffer, callback } : null;
+  return onreadKeys;
+}
+
+/**
+ * Makes an accepted plain socket read into the shared buffer and call `callback` with each
+ * read (what `new net.Socket({ onread })` does for a socket it makes, which a server's own
+ * sockets cannot be given), and returns true; false, nothing changed, for a TLS socket or
+ * where this Node keeps `onread` otherwise. By default each read is a new ArrayBuffer of its
+ * own memory (a 64 KiB allocation cut to size), made into a Buffer and pushed through the
+ * stream's machinery to 'data': garbage the young generation's collection must sweep one by
+ * one, the largest part of its pauses under load (docs/decisions.md, "The lane reads into one
+ * buffer").
+ */
+export function readIntoShared(socket: Socket, callback: (bytes: number, buf: Buffer) => void): boolean {
+  if ((socket as { encrypted?: boolean }).encrypted === true) return false;
+  const handle = (socket as unknown as { _handle?: { useUserBuffer?: unknown } | null })._handle;
+  if (handle === null || handle === undefined || typeof handle.useUserBuffer !== 'function') return false;
+  const keys = onreadKeysOf(socket);
+  if (keys === null) return false;
+  const bag = socket as unknown as Record<symbol, unknown>;
+  bag[keys.buffer] = reads;
+  bag[keys.callback] = callback;
+  (handle.useUserBuffer as (buf: Uint8Array) => void).call(handle, reads);
+  return true;
+}
+
+/** Makes a socket that reads into the shared buffer give its reads to the stream again, each a copy: as 'data', for node:http. */
+export function readIntoStream(socket: Socket): void {
+  const bag = socket as unknown as Record<symbol, unknown>;
+  const keys = onreadKeys as { buffer: symbol; callback: symbol };
+  bag[keys.callback] = (bytes: number, buf: Buffer): boolean => socket.push(Buffer.from(buf.subarray(0, bytes)));
+}
+
 /** One connection while the lane reads it. */
 class LaneConnection {
   readonly socket: Socket;
   private readonly lane: Lane;
+  /** Whether the socket reads into the shared buffer (readIntoShared): what is kept of a read is copied. */
+  private readonly shared: boolean;
   /** Requests that arrived while earlier answers waited for the client to read them. */
   private waiting: Buffer | undefined;
   private readonly onData = (chunk: Buffer): void => this.read(chunk);
+  private readonly onRead = (bytes: number, buf: Buffer): void => this.read(buf.subarray(0, bytes));
   private readonly onDrain = (): void => this.drained();
   private readonly onTimeout = (): void => {
     this.socket.destroy();
@@ -325,7 +380,8 @@ class LaneConnection {
   constructor(socket: Socket, lane: Lane) {
     this.socket = socket;
     this.lane = lane;
-    socket.on('data', this.onData);
+    this.shared = readIntoShared(socket, this.onRead);
+    if (!this.shared) socket.on('data', this.onData);
     socket.on('error', this.onError);
     socket.on('close', this.onClose);
     socket.on('end', this.onEnd);
@@ -350,8 +406,13 @@ class LaneConnection {
       this.waiting = undefined;
     }
     // Data of a read already under way when the socket was paused: kept for after the answer.
-    if (this.pending) this.waiting = buf;
+    if (this.pending) this.waiting = this.own(buf);
     else this.serve(buf);
+  }
+
+  /** `buf` where the connection may keep it: a copy of a part of the shared buffer. */
+  private own(buf: Buffer): Buffer {
+    return this.shared && buf.buffer === reads.buffer ? Buffer.from(buf) : buf;
   }
 
   /** Answers the whole requests in `buf`, in order, until one is not the lane's. */
@@ -361,7 +422,7 @@ class LaneConnection {
     while (at < buf.length) {
       if (socket.writableNeedDrain) {
         // The client is not reading: no more answers until it does (node:http stops the same way).
-        this.waiting = buf.subarray(at);
+        this.waiting = this.own(buf.subarray(at));
         socket.pause();
         socket.once('drain', this.onDrain);
         this.setTimer(this.lane.limits.requestTimeoutMs);
@@ -376,7 +437,7 @@ class LaneConnection {
         // A body not all here yet (cut across reads) is node:http's, with its request.
         const length = Number(req.headers['content-length']);
         if (next + length > buf.length) return this.toNode(buf.subarray(at));
-        req.body = buf.subarray(next, next + length);
+        req.body = this.own(buf.subarray(next, next + length));
         next += length;
       }
       const reply = new LaneReply(socket, req.method, this.lane.trailer);
@@ -405,7 +466,7 @@ class LaneConnection {
    */
   private answerLater(answer: Promise<void>, rest: Buffer): void {
     this.pending = true;
-    if (rest.length !== 0) this.waiting = rest;
+    if (rest.length !== 0) this.waiting = this.own(rest);
     this.socket.pause();
     this.setTimer(this.lane.limits.requestTimeoutMs);
     answer.then(this.onAnswered, this.onFailed);
@@ -437,7 +498,8 @@ class LaneConnection {
   /** Gives the connection to node:http, `rest` (the bytes not answered) unread. */
   private toNode(rest: Buffer): void {
     const socket = this.socket;
-    socket.removeListener('data', this.onData);
+    if (this.shared) readIntoStream(socket);
+    else socket.removeListener('data', this.onData);
     socket.removeListener('error', this.onError);
     socket.removeListener('close', this.onClose);
     socket.removeListener('end', this.onEnd);
@@ -449,7 +511,7 @@ class LaneConnection {
     // sniffer hands a connection on): node:http then reads it its own way from the start. Handed
     // on while flowing, a TLS connection cost its later requests ~200 µs each.
     socket.pause();
-    if (rest.length !== 0) socket.unshift(rest);
+    if (rest.length !== 0) socket.unshift(this.own(rest));
     this.lane.toNode(socket);
     process.nextTick(() => socket.resume());
   }
