@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { readdirSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FsObjectStore, type ObjectStore } from '../../src/storage/index.js';
+import { base36 } from '../../src/storage/fs-store.js';
 import { readAll, runObjectStoreContract } from './object-store.contract.js';
 
 const dirs: string[] = [];
@@ -36,6 +37,25 @@ async function allFiles(dir: string): Promise<string[]> {
 function openFds(): number {
   return readdirSync('/dev/fd').length;
 }
+
+describe("FsObjectStore's ETags", () => {
+  it('writes whole numbers up to 2^53 in base 36 as toString(36) does', () => {
+    const edges = [0, 1, 35, 36, 36 ** 4 - 1, 36 ** 4, 36 ** 5 - 1, 36 ** 5, 36 ** 5 + 1, 2 ** 30 - 1, 2 ** 30, 2 ** 31, 2 ** 32 + 7, 36 ** 10, 36 ** 10 - 1, 2 ** 53 - 1, 2 ** 53];
+    // Microsecond file times (~1.7e15 in 2026), and a spread over every size of number.
+    const times = Array.from({ length: 2000 }, (_, i) => 1_764_936_000_000_000 + i * 7_919_003);
+    const spread = Array.from({ length: 2000 }, (_, i) => Math.floor(2 ** ((i % 53) + (i / 2000))));
+    for (const n of [...edges, ...times, ...spread]) assert.equal(base36(n), n.toString(36), String(n));
+  });
+
+  it("tags a file with its inode, size and modification time in microseconds, base 36", async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    await store.put('a/b.jpg', Buffer.from('bytes of a file'));
+    const st = statSync(path.join(store.root, 'a/b.jpg'));
+    const info = await store.head('a/b.jpg');
+    assert.equal(info?.etag, `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.round(st.mtimeMs * 1000).toString(36)}"`);
+    assert.equal(store.readSync('a/b.jpg', 1024)?.info.etag, info?.etag);
+  });
+});
 
 describe('FsObjectStore puts into one folder at once', () => {
   it('stores every file whole when many puts make and fill one folder together (the folder fsync shared)', async () => {
