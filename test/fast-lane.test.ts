@@ -426,6 +426,31 @@ describe("the lane's reads", () => {
   });
 });
 
+describe("the lane's reads, declined", () => {
+  it('leave a socket with bytes already in its stream as it is', async () => {
+    let taken: boolean | undefined;
+    const data: string[] = [];
+    let accepted: Socket | undefined;
+    const server = createTcpServer((socket) => {
+      accepted = socket;
+      socket.unshift(Buffer.from('put back '));
+      taken = readIntoShared(socket, () => {});
+      socket.on('data', (c: Buffer) => data.push(c.toString()));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const client = await tcp((server.address() as { port: number }).port);
+    try {
+      client.write('and read');
+      await until(() => data.join('') === 'put back and read');
+      assert.equal(taken, false);
+    } finally {
+      client.destroy();
+      accepted?.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
 describe('LaneReply', () => {
   /** A connection whose writes are taken by the system `ms` later, as a slow client's are. */
   function slowSocket(ms: number): Socket {

@@ -313,15 +313,17 @@ function onreadKeysOf(socket: Socket): { buffer: symbol; callback: symbol } | nu
 /**
  * Makes an accepted plain socket read into the shared buffer and call `callback` with each
  * read (what `new net.Socket({ onread })` does for a socket it makes, which a server's own
- * sockets cannot be given), and returns true; false, nothing changed, for a TLS socket or
- * where this Node keeps `onread` otherwise. By default each read is a new ArrayBuffer of its
- * own memory (a 64 KiB allocation cut to size), made into a Buffer and pushed through the
- * stream's machinery to 'data': garbage the young generation's collection must sweep one by
+ * sockets cannot be given), and returns true; false, nothing changed, for a TLS socket, one
+ * with bytes already waiting in its stream, or where this Node keeps `onread` otherwise. By
+ * default each read is a new ArrayBuffer of its own memory (a 64 KiB allocation cut to size),
+ * made into a Buffer and pushed through the stream's machinery to 'data': garbage the young
+ * generation's collection must sweep one by
  * one, the largest part of its pauses under load (docs/decisions.md, "The lane reads into one
  * buffer").
  */
 export function readIntoShared(socket: Socket, callback: (bytes: number, buf: Buffer) => void): boolean {
-  if ((socket as { encrypted?: boolean }).encrypted === true) return false;
+  // Bytes already in the stream (put back by someone who read first) would never reach the callback.
+  if ((socket as { encrypted?: boolean }).encrypted === true || socket.readableLength !== 0) return false;
   const handle = (socket as unknown as { _handle?: { useUserBuffer?: unknown } | null })._handle;
   if (handle === null || handle === undefined || typeof handle.useUserBuffer !== 'function') return false;
   const keys = onreadKeysOf(socket);
