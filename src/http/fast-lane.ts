@@ -317,9 +317,8 @@ function onreadKeysOf(socket: Socket): { buffer: symbol; callback: symbol } | nu
  * with bytes already waiting in its stream, or where this Node keeps `onread` otherwise. By
  * default each read is a new ArrayBuffer of its own memory (a 64 KiB allocation cut to size),
  * made into a Buffer and pushed through the stream's machinery to 'data': garbage the young
- * generation's collection must sweep one by
- * one, the largest part of its pauses under load (docs/decisions.md, "The lane reads into one
- * buffer").
+ * generation's collection must sweep one by one, the largest part of its pauses under load
+ * (docs/decisions.md, "The lane reads into one buffer").
  */
 export function readIntoShared(socket: Socket, callback: (bytes: number, buf: Buffer) => void): boolean {
   // Bytes already in the stream (put back by someone who read first) would never reach the callback.
