@@ -381,11 +381,6 @@ describe(`the fast lane (${DIALECT})`, () => {
   }
 });
 
-/** Waits until `ready()` (checked every 5 ms), for at most 3 s. */
-async function until(ready: () => boolean): Promise<void> {
-  for (const start = Date.now(); !ready(); await new Promise((r) => setTimeout(r, 5))) if (Date.now() - start > 3000) throw new Error('not in 3 s');
-}
-
 describe("the lane's reads", () => {
   it('go into one shared buffer on this Node, and back to the stream as copies at the hand-off', async () => {
     const reads: string[] = [];
@@ -404,9 +399,9 @@ describe("the lane's reads", () => {
     const client = await tcp((server.address() as { port: number }).port);
     try {
       client.write('first');
-      await until(() => reads.length === 1);
+      await pollUntil(async () => reads.length, (n) => n === 1, 3000, 5);
       client.write('second');
-      await until(() => reads.length === 2);
+      await pollUntil(async () => reads.length, (n) => n === 2, 3000, 5);
       assert.deepEqual(reads, ['first', 'second']);
       assert.ok(shared !== undefined && shared.length === 64 * 1024);
       assert.equal(data.length, 0);
@@ -414,7 +409,8 @@ describe("the lane's reads", () => {
       readIntoStream(socket);
       socket.on('data', (c: Buffer) => data.push(c));
       client.write('third');
-      await until(() => data.length === 1);
+      await pollUntil(async () => data.length, (n) => n === 1, 3000, 5);
+      assert.equal(data.length, 1);
       assert.equal((data[0] as Buffer).toString(), 'third');
       assert.notEqual((data[0] as Buffer).buffer, (shared as Buffer).buffer);
       assert.equal(reads.length, 2);
@@ -441,7 +437,8 @@ describe("the lane's reads, declined", () => {
     const client = await tcp((server.address() as { port: number }).port);
     try {
       client.write('and read');
-      await until(() => data.join('') === 'put back and read');
+      await pollUntil(async () => data.join(''), (text) => text === 'put back and read', 3000, 5);
+      assert.equal(data.join(''), 'put back and read');
       assert.equal(taken, false);
     } finally {
       client.destroy();
