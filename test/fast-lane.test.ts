@@ -509,6 +509,74 @@ describe('LaneReply', () => {
     for (let i = 0; i < 20; i++) assert.ok((chunks[i] as Buffer).equals(expected[i] as Buffer), `answer ${i} as written`);
   });
 
+  /** A connected pair of real TCP sockets: the accepted one, and the client. */
+  async function socketPair(): Promise<{ socket: Socket; client: Socket }> {
+    const listener = createTcpServer();
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const accepted = new Promise<Socket>((resolve) => listener.once('connection', resolve));
+    const client = await tcp((listener.address() as { port: number }).port);
+    const socket = await accepted;
+    listener.close();
+    after(() => {
+      client.destroy();
+      socket.destroy();
+    });
+    return { socket, client };
+  }
+
+  /** Writes answers of `bodies` through LaneReplys on `socket`; returns the bytes they make, in order. */
+  function answer(socket: Socket, bodies: Buffer[]): Buffer {
+    const out: Buffer[] = [];
+    for (const [i, body] of bodies.entries()) {
+      const reply = new LaneReply(socket, 'GET', 'Connection: keep-alive\r\n\r\n');
+      reply.writeHead(200, ['content-length', String(body.length), 'x-n', String(i)]);
+      out.push(Buffer.from((reply as unknown as { head: string }).head, 'latin1'), body);
+      reply.end(body);
+    }
+    return Buffer.concat(out);
+  }
+
+  async function receive(client: Socket, length: number): Promise<Buffer> {
+    const received: Buffer[] = [];
+    let got = 0;
+    client.on('data', (c: Buffer) => {
+      received.push(c);
+      got += c.length;
+    });
+    client.resume();
+    await pollUntil(
+      async () => got,
+      (n) => n >= length,
+      10_000,
+      5,
+    );
+    return Buffer.concat(received);
+  }
+
+  it('writes a short answer straight to the connection when nothing of it waits in memory', async () => {
+    const { socket, client } = await socketPair();
+    const expected = answer(socket, [Buffer.alloc(9000, 1), Buffer.alloc(12_000, 2)]);
+    assert.equal(socket.writableLength, 0);
+    // Not through the socket's stream, which counts what passes through it.
+    assert.equal(socket.bytesWritten, 0);
+    assert.ok((await receive(client, expected.length)).equals(expected));
+  });
+
+  it('writes what the connection cannot take at once after what it took, in order, and the answers after that too', async () => {
+    const { socket, client } = await socketPair();
+    client.pause();
+    // ~20 MB to a client reading nothing yet: more than the system takes.
+    const bodies = Array.from({ length: 1600 }, (_, i) => Buffer.alloc(9000 + (i % 7) * 1000, i % 251));
+    const expected = answer(socket, bodies);
+    // Part went straight to the system, the rest waits in the stream, behind it.
+    assert.ok(socket.bytesWritten > 0 && socket.writableLength > 0, `${socket.bytesWritten} bytes through the stream`);
+    assert.ok(socket.bytesWritten < expected.length);
+    const more = answer(socket, [Buffer.alloc(5000, 7)]);
+    const received = await receive(client, expected.length + more.length);
+    assert.equal(received.length, expected.length + more.length);
+    assert.ok(received.equals(Buffer.concat([expected, more])));
+  });
+
   it('makes the same head from header lines as from a list', () => {
     const heads: string[] = [];
     for (const lines of [false, true]) {
