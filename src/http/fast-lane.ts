@@ -541,6 +541,53 @@ class LaneConnection {
   }
 }
 
+/** A space or a tab (the optional whitespace around a header's value). */
+function isBlank(c: number): boolean {
+  return c === 0x20 || c === 0x09;
+}
+
+/**
+ * Header names clients send most, as sent (lower case, and each word capitalised) to their
+ * lower-case form: a name given in the code, which V8 keeps once (internalised), so the header
+ * object's key is found without the string table lookup that a name made per request (by
+ * toLowerCase) costs at each use as a key. Others are lower-cased as they come.
+ */
+const COMMON_NAMES = new Map<string, string>();
+for (const lower of [
+  'host',
+  'user-agent',
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'connection',
+  'referer',
+  'origin',
+  'cache-control',
+  'pragma',
+  'if-none-match',
+  'if-modified-since',
+  'if-range',
+  'range',
+  'cookie',
+  'authorization',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-request-id',
+  'dnt',
+  'priority',
+  'upgrade-insecure-requests',
+  'sec-fetch-dest',
+  'sec-fetch-mode',
+  'sec-fetch-site',
+  'sec-fetch-user',
+  'sec-ch-ua',
+  'sec-ch-ua-mobile',
+  'sec-ch-ua-platform',
+]) {
+  COMMON_NAMES.set(lower, lower);
+  COMMON_NAMES.set(lower.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase()), lower);
+}
+
 /**
  * The request of `head` (its bytes up to the blank line, as latin1) when the lane may take it:
  * GET or HEAD of an origin-form target over HTTP/1.1, header lines of a token, a colon and a
@@ -560,13 +607,18 @@ function parseHead(head: string, socket: Socket, posts: LanePosts | undefined): 
   while (eol !== -1) {
     const from = eol + 2;
     eol = head.indexOf('\r\n', from);
-    const field = eol === -1 ? head.slice(from) : head.slice(from, eol);
-    const colon = field.indexOf(':');
-    if (colon <= 0 || ++count > MAX_HEADERS) return undefined;
-    const name = field.slice(0, colon);
-    const value = field.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
+    const end = eol === -1 ? head.length : eol;
+    const colon = head.indexOf(':', from);
+    if (colon <= from || colon >= end || ++count > MAX_HEADERS) return undefined;
+    const name = head.slice(from, colon);
+    // The value without the spaces and tabs around it.
+    let start = colon + 1;
+    let stop = end;
+    while (start < stop && isBlank(head.charCodeAt(start))) start++;
+    while (stop > start && isBlank(head.charCodeAt(stop - 1))) stop--;
+    const value = head.slice(start, stop);
     if (!FIELD_NAME.test(name) || !FIELD_VALUE.test(value)) return undefined;
-    const lower = name.toLowerCase();
+    const lower = COMMON_NAMES.get(name) ?? name.toLowerCase();
     // A name already there (or one an object has of its own, such as __proto__) is node:http's to judge.
     if (lower in headers) return undefined;
     // A POST's one Content-Length frames its body; anything else that frames one is node:http's.
