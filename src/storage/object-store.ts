@@ -97,14 +97,28 @@ export function isValidKey(key: string): boolean {
   return key.length <= 1024 && KEY_RE.test(key);
 }
 
-/** Content types of the layout's suffixes (README, "The built-in file server"). */
-const LAYOUT_TYPES: Record<string, string> = {
-  jpg: 'image/jpeg',
-  png: 'image/png',
-  gif: 'image/gif',
-  pdf: 'application/pdf',
-  json: 'application/json',
-};
+/**
+ * The content type of a suffix of the layout (README, "The built-in file server"), or undefined
+ * for another. A switch, not an object's property: a suffix cut from a key is a string made per
+ * request, which V8 looks up in its table of names at every use as a property key (on the
+ * file server's path for each file read), and which could name an inherited property.
+ */
+function typeOfSuffix(ext: string): string | undefined {
+  switch (ext) {
+    case 'jpg':
+      return 'image/jpeg';
+    case 'png':
+      return 'image/png';
+    case 'gif':
+      return 'image/gif';
+    case 'pdf':
+      return 'application/pdf';
+    case 'json':
+      return 'application/json';
+    default:
+      return undefined;
+  }
+}
 
 function suffixOf(key: string): string {
   return key.slice(key.lastIndexOf('.') + 1);
@@ -112,7 +126,7 @@ function suffixOf(key: string): string {
 
 /** The content type a file of the layout is served with, or undefined for a suffix outside it. */
 export function layoutContentType(key: string): string | undefined {
-  return LAYOUT_TYPES[suffixOf(key)];
+  return typeOfSuffix(suffixOf(key));
 }
 
 /**
@@ -122,5 +136,5 @@ export function layoutContentType(key: string): string | undefined {
 export function layoutCacheControl(key: string): string | undefined {
   const ext = suffixOf(key);
   if (ext === 'json') return 'public, no-cache';
-  return LAYOUT_TYPES[ext] === undefined ? undefined : 'public, max-age=31536000, immutable';
+  return typeOfSuffix(ext) === undefined ? undefined : 'public, max-age=31536000, immutable';
 }
