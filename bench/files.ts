@@ -22,7 +22,8 @@ import { openRuntime } from '../src/runtime.js';
 import { makeNoisyJpeg } from './lib/images.js';
 import type { Options } from './lib/options.js';
 import { benchScript } from './lib/paths.js';
-import { cleanEnv, cpuOf, pinned, startServer, type Server } from './lib/proc.js';
+import { cleanEnv, cpuOf, pinned, sleep, startServer, type Server } from './lib/proc.js';
+import { runLoad } from './lib/load.js';
 import { describeRounds, interleavedRounds, mediansTable, runsTable, seriesSummary, type Series, type Target } from './lib/rounds.js';
 import { LOAD_CORE, SERVER_CORE, startSleeve } from './lib/servers.js';
 import { fmtInt, fmtMiB, fmtMs, fmtRatio, passFail, table } from './lib/stats.js';
@@ -306,6 +307,8 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
         }
       }
       const series: Series[] = await interleavedRounds(targets, settings);
+      const baselineCli = process.env.SLEEVE_BENCH_FILES_BASELINE;
+      const paired = c.name === 'cold' && baselineCli !== undefined && baselineCli !== '' ? await pairedRounds(dataDir, baselineCli, c, settings) : undefined;
       const [n, s] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>];
       const ratio = s.rps.median / n.rps.median;
       const p99Ratio = s.p99.median / n.p99.median;
@@ -335,6 +338,7 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
           `- p99 sleeve/nginx: ${fmtRatio(p99Ratio)} (goal ≤ 2)`,
           `- server CPU per request, median of rounds: ${series.map((x) => `${x.label} ${cpuPerRequestUs(x).toFixed(1)} µs`).join('; ')}`,
           `- peak RSS (largest over the runs): nginx ${fmtMiB(nginxRss)}, sleeve ${fmtMiB(sleeveRss)} with SLEEVE_FILE_CACHE_BYTES=${c.cacheBytes}`,
+          ...(paired === undefined ? [] : ['', paired]),
         ].join('\n'),
       );
     }
@@ -360,6 +364,48 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
       await rm(prefix, { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * This build against another (SLEEVE_BENCH_FILES_BASELINE) serving at the same time: both on the
+ * server core, each under its own wrk with half the connections on the load core, so whatever
+ * else the machine does in those seconds falls on both alike. Their CPU per request differs by
+ * what the builds do differently; the same build against itself comes out within ~0.5 %
+ * (bench/RESULTS.md, "Session 17"), where rounds one after the other differ by 10 % and more.
+ * Returns the section's text.
+ */
+async function pairedRounds(dataDir: string, baselineCli: string, c: Case, s: { rounds: number; durationS: number; warmupS: number; connections: number }): Promise<string> {
+  log(`files: ${c.name}, this build and the baseline at once on CPU ${SERVER_CORE}`);
+  const env = { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) };
+  const half = Math.max(1, Math.floor(s.connections / 2));
+  const rows: string[][] = [];
+  const ratios: number[] = [];
+  for (let r = 0; r < s.rounds; r++) {
+    const servers = await Promise.all([
+      startSleeve({ name: 'sleeve', dataDir, only: 'coverart', cpuProf: false, env }),
+      startSleeve({ name: 'sleeve-baseline', dataDir, only: 'coverart', cpuProf: false, cli: baselineCli, env }),
+    ]);
+    try {
+      const load = (durationS: number) =>
+        Promise.all(servers.map((server) => runLoad({ url: `${server.url}${c.path}`, connections: half, durationS, core: LOAD_CORE, pathsFile: c.pathsFile, serverCpuSeconds: () => server.cpuSeconds() })));
+      await load(s.warmupS);
+      await sleep(200);
+      const [mine, base] = (await load(s.durationS)).map((x) => (x.serverCpu / 100 / x.rps) * 1e6) as [number, number];
+      ratios.push(mine / base);
+      rows.push([String(r + 1), `${base.toFixed(1)} µs`, `${mine.toFixed(1)} µs`, (mine / base).toFixed(3)]);
+      log(`  paired round ${r + 1}/${s.rounds}: baseline ${base.toFixed(1)} µs, this build ${mine.toFixed(1)} µs per request (${(mine / base).toFixed(3)})`);
+    } finally {
+      await Promise.all(servers.map((x) => x.stop()));
+    }
+  }
+  const sorted = [...ratios].sort((a, b) => a - b);
+  return [
+    `Paired rounds: this build and the baseline (${baselineCli}) serving at once on CPU ${SERVER_CORE}, each under its own wrk with ${half} connections on CPU ${LOAD_CORE}, ${s.durationS} s after a shared warm-up:`,
+    '',
+    table(['round', 'baseline CPU per request', 'this build', 'this/baseline'], rows),
+    '',
+    `- CPU per request, this build / baseline: **${(sorted[Math.floor(sorted.length / 2)] ?? Number.NaN).toFixed(3)}** (median of ${sorted.length})`,
+  ].join('\n');
 }
 
 /** A server's CPU time per request (its share of a core over its requests/s), median of its rounds, µs. */

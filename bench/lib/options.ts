@@ -108,6 +108,9 @@ options (environment variable in brackets):
   --keep            keep the temporary data directories
   --json FILE       also write the results as JSON
 Set SLEEVE_BENCH_LOADGEN=autocannon to use autocannon even when wrk is installed.
+files: SLEEVE_BENCH_FILES_CASES=cold,index… runs only those cases (no redirect run);
+SLEEVE_BENCH_FILES_BASELINE=<another build's dist/bundle/index.js> adds that build to the cold
+case's rounds, then runs both at once for paired rounds (their CPU per request, side by side).
 `;
 
 function num(name: string, flag: string | undefined, env: string | undefined, fallback: number): number;
