@@ -245,6 +245,20 @@ describe(`the fast lane (${DIALECT})`, () => {
     }
   });
 
+  it('takes heads whose header names are in any case and whose values are blank or padded with blanks', async () => {
+    const heads = [
+      `GET ${thumb} HTTP/1.1\r\nHost:\t 127.0.0.1 \t\r\nX-Empty:\r\nX-Blank: \t \r\n\r\n`,
+      `GET ${thumb} HTTP/1.1\r\nhost: 127.0.0.1\r\nUSER-AGENT: t\r\nAccept-Encoding: identity\r\nx-request-id: abc\r\n\r\n`,
+    ];
+    for (const head of heads) {
+      const before = await scrape(server.metricsAddress);
+      const { answers } = await exchange(port, [head], 1);
+      const after = await scrape(server.metricsAddress);
+      assert.equal(answers[0]?.status, 200, head);
+      assert.equal(countOf(after, 'sleeve_http_fast_lane_total') - countOf(before, 'sleeve_http_fast_lane_total'), 1, `answered by the lane: ${JSON.stringify(head)}`);
+    }
+  });
+
   it('stops reading a client that does not read, and answers everything once it does', async () => {
     const socket = await tcp(port);
     const n = 400;
@@ -522,6 +536,7 @@ describe('LaneReply', () => {
     const accepted = new Promise<Socket>((resolve) => listener.once('connection', resolve));
     const client = await tcp((listener.address() as { port: number }).port);
     const socket = await accepted;
+    // Stops accepting; its callback would wait for this connection to close.
     listener.close();
     after(() => {
       client.destroy();
