@@ -370,7 +370,7 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
  * This build against another (SLEEVE_BENCH_FILES_BASELINE) serving at the same time: both on the
  * server core, each under its own wrk with half the connections on the load core, so whatever
  * else the machine does in those seconds falls on both alike. Their CPU per request differs by
- * what the builds do differently; the same build against itself comes out within ~0.5 %
+ * what the builds do differently; the same build against itself comes out within 1 %
  * (bench/RESULTS.md, "Session 17"), where rounds one after the other differ by 10 % and more.
  * Returns the section's text.
  */

@@ -107,8 +107,9 @@ let joined = Buffer.allocUnsafeSlow(JOIN_MAX + MAX_HEAD);
  * up to 16 KiB costs less than that (docs/decisions.md, "The lane's answer in one buffer").
  * The buffer goes straight to the socket's descriptor while its stream holds nothing
  * (writeDirect); what the system does not take goes through the stream, which then holds on
- * to the buffer: the next answer gets a new one. Not over TLS, whose writes finish a tick later (the socket would hold
- * every buffer). False, with nothing written, when head and body do not fit.
+ * to the buffer: the next answer gets a new one. Not over TLS, whose writes finish a tick
+ * later (the socket would hold every buffer). False, with nothing written, when head and body
+ * do not fit.
  */
 function writeJoined(socket: Socket, head: string, body: string | Uint8Array): boolean {
   const buf = joined;

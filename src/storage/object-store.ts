@@ -99,9 +99,8 @@ export function isValidKey(key: string): boolean {
 
 /**
  * The content type of a suffix of the layout (README, "The built-in file server"), or undefined
- * for another. A switch, not an object's property: a suffix cut from a key is a string made per
- * request, which V8 looks up in its table of names at every use as a property key (on the
- * file server's path for each file read), and which could name an inherited property.
+ * for another. A switch, not an object's property, which a suffix such as `constructor` would
+ * find inherited (no measurable difference in speed: bench/RESULTS.md, "Session 17").
  */
 function typeOfSuffix(ext: string): string | undefined {
   switch (ext) {
