@@ -7,7 +7,10 @@
  * or reset, the keep-alive timeout and the server's close all behave as they do without it.
  */
 import assert from 'node:assert/strict';
+import { closeSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
+import { tmpdir } from 'node:os';
 import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { Duplex } from 'node:stream';
@@ -17,7 +20,7 @@ import { makeJpeg } from './helpers/images.js';
 import { countOf, scrape } from './metrics/support.js';
 import { loadConfig } from '../src/config/load.js';
 import { serve, type Server } from '../src/serve.js';
-import { LaneReply, readIntoShared, readIntoStream } from '../src/http/fast-lane.js';
+import { installFastLane, LaneReply, readIntoShared, readIntoStream } from '../src/http/fast-lane.js';
 
 const R1 = '5f1a2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const GROUP = '6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d';
@@ -589,13 +592,106 @@ describe('LaneReply', () => {
     // ~20 MB to a client reading nothing yet: more than the system takes.
     const bodies = Array.from({ length: 1600 }, (_, i) => Buffer.alloc(9000 + (i % 7) * 1000, i % 251));
     const expected = answer(socket, bodies);
-    // Part went straight to the system, the rest waits in the stream, behind it.
+    // Written at the end of the turn: part went straight to the system, the rest waits in the stream, behind it.
+    await new Promise(setImmediate);
     assert.ok(socket.bytesWritten > 0 && socket.writableLength > 0, `${socket.bytesWritten} bytes through the stream`);
     assert.ok(socket.bytesWritten < expected.length);
     const more = answer(socket, [Buffer.alloc(5000, 7)]);
     const received = await receive(client, expected.length + more.length);
     assert.equal(received.length, expected.length + more.length);
     assert.ok(received.equals(Buffer.concat([expected, more])));
+  });
+
+  /** What the system holds for `client` to read now (its descriptor read on this thread; nothing: an empty buffer). */
+  function readNow(client: Socket): Buffer {
+    const fd = (client as unknown as { _handle: { fd: number } })._handle.fd;
+    const buf = Buffer.alloc(1 << 20);
+    try {
+      return buf.subarray(0, readSync(fd, buf, 0, buf.length, null));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EAGAIN') return Buffer.alloc(0);
+      throw err;
+    }
+  }
+
+  it("writes a turn's answers at its end, each connection's in order, and none before", async () => {
+    const a = await socketPair();
+    const b = await socketPair();
+    a.client.pause();
+    b.client.pause();
+    const expectedA = [answer(a.socket, [Buffer.alloc(3000, 1)])];
+    const expectedB = answer(b.socket, [Buffer.alloc(4000, 2), Buffer.from('second')]);
+    expectedA.push(answer(a.socket, [Buffer.alloc(100, 3)]));
+    // Nothing has reached either client within the turn.
+    assert.equal(readNow(a.client).length, 0);
+    assert.equal(readNow(b.client).length, 0);
+    await new Promise(setImmediate);
+    // All of it once the turn is over, without a further turn, in order.
+    assert.ok(readNow(a.client).equals(Buffer.concat(expectedA)));
+    assert.ok(readNow(b.client).equals(expectedB));
+    assert.equal(a.socket.bytesWritten + b.socket.bytesWritten, 0, 'straight to the descriptors');
+  });
+
+  it('drops an answer whose connection closed before the end of the turn, even where its descriptor is already reused', async () => {
+    const gone = await socketPair();
+    const kept = await socketPair();
+    kept.client.pause();
+    const fd = (gone.socket as unknown as { _handle: { fd: number } })._handle.fd;
+    answer(gone.socket, [Buffer.alloc(2000, 4)]);
+    const expected = answer(kept.socket, [Buffer.alloc(2000, 5)]);
+    gone.socket.destroy();
+    // The system gives the lowest free descriptor: files opened until one gets the closed connection's.
+    const file = path.join(tmpdir(), `sleeve-lane-${process.pid}-${Date.now()}`);
+    const opened: number[] = [];
+    try {
+      while (opened.length < 256 && opened.at(-1) !== fd) opened.push(openSync(file, 'w+'));
+      assert.equal(opened.at(-1), fd, 'the descriptor is reused within the turn');
+      await new Promise(setImmediate);
+      assert.equal(readFileSync(file).length, 0, 'nothing written to the file now behind that descriptor');
+      assert.ok(readNow(kept.client).equals(expected), "the other connection's answer is whole");
+    } finally {
+      for (const d of opened) closeSync(d);
+      rmSync(file, { force: true });
+    }
+  });
+
+  it('writes the answers of the turn before it closes connections that look idle', async () => {
+    const server = createHttpServer();
+    let served = 0;
+    installFastLane(server, {
+      connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, maxConnections: 10 },
+      answer: (_req, reply) => {
+        served++;
+        reply.writeHead(200, ['content-length', '5', 'x-n', String(served)]);
+        reply.end('hello');
+        // The second answer's connection has been answered before: idle, but for the batch.
+        if (served === 2) server.closeIdleConnections();
+        return true;
+      },
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    after(() => server.close());
+    const client = await tcp((server.address() as { port: number }).port);
+    const chunks: Buffer[] = [];
+    client.on('data', (c: Buffer) => chunks.push(c));
+    const closed = new Promise<void>((resolve) => client.on('close', () => resolve()));
+    client.write(get('/a'));
+    await pollUntil(
+      async () => chunks.length,
+      (n) => n > 0,
+      5000,
+      5,
+    );
+    client.write(get('/b'));
+    await closed;
+    // Both answers whole, then the close.
+    assert.deepEqual(
+      splitAnswers(Buffer.concat(chunks)).map((x) => [x.status, x.body.toString()]),
+      [
+        [200, 'hello'],
+        [200, 'hello'],
+      ],
+    );
   });
 
   it('makes the same head from header lines as from a list', () => {

@@ -95,53 +95,143 @@ function httpDate(): string {
   return dateValue;
 }
 
-/** Answers whose body is at most this long go out as one buffer, head and body copied into `joined` (writeJoined). */
+/** Answers whose body is at most this long go out as one buffer, head and body copied together (writeJoined). */
 const JOIN_MAX = 16 * 1024;
-/** Room for a head and a body of up to JOIN_MAX, reused while the socket takes each answer at once. */
-let joined = Buffer.allocUnsafeSlow(JOIN_MAX + MAX_HEAD);
+/** The most a joined answer takes: a head of up to MAX_HEAD and a body of up to JOIN_MAX. */
+const JOINED_MAX = JOIN_MAX + MAX_HEAD;
 
 /**
- * Writes `head` and a short `body` as one buffer: head and body copied into `joined`, one
- * write of one chunk, where a corked pair of writes goes through the stream's buffered list
- * and a writev of two chunks (a string copied in C++), objects made for each answer. A copy of
- * up to 16 KiB costs less than that (docs/decisions.md, "The lane's answer in one buffer").
- * The buffer goes straight to the socket's descriptor while its stream holds nothing
- * (writeDirect); what the system does not take goes through the stream, which then holds on
- * to the buffer: the next answer gets a new one. Not over TLS, whose writes finish a tick
- * later (the socket would hold every buffer). False, with nothing written, when head and body
- * do not fit.
+ * Writes `head` and a short `body` as one buffer: one write of one chunk, where a corked pair of
+ * writes goes through the stream's buffered list and a writev of two chunks (a string copied in
+ * C++), objects made for each answer; a copy of up to 16 KiB costs less than that
+ * (docs/decisions.md, "The lane's answer in one buffer"). While nothing waits in the socket's
+ * stream, the answer is copied into the turn's batch (putAside) and written straight to the
+ * descriptor at the end of the turn; else it goes through the stream, behind what waits there.
+ * Not over TLS, whose writes finish a tick later. False, with nothing written, when head and
+ * body do not fit.
  */
 function writeJoined(socket: Socket, head: string, body: string | Uint8Array): boolean {
-  const buf = joined;
   const bodyBytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   // A head past MAX_HEAD (an answer's own headers are short): the caller's two writes, corked.
-  if (head.length + bodyBytes > buf.length) return false;
-  let n = buf.write(head, 0, 'latin1');
+  if (head.length + bodyBytes > JOINED_MAX) return false;
+  if (putAside(socket, head, body, bodyBytes)) return true;
+  const buf = Buffer.allocUnsafe(head.length + bodyBytes);
+  fill(buf, 0, head, body);
+  socket.write(buf);
+  return true;
+}
+
+/** Copies `head` (latin1) and `body` into `buf` from `at`; returns where they end. */
+function fill(buf: Buffer, at: number, head: string, body: string | Uint8Array): number {
+  let n = at + buf.write(head, at, 'latin1');
   if (typeof body === 'string') n += buf.write(body, n, 'utf8');
   else {
     buf.set(body, n);
     n += body.length;
   }
-  const sent = writeDirect(socket, buf, n);
-  if (sent === n) return true;
-  socket.write(buf.subarray(sent < 0 ? 0 : sent, n));
-  if (socket.writableLength !== 0) joined = Buffer.allocUnsafeSlow(buf.length);
-  return true;
+  return n;
 }
 
 /**
- * Writes `n` bytes of `buf` straight to the socket's descriptor when nothing waits in its
- * stream, skipping the stream's machinery (~3 µs an answer; docs/decisions.md, "The lane's short
- * answers straight to the descriptor"): the bytes written (all of them as a rule; libuv made
- * the descriptor non-blocking), 0 when the system took none, -1 where it cannot (something
- * waits in the stream, no descriptor, an error the stream is left to report).
+ * The turn's batch: answers made while the event loop goes through the connections that have
+ * something to read, written together once it has (a setImmediate: the check phase comes right
+ * after the poll phase), each straight to its socket's descriptor. An answer written at once
+ * wakes a client that sleeps waiting for it at every answer (on one machine, the kernel's
+ * wake-up of the client's process was ~10 % of the lane's CPU per cold file); written together,
+ * a client with many connections wakes once for all of them, and the answers cost the same
+ * system calls (docs/decisions.md, "The lane's answers written at the end of the turn"). Order
+ * is kept: a connection's answers are in the batch in order, and anything written to a socket
+ * any other way (the stream, an end, a hand-off to node:http, a close) first writes the batch.
  */
-function writeDirect(socket: Socket, buf: Buffer, n: number): number {
-  if (socket.writableLength !== 0) return -1;
+const BATCH_BYTES = 1024 * 1024;
+/** The most answers in one batch (descriptors and ends kept in typed arrays). */
+const BATCH_ANSWERS = 1024;
+const batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
+const batchSockets: (Socket | undefined)[] = [];
+const batchFds = new Int32Array(BATCH_ANSWERS);
+const batchEnds = new Int32Array(BATCH_ANSWERS);
+let batchCount = 0;
+let batchBytes = 0;
+let batchScheduled = false;
+let flushing = false;
+
+/**
+ * Copies an answer for `socket` into the batch and returns true; false, nothing done, when
+ * something of the socket waits in its stream (the answer goes behind it), when it has no
+ * descriptor, or when the batch is being written and has no room.
+ */
+function putAside(socket: Socket, head: string, body: string | Uint8Array, bodyBytes: number): boolean {
+  if (socket.writableLength !== 0) return false;
+  const fd = descriptorOf(socket);
+  if (fd < 0) return false;
+  if (batchBytes + head.length + bodyBytes > BATCH_BYTES || batchCount === BATCH_ANSWERS) {
+    // (No answer is made while the batch is written: nothing it calls calls back at once.)
+    if (flushing) return false;
+    writeBatch();
+    // What the system did not take of this connection's earlier answers now waits in its stream: this one goes behind it.
+    if (socket.writableLength !== 0) return false;
+  }
+  const end = fill(batch, batchBytes, head, body);
+  batchSockets[batchCount] = socket;
+  batchFds[batchCount] = fd;
+  batchEnds[batchCount] = end;
+  batchCount++;
+  batchBytes = end;
+  if (!batchScheduled) {
+    batchScheduled = true;
+    setImmediate(writeBatch);
+  }
+  return true;
+}
+
+/** The socket's descriptor, or -1 (none, or not a number on this Node). */
+function descriptorOf(socket: Socket): number {
   const fd = (socket as unknown as { _handle?: { fd?: unknown } | null })._handle?.fd;
-  if (typeof fd !== 'number' || fd < 0) return -1;
+  return typeof fd === 'number' && fd >= 0 ? fd : -1;
+}
+
+/**
+ * Writes the batch, in order, each answer straight to its socket's descriptor (~3 µs less than
+ * through the stream; docs/decisions.md, "The lane's short answers straight to the descriptor");
+ * what the system does not take goes through the stream as a copy, behind which the socket's
+ * next answers then go. An answer whose socket closed meanwhile is dropped: its descriptor may
+ * already be another connection's. Called at the end of the turn, and before anything is written
+ * to a socket any other way.
+ */
+function writeBatch(): void {
+  if (flushing) return;
+  batchScheduled = false;
+  if (batchCount === 0) return;
+  flushing = true;
   try {
-    return writeSync(fd, buf, 0, n);
+    let start = 0;
+    for (let i = 0; i < batchCount; i++) {
+      const socket = batchSockets[i] as Socket;
+      const end = batchEnds[i] as number;
+      batchSockets[i] = undefined;
+      if (!socket.destroyed && descriptorOf(socket) === batchFds[i]) {
+        const sent = writeDirect(socket, batch, start, end - start);
+        if (sent !== end - start) socket.write(Buffer.from(batch.subarray(sent < 0 ? start : start + sent, end)));
+      }
+      start = end;
+    }
+  } finally {
+    batchCount = 0;
+    batchBytes = 0;
+    flushing = false;
+  }
+}
+
+/**
+ * Writes `n` bytes of `buf` from `at` straight to the socket's descriptor when nothing waits in
+ * its stream, skipping the stream's machinery: the bytes written (all of them as a rule; libuv
+ * made the descriptor non-blocking), 0 when the system took none, -1 where it cannot (something
+ * waits in the stream, an error the stream is left to report).
+ */
+function writeDirect(socket: Socket, buf: Buffer, at: number, n: number): number {
+  if (socket.writableLength !== 0) return -1;
+  try {
+    return writeSync(descriptorOf(socket), buf, at, n);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EAGAIN') return 0;
     return -1;
@@ -187,23 +277,33 @@ export class LaneReply {
 
   end(body?: string | Uint8Array): this {
     const socket = this.socket;
+    const rest = body === undefined || this.method === 'HEAD' ? '' : body;
     // An answer that comes after the connection closed (an asynchronous one) goes nowhere.
     if (socket.destroyed || socket.writableEnded) this.head = '';
-    else if (body === undefined || body.length === 0 || this.method === 'HEAD') socket.write(this.head, 'latin1');
-    else if ((socket as { encrypted?: boolean }).encrypted === true && typeof body === 'string' && body.length <= JOIN_MAX && ASCII.test(this.head)) {
+    else if ((socket as { encrypted?: boolean }).encrypted === true) {
+      if (rest.length === 0) socket.write(this.head, 'latin1');
       // Over TLS a short text answer goes as one string (an ASCII head is its own UTF-8): one
       // write of one chunk, where a corked pair goes through the stream's buffered list and a
       // writev (docs/decisions.md, "The token endpoint in the fast lane").
-      socket.write(this.head + body, 'utf8');
-    } else if (body.length > JOIN_MAX || (socket as { encrypted?: boolean }).encrypted === true || !writeJoined(socket, this.head, body)) {
-      socket.cork();
-      socket.write(this.head, 'latin1');
-      if (typeof body === 'string') socket.write(body, 'utf8');
-      else socket.write(body);
-      socket.uncork();
+      else if (typeof rest === 'string' && rest.length <= JOIN_MAX && ASCII.test(this.head)) socket.write(this.head + rest, 'utf8');
+      else this.corked(rest);
+    } else if (rest.length > JOIN_MAX || !writeJoined(socket, this.head, rest)) {
+      // Behind this connection's answers in the turn's batch, if it has any.
+      writeBatch();
+      this.corked(rest);
     }
     this.head = '';
     return this;
+  }
+
+  /** The head and `body` as two writes, corked. */
+  private corked(body: string | Uint8Array): void {
+    const socket = this.socket;
+    socket.cork();
+    socket.write(this.head, 'latin1');
+    if (typeof body === 'string') socket.write(body, 'utf8');
+    else socket.write(body);
+    socket.uncork();
   }
 
   /** What of the answers written on this connection waits in memory for the client to read. */
@@ -235,6 +335,8 @@ export class LaneReply {
   }
 
   destroy(): void {
+    // What the connection was answered goes first (the batch holds it).
+    writeBatch();
     this.socket.destroy();
   }
 }
@@ -290,11 +392,14 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
   });
   const closeIdle = server.closeIdleConnections.bind(server);
   server.closeIdleConnections = function closeIdleConnections(): void {
+    // A connection whose answer waits in the turn's batch looks idle: the answer goes out first.
+    writeBatch();
     closeIdle();
     for (const c of open) if (c.idle()) c.socket.destroy();
   };
   const closeAll = server.closeAllConnections.bind(server);
   server.closeAllConnections = function closeAllConnections(): void {
+    writeBatch();
     closeAll();
     for (const c of open) c.socket.destroy();
   };
@@ -390,7 +495,10 @@ class LaneConnection {
   };
   /** The client has sent all it will (FIN): the connection ends once what it asked is answered, as node:http ends it. */
   private readonly onEnd = (): void => {
-    if (this.waiting === undefined && !this.pending) this.socket.end();
+    if (this.waiting === undefined && !this.pending) {
+      writeBatch();
+      this.socket.end();
+    }
     else this.ended = true;
   };
   private ended = false;
@@ -517,11 +625,15 @@ class LaneConnection {
     // Over TLS an answer just written is still in the socket's buffer: under the high-water
     // mark it goes out at once, so it is the keep-alive timeout that runs.
     else this.setTimer(this.socket.writableNeedDrain ? this.lane.limits.requestTimeoutMs : this.lane.idleMs);
-    if (this.ended && this.waiting === undefined && !this.pending && !this.socket.destroyed) this.socket.end();
+    if (this.ended && this.waiting === undefined && !this.pending && !this.socket.destroyed) {
+      writeBatch();
+      this.socket.end();
+    }
   }
 
   /** Gives the connection to node:http, `rest` (the bytes not answered) unread. */
   private toNode(rest: Buffer): void {
+    writeBatch();
     const socket = this.socket;
     if (this.shared) readIntoStream(socket);
     else socket.removeListener('data', this.onData);
