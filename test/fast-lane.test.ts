@@ -235,6 +235,16 @@ describe(`the fast lane (${DIALECT})`, () => {
       `GET ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(9000)}\r\n\r\n`,
       `GET http://127.0.0.1${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
       `BREW ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `get ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET  ${thumb} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET ${thumb}  HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET ${thumb} HTTP/1.1 \r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET ${thumb} HTTP/1.10\r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET ${thumb}\tx HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET ${thumb}\x7f HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `GET HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+      `HEAD ${thumb} http/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
     ];
     for (const request of odd) {
       const viaLane = await exchange(port, [request], 1);

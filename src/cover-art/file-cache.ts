@@ -44,13 +44,16 @@ export class CachedFile {
   writing = 0;
   /** Pushed out while answers were still being written from it: its memory is spare once they are done. */
   retired = false;
+  /** The shape of `ok` (its Cache-Control and Content-Type), kept so okLines need not find it again per answer. */
+  shape: Shape;
 
-  constructor(bytes: Buffer, etag: string, modifiedS: number, contentType: string, ok: string[]) {
+  constructor(bytes: Buffer, etag: string, modifiedS: number, contentType: string, ok: string[], shape: Shape) {
     this.bytes = bytes;
     this.etag = etag;
     this.modifiedS = modifiedS;
     this.contentType = contentType;
     this.ok = ok;
+    this.shape = shape;
   }
 }
 
@@ -112,7 +115,7 @@ export function contentTypeOf(key: string): string {
  * asked for (okLines), its header lines as text around those values. A handful of shapes exist
  * (the layout's suffixes), found by Cache-Control, then Content-Type: no name made per file.
  */
-interface Shape {
+export interface Shape {
   list: string[];
   /** The header lines before the ETag's value, before Last-Modified's, before the length's, before the request id's. */
   texts: [string, string, string, string] | undefined;
@@ -138,18 +141,19 @@ function shapeOf(cacheControl: string, contentType: string): Shape {
   return shape;
 }
 
-function okShape(key: string, contentType: string): string[] {
-  return shapeOf(layoutCacheControl(key) ?? 'no-cache', contentType).list;
+function okShape(key: string, contentType: string): Shape {
+  return shapeOf(layoutCacheControl(key) ?? 'no-cache', contentType);
 }
 
 /** A file read whole, ready to answer from (whether or not the cache keeps it). */
 export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
   const contentType = contentTypeOf(key);
-  const ok = okShape(key, contentType).slice();
+  const shape = okShape(key, contentType);
+  const ok = shape.list.slice();
   ok[ETAG_AT] = info.etag;
   ok[LAST_MODIFIED_AT] = httpDate(info.lastModified);
   ok[LENGTH_AT] = String(bytes.length);
-  return new CachedFile(bytes, info.etag, Math.floor(info.lastModified.getTime() / 1000), contentType, ok);
+  return new CachedFile(bytes, info.etag, Math.floor(info.lastModified.getTime() / 1000), contentType, ok, shape);
 }
 
 /**
@@ -161,8 +165,9 @@ export function cachedFile(key: string, info: ObjectInfo, bytes: Buffer): Cached
 export function refill(f: CachedFile, key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
   const contentType = contentTypeOf(key);
   const shape = okShape(key, contentType);
+  const list = shape.list;
   const ok = f.ok;
-  for (let i = 0; i < shape.length; i++) ok[i] = shape[i] as string;
+  for (let i = 0; i < list.length; i++) ok[i] = list[i] as string;
   ok[ETAG_AT] = info.etag;
   ok[LAST_MODIFIED_AT] = httpDate(info.lastModified);
   ok[LENGTH_AT] = String(bytes.length);
@@ -170,6 +175,7 @@ export function refill(f: CachedFile, key: string, info: ObjectInfo, bytes: Buff
   f.etag = info.etag;
   f.modifiedS = Math.floor(info.lastModified.getTime() / 1000);
   f.contentType = contentType;
+  f.shape = shape;
   f.common = undefined;
   f.notModified = undefined;
   f.okText = undefined;
@@ -194,7 +200,7 @@ function lines(list: readonly string[], from: number, to: number): string {
 export function okLines(f: CachedFile): string {
   if (f.okText !== undefined) return f.okText;
   const ok = f.ok;
-  const shape = shapeOf(ok[CACHE_CONTROL_AT] as string, f.contentType);
+  const shape = f.shape;
   const list = shape.list;
   const t = (shape.texts ??= [
     `${lines(list, 0, ETAG_AT - 1)}${list[ETAG_AT - 1] as string}: `,
