@@ -20,7 +20,8 @@ import { makeJpeg } from './helpers/images.js';
 import { countOf, scrape } from './metrics/support.js';
 import { loadConfig } from '../src/config/load.js';
 import { serve, type Server } from '../src/serve.js';
-import { installFastLane, LaneReply, readIntoShared, readIntoStream } from '../src/http/fast-lane.js';
+import { installFastLane, LaneReply, readIntoShared, readIntoStream, type LaneAnswer } from '../src/http/fast-lane.js';
+import type { ConnectionLimits } from '../src/config/load.js';
 
 const R1 = '5f1a2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b';
 const GROUP = '6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d';
@@ -590,10 +591,10 @@ describe('LaneReply', () => {
   it('writes a short answer straight to the connection when nothing of it waits in memory', async () => {
     const { socket, client } = await socketPair();
     const expected = answer(socket, [Buffer.alloc(9000, 1), Buffer.alloc(12_000, 2)]);
-    assert.equal(socket.writableLength, 0);
-    // Not through the socket's stream, which counts what passes through it.
-    assert.equal(socket.bytesWritten, 0);
     assert.ok((await receive(client, expected.length)).equals(expected));
+    // Not through the socket's stream, which counts what passes through it.
+    assert.equal(socket.writableLength, 0);
+    assert.equal(socket.bytesWritten, 0);
   });
 
   it('writes what the connection cannot take at once after what it took, in order, and the answers after that too', async () => {
@@ -607,6 +608,11 @@ describe('LaneReply', () => {
     assert.ok(socket.bytesWritten > 0 && socket.writableLength > 0, `${socket.bytesWritten} bytes through the stream`);
     assert.ok(socket.bytesWritten < expected.length);
     const more = answer(socket, [Buffer.alloc(5000, 7)]);
+    // Another connection's answers fill the batch again: what waits for the first is its own copy.
+    const other = await socketPair();
+    const otherExpected = answer(other.socket, Array.from({ length: 80 }, (_, i) => Buffer.alloc(12_000, 200 - i)));
+    await new Promise(setImmediate);
+    assert.ok((await receive(other.client, otherExpected.length)).equals(otherExpected));
     const received = await receive(client, expected.length + more.length);
     assert.equal(received.length, expected.length + more.length);
     assert.ok(received.equals(Buffer.concat([expected, more])));
@@ -702,6 +708,117 @@ describe('LaneReply', () => {
         [200, 'hello'],
       ],
     );
+  });
+
+  /** A node:http server (its own answers: `node:{url}`) with the lane in front, answering through `answer`; the lane's sockets as accepted. */
+  async function laneServer(answer: LaneAnswer, limits: Partial<ConnectionLimits> = {}): Promise<{ port: number; sockets: Socket[] }> {
+    const server = createHttpServer((req, res) => {
+      const body = `node:${req.url as string}`;
+      res.writeHead(200, { 'content-length': String(body.length) });
+      res.end(body);
+    });
+    installFastLane(server, { answer, connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, maxConnections: 50, ...limits } });
+    const sockets: Socket[] = [];
+    server.on('connection', (s: Socket) => sockets.push(s));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    return { port: (server.address() as { port: number }).port, sockets };
+  }
+
+  /** A lane answer of `body` to every GET. */
+  const answerWith =
+    (body: Buffer | string): LaneAnswer =>
+    (_req, reply) => {
+      reply.writeHead(200, ['content-length', String(Buffer.byteLength(body))]);
+      reply.end(body);
+      return true;
+    };
+
+  /** Everything a connection to `port` receives for `requests` until it closes or `count` answers are whole. */
+  async function answersTo(port: number, requests: string, count: number): Promise<{ bodies: string[]; closed: boolean }> {
+    const client = await tcp(port);
+    const chunks: Buffer[] = [];
+    let closed = false;
+    client.on('data', (c: Buffer) => chunks.push(c));
+    client.on('error', () => {});
+    client.on('close', () => (closed = true));
+    client.write(requests);
+    await pollUntil(
+      async () => closed || splitAnswers(Buffer.concat(chunks)).length >= count,
+      (done) => done,
+      5000,
+      5,
+    );
+    // A moment for a close that comes right after.
+    await new Promise((r) => setTimeout(r, 50));
+    client.destroy();
+    return { bodies: splitAnswers(Buffer.concat(chunks)).map((a) => a.body.toString()), closed };
+  }
+
+  it("hands a connection to node:http only after the lane's answers of the turn", async () => {
+    const { port } = await laneServer(answerWith('lane'));
+    const { bodies } = await answersTo(port, get('/a') + `OPTIONS /b HTTP/1.1\r\nHost: x\r\n\r\n`, 2);
+    assert.deepEqual(bodies, ['lane', 'node:/b']);
+  });
+
+  it("writes the turn's answers before a connection is destroyed: by an answer, or after a failed one", async () => {
+    const destroying = await laneServer((req, reply) => {
+      if (req.url === '/b') {
+        reply.destroy();
+        return true;
+      }
+      return answerWith('first')(req, reply);
+    });
+    assert.deepEqual(await answersTo(destroying.port, get('/a') + get('/b'), 2), { bodies: ['first'], closed: true });
+    const failing = await laneServer((req, reply) => (req.url === '/b' ? Promise.reject(new Error('no answer')) : answerWith('first')(req, reply)));
+    assert.deepEqual(await answersTo(failing.port, get('/a') + get('/b'), 2), { bodies: ['first'], closed: true });
+  });
+
+  it('stops a client that does not read its pipelined answers at its stream, as before the batch', async () => {
+    const { port, sockets } = await laneServer(answerWith(Buffer.alloc(16_000, 9)));
+    const client = await tcp(port);
+    client.pause();
+    // Until the system holds all it will for this client and answers wait in the stream.
+    for (let i = 0; i < 400 && !(sockets[0]?.writableLength ?? 0); i++) {
+      client.write(get('/f').repeat(16));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const socket = sockets[0] as Socket;
+    assert.ok(socket.writableLength > 0, 'the system is full');
+    // One read of 64 more: not all of them answered into memory (~1 MB), only up to the high-water mark or so.
+    client.write(get('/f').repeat(64));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(socket.writableLength < 4 * socket.writableHighWaterMark, `${socket.writableLength} bytes held for a client that does not read`);
+    client.destroy();
+  });
+
+  it('gives a client whose answers wait unread the request timeout, not the keep-alive one', async () => {
+    // Keep-alive 0.3 s (idle connections go at 1.3 s), request timeout 10 s.
+    const { port, sockets } = await laneServer(answerWith(Buffer.alloc(16_000, 3)), { keepAliveTimeoutMs: 300 });
+    const client = await tcp(port);
+    client.pause();
+    let sent = 0;
+    for (let i = 0; i < 400 && !(sockets[0]?.writableLength ?? 0); i++) {
+      client.write(get('/f').repeat(16));
+      sent += 16;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.equal(sockets[0]?.destroyed, false, 'still open past the keep-alive timeout');
+    const chunks: Buffer[] = [];
+    client.on('data', (c: Buffer) => chunks.push(c));
+    client.resume();
+    const { value: got } = await pollUntil(
+      async () => splitAnswers(Buffer.concat(chunks)),
+      (answers) => answers.length >= sent,
+      10_000,
+      10,
+    );
+    assert.equal(got.length, sent);
+    assert.ok(got.every((a) => a.body.length === 16_000 && a.body.every((b) => b === 3)));
   });
 
   it('makes the same head from header lines as from a list', () => {

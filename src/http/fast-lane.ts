@@ -110,11 +110,11 @@ const JOINED_MAX = JOIN_MAX + MAX_HEAD;
  * Not over TLS, whose writes finish a tick later. False, with nothing written, when head and
  * body do not fit.
  */
-function writeJoined(socket: Socket, head: string, body: string | Uint8Array): boolean {
+function writeJoined(socket: Socket, head: string, body: string | Uint8Array, backlogged: (() => void) | undefined): boolean {
   const bodyBytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   // A head past MAX_HEAD (an answer's own headers are short): the caller's two writes, corked.
   if (head.length + bodyBytes > JOINED_MAX) return false;
-  if (putAside(socket, head, body, bodyBytes)) return true;
+  if (putAside(socket, head, body, bodyBytes, backlogged)) return true;
   const buf = Buffer.allocUnsafe(head.length + bodyBytes);
   fill(buf, 0, head, body);
   socket.write(buf);
@@ -142,25 +142,32 @@ function fill(buf: Buffer, at: number, head: string, body: string | Uint8Array):
  * system calls (docs/decisions.md, "The lane's answers written at the end of the turn"). Order
  * is kept: a connection's answers are in the batch in order, and anything written to a socket
  * any other way (the stream, an end, a hand-off to node:http, a close) first writes the batch.
+ * A connection whose answers in the batch pass its stream's high-water mark within one read
+ * (pipelined requests) writes the batch there and then, so that a client that does not read
+ * is stopped as before, by its stream (LaneConnection.serve).
  */
 const BATCH_BYTES = 1024 * 1024;
 /** The most answers in one batch (descriptors and ends kept in typed arrays). */
 const BATCH_ANSWERS = 1024;
 const batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
 const batchSockets: (Socket | undefined)[] = [];
+/** Per answer: what to call when the system does not take all of it (the connection's request timer). */
+const batchBacklogged: ((() => void) | undefined)[] = [];
 const batchFds = new Int32Array(BATCH_ANSWERS);
 const batchEnds = new Int32Array(BATCH_ANSWERS);
 let batchCount = 0;
 let batchBytes = 0;
 let batchScheduled = false;
 let flushing = false;
+/** Bytes ever put into the batch: what a connection put aside within one read is the difference. */
+let batchedTotal = 0;
 
 /**
  * Copies an answer for `socket` into the batch and returns true; false, nothing done, when
  * something of the socket waits in its stream (the answer goes behind it), when it has no
  * descriptor, or when the batch is being written and has no room.
  */
-function putAside(socket: Socket, head: string, body: string | Uint8Array, bodyBytes: number): boolean {
+function putAside(socket: Socket, head: string, body: string | Uint8Array, bodyBytes: number, backlogged: (() => void) | undefined): boolean {
   if (socket.writableLength !== 0) return false;
   const fd = descriptorOf(socket);
   if (fd < 0) return false;
@@ -173,15 +180,23 @@ function putAside(socket: Socket, head: string, body: string | Uint8Array, bodyB
   }
   const end = fill(batch, batchBytes, head, body);
   batchSockets[batchCount] = socket;
+  batchBacklogged[batchCount] = backlogged;
   batchFds[batchCount] = fd;
   batchEnds[batchCount] = end;
   batchCount++;
+  batchedTotal += end - batchBytes;
   batchBytes = end;
   if (!batchScheduled) {
     batchScheduled = true;
-    setImmediate(writeBatch);
+    setImmediate(endOfTurn);
   }
   return true;
+}
+
+/** The turn's end: the batch written (it may be empty already, written by a call before). */
+function endOfTurn(): void {
+  batchScheduled = false;
+  writeBatch();
 }
 
 /** The socket's descriptor, or -1 (none, or not a number on this Node). */
@@ -199,19 +214,22 @@ function descriptorOf(socket: Socket): number {
  * to a socket any other way.
  */
 function writeBatch(): void {
-  if (flushing) return;
-  batchScheduled = false;
-  if (batchCount === 0) return;
+  if (flushing || batchCount === 0) return;
   flushing = true;
   try {
     let start = 0;
     for (let i = 0; i < batchCount; i++) {
       const socket = batchSockets[i] as Socket;
+      const backlogged = batchBacklogged[i];
       const end = batchEnds[i] as number;
       batchSockets[i] = undefined;
+      batchBacklogged[i] = undefined;
       if (!socket.destroyed && descriptorOf(socket) === batchFds[i]) {
         const sent = writeDirect(socket, batch, start, end - start);
-        if (sent !== end - start) socket.write(Buffer.from(batch.subarray(sent < 0 ? start : start + sent, end)));
+        if (sent !== end - start) {
+          socket.write(Buffer.from(batch.subarray(sent < 0 ? start : start + sent, end)));
+          backlogged?.();
+        }
       }
       start = end;
     }
@@ -250,11 +268,14 @@ export class LaneReply {
   private readonly socket: Socket;
   private readonly method: string;
   private readonly trailer: string;
+  /** Called when the answer, written at the end of the turn, was not all taken by the system (it then waits in the stream). */
+  private readonly backlogged: (() => void) | undefined;
 
-  constructor(socket: Socket, method: string, trailer: string) {
+  constructor(socket: Socket, method: string, trailer: string, backlogged?: () => void) {
     this.socket = socket;
     this.method = method;
     this.trailer = trailer;
+    this.backlogged = backlogged;
   }
 
   writeHead(status: number, headers: readonly string[] | Record<string, string>): this {
@@ -287,7 +308,7 @@ export class LaneReply {
       // writev (docs/decisions.md, "The token endpoint in the fast lane").
       else if (typeof rest === 'string' && rest.length <= JOIN_MAX && ASCII.test(this.head)) socket.write(this.head + rest, 'utf8');
       else this.corked(rest);
-    } else if (rest.length > JOIN_MAX || !writeJoined(socket, this.head, rest)) {
+    } else if (rest.length > JOIN_MAX || !writeJoined(socket, this.head, rest, this.backlogged)) {
       // Behind this connection's answers in the turn's batch, if it has any.
       writeBatch();
       this.corked(rest);
@@ -306,13 +327,17 @@ export class LaneReply {
     socket.uncork();
   }
 
-  /** What of the answers written on this connection waits in memory for the client to read. */
+  /**
+   * What of the answers written on this connection waits in the socket's stream for the client
+   * to read (not what waits in the turn's batch: a copy, written at the turn's end).
+   */
   get writableLength(): number {
     return this.socket.writableLength;
   }
 
   /**
-   * Calls `listener` once this answer has left memory, or the connection closed. An empty write
+   * Calls `listener` once this answer has left the socket's stream (at once when it went into
+   * the turn's batch, which holds a copy), or the connection closed. An empty write
    * after it calls back once everything written before it is out (node:http's own end() waits
    * the same way); 'drain' would not come for an answer under the socket's high-water mark.
    */
@@ -482,8 +507,11 @@ class LaneConnection {
   private readonly onRead = (bytes: number, buf: Buffer): void => this.read(buf.subarray(0, bytes));
   private readonly onDrain = (): void => this.drained();
   private readonly onTimeout = (): void => {
+    writeBatch();
     this.socket.destroy();
   };
+  /** An answer the system did not take all of at the turn's end: the client has it to read, under the request timeout. */
+  private readonly onBacklog = (): void => this.setTimer(this.lane.limits.requestTimeoutMs);
   /** The socket's idle timeout now (set only when it changes: each setTimeout makes a new timer). */
   private timeout: number;
   /** A reset or a failed write: the connection is gone (node:http's own listener takes over at the hand-off). */
@@ -507,6 +535,8 @@ class LaneConnection {
   private readonly onAnswered = (): void => this.answeredLater();
   private readonly onFailed = (): void => {
     this.pending = false;
+    // The answers before the one that failed go first.
+    writeBatch();
     this.socket.destroy();
   };
 
@@ -527,7 +557,10 @@ class LaneConnection {
   /** Whether an answer was written: a connection that has sent nothing yet is not idle (nor is it to node:http). */
   private answered = false;
 
-  /** Between requests: at least one answered, nothing read and unanswered, nothing written and unread. */
+  /**
+   * Between requests: at least one answered, nothing read and unanswered, nothing in the
+   * socket's stream unread (the turn's batch is written before idle connections are closed).
+   */
   idle(): boolean {
     return this.answered && this.waiting === undefined && !this.pending && this.socket.writableLength === 0;
   }
@@ -552,7 +585,13 @@ class LaneConnection {
   private serve(buf: Buffer): void {
     const socket = this.socket;
     let at = 0;
+    let mark = batchedTotal;
     while (at < buf.length) {
+      // Answers of this read past the high-water mark in the batch: written now, so the stream shows whether the client reads.
+      if (batchedTotal - mark > socket.writableHighWaterMark) {
+        writeBatch();
+        mark = batchedTotal;
+      }
       if (socket.writableNeedDrain) {
         // The client is not reading: no more answers until it does (node:http stops the same way).
         this.waiting = this.own(buf.subarray(at));
@@ -573,7 +612,7 @@ class LaneConnection {
         req.body = this.own(buf.subarray(next, next + length));
         next += length;
       }
-      const reply = new LaneReply(socket, req.method, this.lane.trailer);
+      const reply = new LaneReply(socket, req.method, this.lane.trailer, this.onBacklog);
       const taken = this.lane.answer(req, reply);
       if (taken === false) return this.toNode(buf.subarray(at));
       if (taken !== true) return this.answerLater(taken, buf.subarray(next));
