@@ -559,15 +559,14 @@ describe('LaneReply', () => {
     return { socket, client };
   }
 
-  /** Writes answers of `bodies` through LaneReplys on `socket` (as answers that took a file read: endLater, unless `later` is false); returns the bytes they make, in order. */
-  function answer(socket: Socket, bodies: Buffer[], later = true): Buffer {
+  /** Writes answers of `bodies` through LaneReplys on `socket`; returns the bytes they make, in order. */
+  function answer(socket: Socket, bodies: Buffer[]): Buffer {
     const out: Buffer[] = [];
     for (const [i, body] of bodies.entries()) {
       const reply = new LaneReply(socket, 'GET', 'Connection: keep-alive\r\n\r\n');
       reply.writeHead(200, ['content-length', String(body.length), 'x-n', String(i)]);
       out.push(Buffer.from((reply as unknown as { head: string }).head, 'latin1'), body);
-      if (later) reply.endLater(body);
-      else reply.end(body);
+      reply.end(body);
     }
     return Buffer.concat(out);
   }
@@ -647,21 +646,6 @@ describe('LaneReply', () => {
     assert.ok(readNow(a.client).equals(Buffer.concat(expectedA)));
     assert.ok(readNow(b.client).equals(expectedB));
     assert.equal(a.socket.bytesWritten + b.socket.bytesWritten, 0, 'straight to the descriptors');
-  });
-
-  it("writes an answer from memory at once, unless its connection has answers in the turn's batch", async () => {
-    const a = await socketPair();
-    const b = await socketPair();
-    a.client.pause();
-    b.client.pause();
-    const first = answer(a.socket, [Buffer.alloc(3000, 1)]);
-    const second = answer(a.socket, [Buffer.alloc(100, 2)], false);
-    const other = answer(b.socket, [Buffer.alloc(2000, 3)], false);
-    // The other connection's answer is there at once; the first connection's waits behind its batched one.
-    assert.ok(readNow(b.client).equals(other));
-    assert.equal(readNow(a.client).length, 0);
-    await new Promise(setImmediate);
-    assert.ok(readNow(a.client).equals(Buffer.concat([first, second])));
   });
 
   it('drops an answer whose connection closed before the end of the turn, even where its descriptor is already reused', async () => {
@@ -749,7 +733,7 @@ describe('LaneReply', () => {
     (body: Buffer | string): LaneAnswer =>
     (_req, reply) => {
       reply.writeHead(200, ['content-length', String(Buffer.byteLength(body))]);
-      reply.endLater(body);
+      reply.end(body);
       return true;
     };
 

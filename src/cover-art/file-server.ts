@@ -266,8 +266,8 @@ export class FileServer {
   }
 
   /** Answers from a file the cache holds (or has just been given), holding its memory while the answer is still being written. */
-  private sendKept(req: PlainRequest, res: PlainReply, file: CachedFile, requestId: string, cacheControl: string | undefined, read = false): void {
-    sendFile(req, res, file, requestId, cacheControl, read);
+  private sendKept(req: PlainRequest, res: PlainReply, file: CachedFile, requestId: string, cacheControl: string | undefined): void {
+    sendFile(req, res, file, requestId, cacheControl);
     if (res.writableLength !== 0) this.cache.hold(file, res);
   }
 
@@ -366,8 +366,8 @@ export class FileServer {
     else if (keep) {
       const file = this.cache.fileOf(key, read.info, read.bytes, lent);
       this.cache.set(key, file, generation);
-      return this.sendKept(req, res, file, requestId, cacheControl, true);
-    } else sendFile(req, res, this.passing(key, read.info, read.bytes), requestId, cacheControl, true);
+      return this.sendKept(req, res, file, requestId, cacheControl);
+    } else sendFile(req, res, this.passing(key, read.info, read.bytes), requestId, cacheControl);
     if (!keep) giveBack(this.scratch, res, lent);
   }
 
@@ -526,7 +526,7 @@ function giveBack(scratch: Scratch, res: PlainReply, buf: Buffer | undefined): v
  * replaces the file's own (an image endpoint answered with the file); the prepared lists are
  * then copied, never changed.
  */
-function sendFile(req: PlainRequest, res: PlainReply, f: CachedFile, requestId: string, cacheControl: string | undefined, read = false): void {
+function sendFile(req: PlainRequest, res: PlainReply, f: CachedFile, requestId: string, cacheControl?: string): void {
   const h = req.headers;
   const inm = header(req, 'if-none-match');
   const ims = h['if-modified-since'];
@@ -570,10 +570,7 @@ function sendFile(req: PlainRequest, res: PlainReply, f: CachedFile, requestId: 
     // writeHead copies the list into the head at once, so one list serves every request.
     res.writeHead(200, ok);
   }
-  const body = req.method === 'HEAD' ? undefined : f.bytes;
-  // A file just read: with the turn's other such answers (PlainReply.endLater).
-  if (read && res.endLater !== undefined) res.endLater(body);
-  else res.end(body);
+  res.end(req.method === 'HEAD' ? undefined : f.bytes);
 }
 
 /** `list` (name, value, …) itself, or a copy whose Cache-Control is `cacheControl`. */

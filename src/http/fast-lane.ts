@@ -39,11 +39,6 @@ export interface PlainReply {
    * response has none, and is given the list.
    */
   writeHeadLines?(status: number, lines: string): unknown;
-  /**
-   * end, for an answer that took a file read: written with the turn's other such answers at its
-   * end (the lane's, LaneReply.endLater); node:http's response has none, and is ended.
-   */
-  endLater?(body?: string | Uint8Array): unknown;
   readonly writableLength: number;
   readonly headersSent: boolean;
   once(event: 'close', listener: () => void): unknown;
@@ -104,31 +99,22 @@ function httpDate(): string {
 const JOIN_MAX = 16 * 1024;
 /** The most a joined answer takes: a head of up to MAX_HEAD and a body of up to JOIN_MAX. */
 const JOINED_MAX = JOIN_MAX + MAX_HEAD;
-/** Where an answer written at once is joined: what the system does not take of it goes to the stream as a copy, so it is reused. */
-const joined = Buffer.allocUnsafeSlow(JOINED_MAX);
 
 /**
  * Writes `head` and a short `body` as one buffer: one write of one chunk, where a corked pair of
  * writes goes through the stream's buffered list and a writev of two chunks (a string copied in
  * C++), objects made for each answer; a copy of up to 16 KiB costs less than that
  * (docs/decisions.md, "The lane's answer in one buffer"). While nothing waits in the socket's
- * stream, it goes straight to the descriptor: into the turn's batch (putAside), written at the
- * end of the turn, when `later` (an answer that took a file read) or when the connection already
- * has answers there; else at once. Otherwise it goes through the stream, behind what waits there.
+ * stream, the answer is copied into the turn's batch (putAside) and written straight to the
+ * descriptor at the end of the turn; else it goes through the stream, behind what waits there.
  * Not over TLS, whose writes finish a tick later. False, with nothing written, when head and
  * body do not fit.
  */
-function writeJoined(socket: Socket, head: string, body: string | Uint8Array, backlogged: (() => void) | undefined, later: boolean): boolean {
+function writeJoined(socket: Socket, head: string, body: string | Uint8Array, backlogged: (() => void) | undefined): boolean {
   const bodyBytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   // A head past MAX_HEAD (an answer's own headers are short): the caller's two writes, corked.
   if (head.length + bodyBytes > JOINED_MAX) return false;
-  if ((later || inBatch(socket)) && putAside(socket, head, body, bodyBytes, backlogged)) return true;
-  if (socket.writableLength === 0 && descriptorOf(socket) >= 0) {
-    const n = fill(joined, 0, head, body);
-    const sent = writeDirect(socket, joined, 0, n);
-    if (sent !== n) socket.write(Buffer.from(joined.subarray(sent < 0 ? 0 : sent, n)));
-    return true;
-  }
+  if (putAside(socket, head, body, bodyBytes, backlogged)) return true;
   const buf = Buffer.allocUnsafe(head.length + bodyBytes);
   fill(buf, 0, head, body);
   socket.write(buf);
@@ -147,8 +133,7 @@ function fill(buf: Buffer, at: number, head: string, body: string | Uint8Array):
 }
 
 /**
- * The turn's batch: answers that took a file read (and any answer after one of them on the same
- * connection), made while the event loop goes through the connections that have
+ * The turn's batch: answers made while the event loop goes through the connections that have
  * something to read, written together once it has (a setImmediate: the check phase comes right
  * after the poll phase), each straight to its socket's descriptor. An answer written at once
  * wakes a client that sleeps waiting for it at every answer (on one machine, the kernel's
@@ -176,14 +161,6 @@ let batchScheduled = false;
 let flushing = false;
 /** Bytes ever put into the batch: what a connection put aside within one read is the difference. */
 let batchedTotal = 0;
-/** Batches written so far: a socket marked with the current count has answers in the batch. */
-let batchRound = 0;
-const IN_BATCH = Symbol('sleeve.inBatch');
-
-/** Whether answers of `socket` wait in the batch (a later one must go behind them). */
-function inBatch(socket: Socket): boolean {
-  return batchCount !== 0 && (socket as unknown as Record<symbol, unknown>)[IN_BATCH] === batchRound;
-}
 
 /**
  * Copies an answer for `socket` into the batch and returns true; false, nothing done, when
@@ -202,7 +179,6 @@ function putAside(socket: Socket, head: string, body: string | Uint8Array, bodyB
     if (socket.writableLength !== 0) return false;
   }
   const end = fill(batch, batchBytes, head, body);
-  (socket as unknown as Record<symbol, unknown>)[IN_BATCH] = batchRound;
   batchSockets[batchCount] = socket;
   batchBacklogged[batchCount] = backlogged;
   batchFds[batchCount] = fd;
@@ -260,7 +236,6 @@ function writeBatch(): void {
   } finally {
     batchCount = 0;
     batchBytes = 0;
-    batchRound++;
     flushing = false;
   }
 }
@@ -322,21 +297,6 @@ export class LaneReply {
   }
 
   end(body?: string | Uint8Array): this {
-    return this.finish(body, false);
-  }
-
-  /**
-   * end, for an answer that took a file read: written at the end of the turn with the others
-   * (writeJoined). Between two such answers the client has usually gone back to sleep, and each
-   * write would wake it; an answer from memory comes soon enough after the one before that the
-   * client is still awake, and waiting would only add to its time (docs/decisions.md, "The
-   * lane's answers written at the end of the turn").
-   */
-  endLater(body?: string | Uint8Array): this {
-    return this.finish(body, true);
-  }
-
-  private finish(body: string | Uint8Array | undefined, later: boolean): this {
     const socket = this.socket;
     const rest = body === undefined || this.method === 'HEAD' ? '' : body;
     // An answer that comes after the connection closed (an asynchronous one) goes nowhere.
@@ -348,7 +308,7 @@ export class LaneReply {
       // writev (docs/decisions.md, "The token endpoint in the fast lane").
       else if (typeof rest === 'string' && rest.length <= JOIN_MAX && ASCII.test(this.head)) socket.write(this.head + rest, 'utf8');
       else this.corked(rest);
-    } else if (rest.length > JOIN_MAX || !writeJoined(socket, this.head, rest, this.backlogged, later)) {
+    } else if (rest.length > JOIN_MAX || !writeJoined(socket, this.head, rest, this.backlogged)) {
       // Behind this connection's answers in the turn's batch, if it has any.
       writeBatch();
       this.corked(rest);
