@@ -199,6 +199,18 @@ function endOfTurn(): void {
   writeBatch();
 }
 
+/** Ends `socket` (the lane's own end, after a FIN), what the turn's batch holds written first. */
+function endAfterBatch(socket: Socket): void {
+  writeBatch();
+  socket.end();
+}
+
+/** Closes `socket` (a timeout, a failed answer, an answer's own destroy), what the turn's batch holds written first. */
+function destroyAfterBatch(socket: Socket): void {
+  writeBatch();
+  socket.destroy();
+}
+
 /** The socket's descriptor, or -1 (none, or not a number on this Node). */
 function descriptorOf(socket: Socket): number {
   const fd = (socket as unknown as { _handle?: { fd?: unknown } | null })._handle?.fd;
@@ -360,9 +372,7 @@ export class LaneReply {
   }
 
   destroy(): void {
-    // What the connection was answered goes first (the batch holds it).
-    writeBatch();
-    this.socket.destroy();
+    destroyAfterBatch(this.socket);
   }
 }
 
@@ -506,10 +516,7 @@ class LaneConnection {
   private readonly onData = (chunk: Buffer): void => this.read(chunk);
   private readonly onRead = (bytes: number, buf: Buffer): void => this.read(buf.subarray(0, bytes));
   private readonly onDrain = (): void => this.drained();
-  private readonly onTimeout = (): void => {
-    writeBatch();
-    this.socket.destroy();
-  };
+  private readonly onTimeout = (): void => destroyAfterBatch(this.socket);
   /** An answer the system did not take all of at the turn's end: the client has it to read, under the request timeout. */
   private readonly onBacklog = (): void => this.setTimer(this.lane.limits.requestTimeoutMs);
   /** The socket's idle timeout now (set only when it changes: each setTimeout makes a new timer). */
@@ -523,10 +530,7 @@ class LaneConnection {
   };
   /** The client has sent all it will (FIN): the connection ends once what it asked is answered, as node:http ends it. */
   private readonly onEnd = (): void => {
-    if (this.waiting === undefined && !this.pending) {
-      writeBatch();
-      this.socket.end();
-    }
+    if (this.waiting === undefined && !this.pending) endAfterBatch(this.socket);
     else this.ended = true;
   };
   private ended = false;
@@ -536,8 +540,7 @@ class LaneConnection {
   private readonly onFailed = (): void => {
     this.pending = false;
     // The answers before the one that failed go first.
-    writeBatch();
-    this.socket.destroy();
+    destroyAfterBatch(this.socket);
   };
 
   constructor(socket: Socket, lane: Lane) {
@@ -664,10 +667,7 @@ class LaneConnection {
     // Over TLS an answer just written is still in the socket's buffer: under the high-water
     // mark it goes out at once, so it is the keep-alive timeout that runs.
     else this.setTimer(this.socket.writableNeedDrain ? this.lane.limits.requestTimeoutMs : this.lane.idleMs);
-    if (this.ended && this.waiting === undefined && !this.pending && !this.socket.destroyed) {
-      writeBatch();
-      this.socket.end();
-    }
+    if (this.ended && this.waiting === undefined && !this.pending && !this.socket.destroyed) endAfterBatch(this.socket);
   }
 
   /** Gives the connection to node:http, `rest` (the bytes not answered) unread. */
