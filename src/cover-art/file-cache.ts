@@ -3,6 +3,7 @@ import { preparedQuery } from '../db/prepared.js';
 import type { Db } from '../db/schema.js';
 import { layoutCacheControl, layoutContentType, type ObjectInfo } from '../storage/index.js';
 import { parseImageKey } from './keys.js';
+import { flatLatin1 } from '../shared/flat-string.js';
 
 /**
  * A file of the layout held in memory with everything its answers need, prepared once.
@@ -203,10 +204,10 @@ export function okLines(f: CachedFile): string {
   const shape = f.shape;
   const list = shape.list;
   const t = (shape.texts ??= [
-    `${lines(list, 0, ETAG_AT - 1)}${list[ETAG_AT - 1] as string}: `,
-    `\r\n${list[LAST_MODIFIED_AT - 1] as string}: `,
-    `\r\n${lines(list, LAST_MODIFIED_AT + 1, LENGTH_AT - 1)}${list[LENGTH_AT - 1] as string}: `,
-    `\r\n${list[list.length - 2] as string}: `,
+    flatLatin1(`${lines(list, 0, ETAG_AT - 1)}${list[ETAG_AT - 1] as string}: `),
+    flatLatin1(`\r\n${list[LAST_MODIFIED_AT - 1] as string}: `),
+    flatLatin1(`\r\n${lines(list, LAST_MODIFIED_AT + 1, LENGTH_AT - 1)}${list[LENGTH_AT - 1] as string}: `),
+    flatLatin1(`\r\n${list[list.length - 2] as string}: `),
   ]);
   f.okText = `${t[0]}${ok[ETAG_AT] as string}${t[1]}${ok[LAST_MODIFIED_AT] as string}${t[2]}${ok[LENGTH_AT] as string}${t[3]}`;
   return f.okText;
@@ -363,6 +364,17 @@ export class FileCache {
   private sparse = false;
   /** Files the doorkeeper let in while sparse, counted to keep one in SPARSE_ONE_IN. */
   private passed = 0;
+  /**
+   * How many entries there are of each keyHash, by its low bits: a key whose count is 0 is not
+   * kept. While sparse, `get` asks this first, and most lookups (misses) then need no lookup in
+   * the Map, which hashes the key its own way and reads a stored key cold in the CPU's caches
+   * (docs/decisions.md, "The file cache's misses found without its Map").
+   */
+  private readonly held: Int32Array;
+  private readonly heldMask: number;
+  /** The key last hashed (keyHash) and its hash: `get`, then `mayKeep`, ask about the same key. */
+  private hashedKey: string | undefined;
+  private hashed = 0;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
@@ -371,10 +383,25 @@ export class FileCache {
     this.maxAnswers = Math.min(65_536, Math.max(4096, Math.floor(maxBytes / 1024)));
     // Every entry costs at least ENTRY_OVERHEAD, so the window (half the entries) never needs more.
     this.seen = new HashWindow(Math.max(WINDOW_MIN, Math.floor(maxBytes / ENTRY_OVERHEAD) >> 1));
+    // Every entry costs at least ENTRY_OVERHEAD: at least twice as many slots as entries can be.
+    let slots = 16;
+    while (slots < 2 * Math.floor(maxBytes / ENTRY_OVERHEAD)) slots *= 2;
+    this.held = new Int32Array(maxBytes === 0 ? 1 : slots);
+    this.heldMask = this.held.length - 1;
+  }
+
+  /** keyHash(key), remembered for the key last asked about. */
+  private hashOf(key: string): number {
+    if (key !== this.hashedKey) {
+      this.hashed = keyHash(key);
+      this.hashedKey = key;
+    }
+    return this.hashed;
   }
 
   get(key: string): CachedFile | undefined {
-    const entry = this.entries.get(key);
+    // Sparse: most keys asked for are not kept, and the count of their hash says so.
+    const entry = this.sparse && this.held[this.hashOf(key) & this.heldMask] === 0 ? undefined : this.entries.get(key);
     if (entry !== undefined) {
       entry.used = true;
       this.hits++;
@@ -416,7 +443,7 @@ export class FileCache {
   mayKeep(key: string): boolean {
     if (this.maxEntryBytes === 0) return false;
     if (!this.full) return true;
-    const h = keyHash(key);
+    const h = this.hashOf(key);
     if (this.seen.delete(h)) return !this.sparse || ++this.passed % SPARSE_ONE_IN === 0;
     if (this.seen.size >= Math.max(WINDOW_MIN, this.entries.size >> 1)) this.seen.clear();
     this.seen.add(h);
@@ -507,10 +534,14 @@ export class FileCache {
         this.entries.set(oldest, entry);
       } else {
         this.used -= this.cost(entry);
+        this.held[keyHash(oldest) & this.heldMask]--;
         this.retire(entry);
       }
     }
+    // Its header lines written at every hit: made flat once (flatLatin1).
+    file.okText = flatLatin1(okLines(file));
     this.entries.set(key, file);
+    this.held[this.hashOf(key) & this.heldMask]++;
     this.used += cost;
   }
 
@@ -534,6 +565,7 @@ export class FileCache {
   /** Forgets everything (the catalogue changed: listings were rewritten, images may be gone). */
   clear(): void {
     this.generation++;
+    if (this.entries.size !== 0) this.held.fill(0);
     this.entries.clear();
     this.seen.clear();
     this.answers.clear();

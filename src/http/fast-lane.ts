@@ -2,6 +2,7 @@ import { STATUS_CODES, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { writeSync } from 'node:fs';
 import type { ConnectionLimits } from '../config/load.js';
+import { flatLatin1 } from '../shared/flat-string.js';
 
 /**
  * The fast lane: a listener's plainest requests answered straight from the socket, before
@@ -406,7 +407,7 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
   const open = new Set<LaneConnection>();
   const limits = opts.connections;
   const keepAliveS = Math.floor(limits.keepAliveTimeoutMs / 1000);
-  const trailer = `Connection: keep-alive\r\nKeep-Alive: timeout=${keepAliveS}\r\n\r\n`;
+  const trailer = flatLatin1(`Connection: keep-alive\r\nKeep-Alive: timeout=${keepAliveS}\r\n\r\n`);
   const lane: Lane = {
     answer: opts.answer,
     posts: opts.posts,

@@ -207,6 +207,24 @@ describe('the file cache once full and missing on most lookups: fills sampled', 
     assert.equal(cache.sampling, true);
   });
 
+  it('finds every file it keeps while sampling, through pushes out and a catalogue change', () => {
+    const cache = new FileCache(budget);
+    const keys = Array.from({ length: 2000 }, (_, i) => `cold-${i}`);
+    const found = (): number => keys.filter((key) => cache.get(key) !== undefined).length;
+    for (let seed = 10; seed < 14; seed++) {
+      spread(cache, 'cold', 2000, 4 * RATIO_WINDOW, seed);
+      assert.equal(cache.sampling, true);
+      // Over 2,000 keys, each kept one found once (a missed one would make the count short).
+      assert.equal(found(), cache.size, `after round ${seed}`);
+      assert.equal(cache.sampling, true, 'still sampling: a sweep of mostly misses');
+    }
+    cache.clear();
+    assert.equal(found(), 0);
+    spread(cache, 'cold', 2000, 4 * RATIO_WINDOW, 20);
+    assert.equal(cache.sampling, true);
+    assert.equal(found(), cache.size, 'after the change');
+  });
+
   it('stops sampling once the traffic is a set that fits again, and keeps all of it', () => {
     const cache = new FileCache(budget);
     spread(cache, 'cold', 2000, 4 * RATIO_WINDOW, 3);
