@@ -60,6 +60,8 @@ export class CachedFile {
 
 /** What an entry costs beyond its bytes (header lists, strings, the map's slot), roughly. */
 const ENTRY_OVERHEAD = 1024;
+/** The most slots of FileCache's table of hash counts (4 MiB of them: a budget of 512 MiB has that many). */
+const HELD_SLOTS_MAX = 1 << 20;
 /** The doorkeeper's smallest window, in keys. */
 const WINDOW_MIN = 512;
 /** Lookups (hits and misses) over which the cache's hit ratio is taken (FileCache.mayKeep). */
@@ -383,9 +385,10 @@ export class FileCache {
     this.maxAnswers = Math.min(65_536, Math.max(4096, Math.floor(maxBytes / 1024)));
     // Every entry costs at least ENTRY_OVERHEAD, so the window (half the entries) never needs more.
     this.seen = new HashWindow(Math.max(WINDOW_MIN, Math.floor(maxBytes / ENTRY_OVERHEAD) >> 1));
-    // Every entry costs at least ENTRY_OVERHEAD: at least twice as many slots as entries can be.
+    // Every entry costs at least ENTRY_OVERHEAD: at least twice as many slots as entries can be,
+    // up to HELD_SLOTS_MAX (past it, more keys share a slot: more lookups in the Map, none missed).
     let slots = 16;
-    while (slots < 2 * Math.floor(maxBytes / ENTRY_OVERHEAD)) slots *= 2;
+    while (slots < 2 * Math.floor(maxBytes / ENTRY_OVERHEAD) && slots < HELD_SLOTS_MAX) slots *= 2;
     this.held = new Int32Array(maxBytes === 0 ? 1 : slots);
     this.heldMask = this.held.length - 1;
   }
