@@ -64,6 +64,12 @@ const ENTRY_OVERHEAD = 1024;
 const HELD_SLOTS_MAX = 1 << 20;
 /** The doorkeeper's smallest window, in keys. */
 const WINDOW_MIN = 512;
+/**
+ * Its largest (2^19 keys: 4 MiB of slots), the half of the entries of a budget of 1 GiB. Past it
+ * the window is smaller than half the entries: a table sized from a budget of up to 2^40 bytes
+ * would be gigabytes, each of its restarts a zeroing of all of it.
+ */
+const WINDOW_MAX = 1 << 19;
 /** Lookups (hits and misses) over which the cache's hit ratio is taken (FileCache.mayKeep). */
 export const RATIO_WINDOW = 1024;
 /** Once full and missing on most lookups, one in this many files the doorkeeper lets in is kept. */
@@ -378,13 +384,14 @@ export class FileCache {
   private hashedKey: string | undefined;
   private hashed = 0;
 
-  constructor(maxBytes: number) {
+  /** `windowMax`: the doorkeeper's largest window (WINDOW_MAX; smaller in tests). */
+  constructor(maxBytes: number, options: { windowMax?: number } = {}) {
     this.maxBytes = maxBytes;
     this.maxEntryBytes = Math.floor(maxBytes / 8);
     // About 130 bytes each (key and slot): at most ~1/8 of the budget, 4,096 to 65,536 of them.
     this.maxAnswers = Math.min(65_536, Math.max(4096, Math.floor(maxBytes / 1024)));
     // Every entry costs at least ENTRY_OVERHEAD, so the window (half the entries) never needs more.
-    this.seen = new HashWindow(Math.max(WINDOW_MIN, Math.floor(maxBytes / ENTRY_OVERHEAD) >> 1));
+    this.seen = new HashWindow(Math.min(options.windowMax ?? WINDOW_MAX, Math.max(WINDOW_MIN, Math.floor(maxBytes / ENTRY_OVERHEAD) >> 1)));
     // Every entry costs at least ENTRY_OVERHEAD: at least twice as many slots as entries can be,
     // up to HELD_SLOTS_MAX (past it, more keys share a slot: more lookups in the Map, none missed).
     let slots = 16;
@@ -448,7 +455,7 @@ export class FileCache {
     if (!this.full) return true;
     const h = this.hashOf(key);
     if (this.seen.delete(h)) return !this.sparse || ++this.passed % SPARSE_ONE_IN === 0;
-    if (this.seen.size >= Math.max(WINDOW_MIN, this.entries.size >> 1)) this.seen.clear();
+    if (this.seen.size >= Math.min(this.seen.max, Math.max(WINDOW_MIN, this.entries.size >> 1))) this.seen.clear();
     this.seen.add(h);
     return false;
   }

@@ -109,6 +109,23 @@ describe('the file cache once full: a file gets in on its second read within the
     assert.equal(cache.mayKeep('a'), true, 'still remembered after 1,035 other keys');
     assert.equal(cache.mayKeep('b'), true);
   });
+  it('starts the window again at its bound when half the entries are more (a budget past 1 GiB)', () => {
+    // 2,072 entries would make a window of 1,036 keys; bounded at 600.
+    const cache = new FileCache(4 * 1024 * 1024, { windowMax: 600 });
+    fill(cache, 2073);
+    assert.equal(cache.mayKeep('a'), false);
+    for (let i = 0; i < 598; i++) assert.equal(cache.mayKeep(`other-${i}`), false);
+    assert.equal(cache.mayKeep('a'), true, 'remembered with 599 other keys in the window');
+    for (let i = 0; i < 600; i++) cache.mayKeep(`more-${i}`);
+    assert.equal(cache.mayKeep('b'), false, 'the window started again at 600: b gets in');
+    assert.equal(cache.mayKeep('b'), true);
+    for (let round = 0; round < 5; round++) {
+      // Past many restarts, a key read twice within the window still gets in.
+      for (let i = 0; i < 700; i++) cache.mayKeep(`r${round}-${i}`);
+      assert.equal(cache.mayKeep(`again-${round}`), false);
+      assert.equal(cache.mayKeep(`again-${round}`), true, `round ${round}`);
+    }
+  });
 });
 
 describe('an evicted entry is made the next file read into its memory (FileCache.fileOf)', () => {
