@@ -60,7 +60,7 @@ export class CachedFile {
 
 /** What an entry costs beyond its bytes (header lists, strings, the map's slot), roughly. */
 const ENTRY_OVERHEAD = 1024;
-/** The most slots of FileCache's table of hash counts (4 MiB of them: a budget of 512 MiB has that many). */
+/** The most slots of FileCache's table of hash counts (2^20, 4 MiB: as many as a budget of 512 MiB has). */
 const HELD_SLOTS_MAX = 1 << 20;
 /** The doorkeeper's smallest window, in keys. */
 const WINDOW_MIN = 512;
@@ -376,7 +376,8 @@ export class FileCache {
    * How many entries there are of each keyHash, by its low bits: a key whose count is 0 is not
    * kept. While sparse, `get` asks this first, and most lookups (misses) then need no lookup in
    * the Map, which hashes the key its own way and reads a stored key cold in the CPU's caches
-   * (docs/decisions.md, "The file cache's misses found without its Map").
+   * (docs/decisions.md, "The file cache's misses found without its Map; kept header text made flat
+   * once").
    */
   private readonly held: Int32Array;
   private readonly heldMask: number;
