@@ -2,7 +2,7 @@ import { ServerResponse, type IncomingMessage } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
 import type { PlainReply, PlainRequest } from '../http/fast-lane.js';
 import { isStoreUnavailable } from '../shared/errors.js';
-import type { ByteRange, ObjectInfo, ObjectRead, ObjectStore } from '../storage/index.js';
+import { unchangingKey, type ByteRange, type ObjectInfo, type ObjectRead, type ObjectStore } from '../storage/index.js';
 import { cachedFile, commonOf, contentTypeOf, fileHeaders, notModifiedOf, okLines, refill, type CachedFile, type FileCache } from './file-cache.js';
 import { isImageKey } from './keys.js';
 import { etagMatches } from './responses.js';
@@ -238,7 +238,7 @@ export class FileServer {
     const generation = this.cache.generation;
     let read;
     try {
-      read = store.readSync(key, this.readMax, this.lend);
+      read = store.readSync(key, this.readMax, this.lend, unchangingKey(key));
     } catch (err) {
       giveBack(this.scratch, res, this.taken());
       this.failed(req, res, err, requestId, log);
@@ -287,11 +287,14 @@ export class FileServer {
     const store = this.store;
     if (known !== undefined && store.readSync !== undefined) {
       try {
-        const read = store.readSync(key, this.readMax, known ? this.lendKept : this.lend);
+        const read = store.readSync(key, this.readMax, known ? this.lendKept : this.lend, unchangingKey(key));
+        // Memory may have been lent even when the answer is to read another way (a remembered file that grew).
+        const lent = this.taken();
         if (read !== null && (read !== undefined || this.fill === undefined)) {
           this.countRead(read);
-          return this.answerRead(req, res, key, read, known, generation, requestId, cacheControl, this.taken());
+          return this.answerRead(req, res, key, read, known, generation, requestId, cacheControl, lent);
         }
+        if (!known && lent !== undefined) this.scratch.give(lent);
       } catch (err) {
         const lent = this.taken();
         if (!known) giveBack(this.scratch, res, lent);

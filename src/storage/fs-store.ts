@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { storeUnavailable } from '../shared/errors.js';
 import { failpoint, failpointOn } from '../shared/failpoint.js';
 import { hostTag, processAlive } from '../shared/process.js';
+import { MEMO_ROWS, StatMemo } from './stat-memo.js';
 import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore, type PutOptions } from './object-store.js';
 
 const readAsync = promisify(readCb);
@@ -160,13 +161,17 @@ export function base36(n: number): string {
 function infoOf(st: Stats, exact: () => BigIntStats): ObjectInfo {
   // An inode number above 2^53 (some XFS, NFS or FUSE file systems) is not exact as a double: the
   // tag takes it from a bigint stat of the same file instead.
-  const ino = st.ino <= Number.MAX_SAFE_INTEGER ? base36(st.ino) : exact().ino.toString(36);
+  return infoFrom(st.ino <= Number.MAX_SAFE_INTEGER ? base36(st.ino) : exact().ino.toString(36), st.size, st.mtimeMs);
+}
+
+/** infoOf's answer from its numbers: the inode in base 36, the size and the modification time in milliseconds. */
+function infoFrom(ino: string, size: number, mtimeMs: number): ObjectInfo {
   return {
-    size: st.size,
-    etag: `"${ino}-${base36(st.size)}-${base36(Math.round(st.mtimeMs * 1000))}"`,
+    size,
+    etag: `"${ino}-${base36(size)}-${base36(Math.round(mtimeMs * 1000))}"`,
     // Whole milliseconds, rounded down as the bigint stat's were (Stats#mtime rounds to the
     // nearest, which can put Last-Modified a second ahead of the file).
-    lastModified: new Date(Math.floor(st.mtimeMs)),
+    lastModified: new Date(Math.floor(mtimeMs)),
   };
 }
 
@@ -188,6 +193,14 @@ export class FsObjectStore implements ObjectStore {
   readonly remoteFileSystem: string | undefined;
   /** Whether small files are read, and folders opened for their fsync, with calls on this thread (FsReads). */
   readonly inlineReads: boolean;
+  /** What fstat said of unchanging files read on this thread (readSync), for their next read. */
+  private readonly memo: StatMemo;
+  /**
+   * Renames of this store under way (put, move). A rename through the pool is done in the file
+   * system before this thread hears of it, and a read in between would see the new file: so
+   * the key is forgotten before its rename starts, and nothing is remembered until it is done.
+   */
+  private writing = 0;
 
   constructor(root: string, options: { reads?: FsReads } = {}) {
     this.root = path.resolve(root);
@@ -195,6 +208,7 @@ export class FsObjectStore implements ObjectStore {
     const reads = options.reads ?? 'auto';
     this.remoteFileSystem = reads === 'auto' ? remoteFileSystemOf(this.root) : undefined;
     this.inlineReads = reads === 'inline' || (reads === 'auto' && this.remoteFileSystem === undefined);
+    this.memo = new StatMemo(this.inlineReads ? MEMO_ROWS : 1);
   }
 
   private file(key: string): string {
@@ -239,6 +253,8 @@ export class FsObjectStore implements ObjectStore {
     let made: string | undefined;
     let newFolder: { done: Promise<void>; settle: (err?: unknown) => void } | undefined;
     const tmp = await this.writeTemporary(small ? (file) => writeSmall(file, body) : (file) => writeThroughPool(file, body, halfway ? key : undefined));
+    this.memo.forget(key);
+    this.writing++;
     try {
       // Into its folder, made first only when it is missing (one call less per file otherwise).
       try {
@@ -260,6 +276,8 @@ export class FsObjectStore implements ObjectStore {
       this.settleNewFolder(dir, newFolder, err);
       await rm(tmp, { force: true });
       throw err;
+    } finally {
+      this.writing--;
     }
     // A folder made for this file: the entries of the new folders in their parents are made
     // durable too (the file's own entry is the folder fsync below or the caller's syncFolder);
@@ -350,11 +368,16 @@ export class FsObjectStore implements ObjectStore {
   async move(from: string, to: string): Promise<boolean> {
     const target = this.file(to);
     await mkdir(path.dirname(target), { recursive: true });
+    this.memo.forget(from);
+    this.memo.forget(to);
+    this.writing++;
     try {
       await rename(this.file(from), target);
     } catch (err) {
       if (isMissing(err)) return false;
       throw err;
+    } finally {
+      this.writing--;
     }
     await syncDir(path.dirname(target), this.inlineReads);
     return true;
@@ -362,7 +385,12 @@ export class FsObjectStore implements ObjectStore {
 
   /** Removes every object under `folder/` (and the folder). */
   async removeFolder(folder: string): Promise<void> {
-    await rm(this.file(folder), { recursive: true, force: true });
+    try {
+      await rm(this.file(folder), { recursive: true, force: true });
+    } finally {
+      // A release's folder may have held remembered files (an upload's staging folder holds none).
+      if (folder.startsWith('mbid-')) this.memo.clear();
+    }
   }
 
   /**
@@ -471,11 +499,21 @@ export class FsObjectStore implements ObjectStore {
   /**
    * A file of up to SYNC_READ_MAX bytes (or one larger than `maxBytes`, described only) with
    * plain system calls on this thread: open, fstat, read, close; null for a larger one, and for
-   * every file when this store reads through the pool (inlineReads false).
+   * every file when this store reads through the pool (inlineReads false). `unchanging`: the
+   * key never names other bytes (an image's), so what its fstat said is remembered, and the
+   * next read of it is open, read, close (StatMemo).
    */
-  readSync(key: string, maxBytes: number, alloc?: (size: number) => Buffer): ObjectRead | undefined | null {
+  readSync(key: string, maxBytes: number, alloc?: (size: number) => Buffer, unchanging = false): ObjectRead | undefined | null {
     if (!this.inlineReads) return null;
-    const file = this.describe(key);
+    if (unchanging) {
+      const row = this.memo.find(key);
+      if (row >= 0 && this.memo.size(row) <= maxBytes) {
+        const read = this.readRemembered(key, row, alloc);
+        if (read !== false) return read;
+      }
+    }
+    // Not remembered while a write of this store is under way: see `writing`.
+    const file = this.describe(key, unchanging && this.writing === 0);
     if (file === undefined) return undefined;
     const { fd, info } = file;
     try {
@@ -513,8 +551,43 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  /** The file of `key` opened (the caller closes it) and described; undefined when there is none (or it is no file). */
-  private describe(key: string): { fd: number; info: ObjectInfo } | undefined {
+  /**
+   * readSync of a file the memo describes (at `row`): open, one read of its size and a byte,
+   * close. False, the file forgotten, when it is not that size any more or cannot be read so (a
+   * folder now): the caller describes it afresh. Undefined when it is gone.
+   */
+  private readRemembered(key: string, row: number, alloc: ((size: number) => Buffer) | undefined): ObjectRead | undefined | false {
+    const memo = this.memo;
+    const size = memo.size(row);
+    let fd: number;
+    try {
+      fd = openSync(this.file(key), 'r');
+    } catch (err) {
+      memo.forget(key);
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    try {
+      // The byte past the end says the file is longer; fewer bytes, shorter. (Memory asked for
+      // again by the caller's describing read when not: rare, and only garbage.)
+      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(size + 1) : alloc(size + 1);
+      if (readSync(fd, bytes, 0, size + 1, 0) === size) {
+        return { info: infoFrom(base36(memo.ino(row)), size, memo.mtimeMs(row)), bytes: bytes.length === size ? bytes : bytes.subarray(0, size) };
+      }
+    } catch {
+      // Described afresh, which says what is wrong.
+    } finally {
+      closeSync(fd);
+    }
+    memo.forget(key);
+    return false;
+  }
+
+  /**
+   * The file of `key` opened (the caller closes it) and described; undefined when there is none
+   * (or it is no file). `unchanging`: what fstat said is remembered (readSync).
+   */
+  private describe(key: string, unchanging = false): { fd: number; info: ObjectInfo } | undefined {
     let fd: number;
     try {
       fd = openSync(this.file(key), 'r');
@@ -524,7 +597,10 @@ export class FsObjectStore implements ObjectStore {
     }
     try {
       const st = fstatSync(fd);
-      if (st.isFile()) return { fd, info: infoOf(st, () => fstatSync(fd, { bigint: true })) };
+      if (st.isFile()) {
+        if (unchanging && st.size < SYNC_READ_MAX) this.memo.remember(key, st);
+        return { fd, info: infoOf(st, () => fstatSync(fd, { bigint: true })) };
+      }
     } catch (err) {
       closeSync(fd);
       throw err;
@@ -539,6 +615,9 @@ export class FsObjectStore implements ObjectStore {
     } catch (err) {
       // A folder's name, or a key under an object (a file where a folder would be), names no object either.
       if (!isMissing(err) && (err as NodeJS.ErrnoException).code !== 'ERR_FS_EISDIR') throw err;
+    } finally {
+      // (A read meanwhile finds no file, and forgets it itself.)
+      this.memo.forget(key);
     }
   }
 

@@ -63,7 +63,7 @@ export interface ObjectStore {
    * read() done entirely on the calling thread, for stores that can (local files): the object,
    * undefined when there is none, or null when it is too large for that (then call read()).
    */
-  readSync?(key: string, maxBytes: number, alloc?: (size: number) => Buffer): ObjectRead | undefined | null;
+  readSync?(key: string, maxBytes: number, alloc?: (size: number) => Buffer, unchanging?: boolean): ObjectRead | undefined | null;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
   /** Keys that start with `prefix`, sorted. `callingThread`: folders may be read with calls on the calling thread (as PutOptions.callingThread). */
@@ -126,6 +126,15 @@ function suffixOf(key: string): string {
 /** The content type a file of the layout is served with, or undefined for a suffix outside it. */
 export function layoutContentType(key: string): string | undefined {
   return typeOfSuffix(suffixOf(key));
+}
+
+/**
+ * Whether a key of the layout names bytes that never change: every one but index.json (what
+ * layoutCacheControl calls immutable). A store may remember what it learnt of such a file
+ * (FsObjectStore.readSync).
+ */
+export function unchangingKey(key: string): boolean {
+  return !key.endsWith('.json');
 }
 
 /**

@@ -271,6 +271,11 @@ describe(`the file cache (${DIALECT})`, () => {
         const key = thumbKey(R1, ids[2] as string, 250);
         const first = await get(url(off.base, key));
         assert.deepEqual(await get(url(s.base, key)), first, 'as a server with a cache answers');
+        // Read again with no cache: described from the store's memory of the image's stat, the same answers.
+        assert.deepEqual(await get(url(off.base, key)), first, 'as its own first read answered');
+        assert.deepEqual(await get(url(off.base, key), { range: 'bytes=3-12' }), await get(url(s.base, key), { range: 'bytes=3-12' }));
+        assert.deepEqual(await get(url(off.base, key), {}, 'HEAD'), await get(url(s.base, key), {}, 'HEAD'));
+        assert.equal((await get(url(off.base, key), { 'if-none-match': first.headers.etag as string })).status, 304);
         assert.equal((await get(url(off.base, key), { range: 'bytes=0-9' })).status, 206);
         const back = await aside(key);
         try {

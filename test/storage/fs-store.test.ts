@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -54,6 +54,138 @@ describe("FsObjectStore's ETags", () => {
     const info = await store.head('a/b.jpg');
     assert.equal(info?.etag, `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.round(st.mtimeMs * 1000).toString(36)}"`);
     assert.equal(store.readSync('a/b.jpg', 1024)?.info.etag, info?.etag);
+  });
+});
+
+describe("FsObjectStore's memo of unchanging files (readSync)", () => {
+  const key = 'mbid-m/mbid-m-1_thumb250.jpg';
+  let kept = 0;
+  /**
+   * The file of key replaced behind the store's back: written beside it and renamed over it. The
+   * old file stays linked under another name, so the new one cannot be given its inode (and tag).
+   */
+  async function replaceOutside(store: FsObjectStore, bytes: Buffer): Promise<void> {
+    const file = path.join(store.root, key);
+    await link(file, `${file}.kept-${++kept}`).catch(() => {});
+    await writeFile(`${file}.new`, bytes);
+    await rename(`${file}.new`, file);
+  }
+  /** The tag a fresh fstat gives the file of key. */
+  function statTag(store: FsObjectStore): string {
+    const st = statSync(path.join(store.root, key));
+    return `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.round(st.mtimeMs * 1000).toString(36)}"`;
+  }
+
+  it('reads a remembered file again with the same bytes, size, ETag and Last-Modified', async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    await store.put(key, Buffer.from('first bytes'));
+    const first = store.readSync(key, 1024, undefined, true);
+    const again = store.readSync(key, 1024, (n) => Buffer.alloc(n), true);
+    assert.equal(first?.bytes?.toString(), 'first bytes');
+    assert.equal(again?.bytes?.toString(), 'first bytes');
+    assert.deepEqual(again?.info, first?.info);
+    assert.equal(again?.info.etag, statTag(store));
+    assert.equal(again?.info.lastModified.getTime(), Math.floor(statSync(path.join(store.root, key)).mtimeMs));
+  });
+
+  it('trusts a remembered file of the same size (an unchanging key is never rewritten), and only an unchanging one', async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    await store.put(key, Buffer.from('aaaa'));
+    const tag = store.readSync(key, 1024, undefined, true)?.info.etag;
+    await replaceOutside(store, Buffer.from('bbbb'));
+    // No fstat: the remembered tag, the file's bytes.
+    const read = store.readSync(key, 1024, undefined, true);
+    assert.equal(read?.info.etag, tag);
+    assert.equal(read?.bytes?.toString(), 'bbbb');
+    // A read that does not say the key is unchanging describes the file afresh.
+    assert.equal(store.readSync(key, 1024)?.info.etag, statTag(store));
+    assert.notEqual(statTag(store), tag);
+  });
+
+  it('describes afresh a remembered file that is now longer, shorter, gone or a folder', async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    await store.put(key, Buffer.from('12345'));
+    store.readSync(key, 1024, undefined, true);
+    for (const bytes of ['123456', '1234', '']) {
+      await replaceOutside(store, Buffer.from(bytes));
+      const read = store.readSync(key, 1024, undefined, true);
+      assert.equal(read?.bytes?.toString(), bytes);
+      assert.equal(read?.info.size, bytes.length);
+      assert.equal(read?.info.etag, statTag(store));
+    }
+    await rm(path.join(store.root, key));
+    assert.equal(store.readSync(key, 1024, undefined, true), undefined);
+    await mkdir(path.join(store.root, key));
+    assert.equal(store.readSync(key, 1024, undefined, true), undefined);
+    await rm(path.join(store.root, key), { recursive: true });
+    await writeFile(path.join(store.root, key), 'back');
+    assert.equal(store.readSync(key, 1024, undefined, true)?.info.etag, statTag(store));
+  });
+
+  it("forgets a file the store itself writes, moves or removes, even at the same size", async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    const remembered = async (): Promise<void> => {
+      store.readSync(key, 1024, undefined, true);
+      await replaceOutside(store, Buffer.from('zzzz'));
+    };
+    await store.put(key, Buffer.from('aaaa'));
+    await remembered();
+    await store.put(key, Buffer.from('cccc'));
+    assert.equal(store.readSync(key, 1024, undefined, true)?.info.etag, statTag(store));
+
+    await remembered();
+    await store.put('mbid-m/other.jpg', Buffer.from('dddd'));
+    assert.equal(await store.move('mbid-m/other.jpg', key), true);
+    const moved = store.readSync(key, 1024, undefined, true);
+    assert.equal(moved?.bytes?.toString(), 'dddd');
+    assert.equal(moved?.info.etag, statTag(store));
+
+    await remembered();
+    await store.delete(key);
+    await writeFile(path.join(store.root, key), 'eeee');
+    assert.equal(store.readSync(key, 1024, undefined, true)?.info.etag, statTag(store));
+
+    await remembered();
+    await store.removeFolder?.('mbid-m');
+    await mkdir(path.join(store.root, 'mbid-m'));
+    await writeFile(path.join(store.root, key), 'ffff');
+    assert.equal(store.readSync(key, 1024, undefined, true)?.info.etag, statTag(store));
+  });
+
+  it('never pairs a file the store writes with the tag of the one it replaced, when read while the write is under way', async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    await store.put(key, Buffer.from('v000'));
+    const tags = new Map([['v000', statTag(store)]]);
+    const seen: [string, string][] = [];
+    let reading = true;
+    const read = (): void => {
+      const got = store.readSync(key, 1024, undefined, true);
+      if (got?.bytes !== undefined) seen.push([got.bytes.toString(), got.info.etag]);
+      if (reading) setImmediate(read);
+    };
+    read();
+    // Same size each time, renamed through the thread pool: the rename is done before this thread hears of it.
+    for (let i = 1; i <= 60; i++) {
+      const version = `v${String(i).padStart(3, '0')}`;
+      await store.put(key, Buffer.from(version));
+      tags.set(version, statTag(store));
+    }
+    reading = false;
+    assert.ok(seen.length > 60, `${seen.length} reads`);
+    for (const [bytes, etag] of seen) assert.equal(etag, tags.get(bytes), `the tag read with ${bytes}`);
+  });
+
+  it('keeps keys apart: many files remembered at once each read with their own tag', async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    const keys = Array.from({ length: 300 }, (_, i) => `mbid-k${i % 7}/mbid-k${i % 7}-${i}.jpg`);
+    await Promise.all(keys.map((k, i) => store.put(k, Buffer.from(`file ${i}`.repeat(1 + (i % 5))))));
+    const tags = keys.map((k) => store.readSync(k, 1024, undefined, true)?.info.etag);
+    for (const [i, k] of keys.entries()) {
+      const read = store.readSync(k, 1024, undefined, true);
+      assert.equal(read?.bytes?.toString(), `file ${i}`.repeat(1 + (i % 5)));
+      assert.equal(read?.info.etag, tags[i]);
+    }
+    assert.equal(new Set(tags).size, keys.length);
   });
 });
 
