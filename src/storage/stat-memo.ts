@@ -3,15 +3,12 @@ import type { Stats } from 'node:fs';
 /** Rows of a memo: 2^16 of 32 bytes, 2 MiB (docs/decisions.md, "The stat of an image file remembered"). */
 export const MEMO_ROWS = 1 << 16;
 
-/** Files larger than this are not remembered (they are not read on the calling thread either). */
-const SIZE_MAX = 0x7fffffff;
-
 /**
  * What fstat said of files whose key never names other bytes (an image's: ids are never
  * reused), by key: size, inode and modification time, enough for the file's ETag and
  * Last-Modified. A file remembered is read again with open, one read of its size plus a byte
  * (the size confirmed: one byte more or fewer and it is described afresh) and close, without the
- * fstat and the `Stats` object (four `Date`s in Node 20) it costs: ~5 % of a cold file's CPU where
+ * fstat and the `Stats` object (four `Date`s in Node 20) it costs: ~2 % of a cold file's CPU where
  * a system call is dear (docs/decisions.md, "The stat of an image file remembered").
  *
  * One `Float64Array` of direct-mapped rows (size, inode, mtime and a check), found by two
@@ -77,9 +74,9 @@ export class StatMemo {
     return this.rows[row + 3] as number;
   }
 
-  /** Remembers what `st` says of `key`'s file, unless its inode or size is past what a double holds exactly here. */
+  /** Remembers what `st` says of `key`'s file, unless its inode is past what a double holds exactly. */
   remember(key: string, st: Stats): void {
-    if (st.ino > Number.MAX_SAFE_INTEGER || st.size > SIZE_MAX) return;
+    if (st.ino > Number.MAX_SAFE_INTEGER) return;
     this.hash(key);
     const rows = this.rows;
     const r = this.row;
