@@ -29,7 +29,7 @@ export default tseslint.config(
     },
   },
   {
-    // The two modules never import each other (docs/decisions.md, "Platform").
+    // The two modules never import each other (docs/decisions.md, "Layering").
     files: ['src/cover-art/**'],
     rules: {
       'no-restricted-imports': [

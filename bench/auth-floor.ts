@@ -4,7 +4,7 @@
  * id_token jose signs for it (`CompactSign`, a key made at start), and does nothing else: no
  * parameters, no client, no code, no database. What no token endpoint that signs with jose
  * can beat here, so its requests/s against oidc-provider's is the most any server's ratio can
- * be on this machine (bench/RESULTS.md, "Session 12"). Prints `listening https://…` when ready.
+ * be on this machine (bench/RESULTS-archive.md, "Session 12: RS256 code exchange"). Prints `listening https://…` when ready.
  * argv: certFile keyFile RS256|ES256
  */
 import { readFileSync } from 'node:fs';

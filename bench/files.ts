@@ -371,7 +371,7 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
  * server core, each under its own wrk with half the connections on the load core, so whatever
  * else the machine does in those seconds falls on both alike. Their CPU per request differs by
  * what the builds do differently; the same build against itself comes out within 1 %
- * (bench/RESULTS.md, "Session 17"), where rounds one after the other differ by 10 % and more.
+ * (bench/RESULTS-archive.md, "Session 17"), where rounds one after the other differ by 10 % and more.
  * Returns the section's text.
  */
 async function pairedRounds(dataDir: string, baselineCli: string, c: Case, s: { rounds: number; durationS: number; warmupS: number; connections: number }): Promise<string> {

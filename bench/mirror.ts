@@ -12,7 +12,7 @@
  * aside and all removed at the end (--mirror-clear move): deleted right before the next run
  * (--mirror-clear delete, as up to session 10), their inodes are "recently deleted", which a
  * journal-less ext4 skips one by one on every new file for a minute or more, and that scan
- * was about half of both tools' CPU time (bench/RESULTS.md, "Session 11: mirror").
+ * was about half of both tools' CPU time (bench/RESULTS-archive.md, "Session 11: mirror").
  */
 import { createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';

@@ -1,8 +1,7 @@
 /*
  * `npm start`, the default way to run sleeve, gives the server its memory settings unless the
  * environment has its own (docs/decisions.md, "Server memory: the start script's defaults"):
- * glibc's malloc arenas limited to 2, V8's semi-spaces capped at 8 MiB (docs/decisions.md, "Server
- * memory: 8 MiB semi-spaces by default"), an operator's NODE_OPTIONS after them. Checked on the
+ * glibc's malloc arenas limited to 2, V8's semi-spaces capped at 8 MiB, an operator's NODE_OPTIONS after them. Checked on the
  * running server as the system sees it (its pid, command line and environment in /proc): package.json's
  * start script run by sh, as npm runs it (without the build npm runs first).
  */

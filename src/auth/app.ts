@@ -57,7 +57,7 @@ export interface AuthAppOptions {
 const JSON_ENDPOINTS = /^\/(oauth2\/(token|revoke|userinfo|introspect|device_authorization)|\.well-known\/)/;
 
 /**
- * The authorization service (README, "The authorization service"): HTTPS only. A request that reached it over
+ * The authorization service (docs/oauth.md): HTTPS only. A request that reached it over
  * plain HTTP (a trusted proxy saying X-Forwarded-Proto: http) is refused with 400
  * invalid_request before anything else, so bearer tokens in it are never looked at.
  */

@@ -356,7 +356,7 @@ async function readPassword(): Promise<string> {
 }
 
 /**
- * The CLI's audit trail (README, "Audit trail"): the command has no log, so each security
+ * The CLI's audit trail (docs/observability.md, "Audit trail"): the command has no log, so each security
  * event is one JSON line on stderr, shaped like the server's log lines (`level` 30 is
  * info), written when SLEEVE_LOG_LEVEL lets info through, as the server's are.
  */

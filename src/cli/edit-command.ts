@@ -1,6 +1,6 @@
 /*
  * The cover art edit history and its approval from the command line: `edit list`, `edit show`,
- * `edit approve`, `edit reject` (README, "Edits and approval"). The operator acts: approving
+ * `edit approve`, `edit reject` (docs/website.md, "Edits and approval"). The operator acts: approving
  * or rejecting needs no role.
  */
 import { approveEdit, findEdit, listEdits, MAX_EDIT_PAGE, rejectEdit, type Edit, type EditStatus } from '../cover-art/index.js';

@@ -1,6 +1,6 @@
 /*
  * `sleeve keys list` and `sleeve keys rotate`: the keys the authorization service signs
- * id_tokens with (auth/signing-keys.ts; README, "Signing keys"). Neither ever prints a
+ * id_tokens with (auth/signing-keys.ts; docs/cli.md, "Signing keys"). Neither ever prints a
  * private key: only kids, algorithms, states and times.
  */
 import type { KeyInfo } from '../auth/index.js';

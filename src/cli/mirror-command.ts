@@ -1,7 +1,7 @@
 /*
  * `sleeve mirror images [RELEASE_MBID…] [--all]`: fetches the files of imported releases that
- * the store lacks from SLEEVE_UPSTREAM_URL (cover-art/mirror.ts; README, "Mirroring
- * MusicBrainz"). Progress on stderr, the summary on stdout. Exit 0 when every file is in the
+ * the store lacks from SLEEVE_UPSTREAM_URL (cover-art/mirror.ts; docs/mirroring.md,
+ * "Bulk mirror"). Progress on stderr, the summary on stdout. Exit 0 when every file is in the
  * store, 1 when any failed (listed in the summary), 130/143 when a signal stopped it.
  */
 import { ConfigError } from '../config/load.js';

@@ -7,7 +7,7 @@ let ioredis: typeof import('ioredis') | undefined;
 /**
  * ioredis's client class, loaded on first use: a server without SLEEVE_REDIS_URL never makes
  * a connection, and loading the package costs such a server ~5 MB of heap and ~10 MB of RSS
- * for nothing (bench/RESULTS.md, "Session 12"). Synchronous (a require), as the constructors
+ * for nothing (bench/RESULTS-archive.md, "Session 12: cold set peak RSS"). Synchronous (a require), as the constructors
  * that use it are.
  */
 export function redisClient(url: string, options: RedisOptions): Redis {

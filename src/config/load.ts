@@ -17,7 +17,7 @@ export type DatabaseConfig =
 /** `reads`: how the file store reads (FsReads in storage/fs-store.ts: auto, inline or pool). */
 export type StorageConfig = { kind: 'file'; root: string; reads: 'auto' | 'inline' | 'pool' } | S3StorageConfig;
 
-/** `s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=…` (README, "Storing the images in S3"). */
+/** `s3://BUCKET[/PREFIX]?endpoint=…&region=…&forcePathStyle=true&publicUrl=…` (docs/storage.md, "Storing the images in S3"). */
 export interface S3StorageConfig {
   kind: 's3';
   bucket: string;
@@ -51,7 +51,7 @@ export interface ConnectionLimits {
   maxConnections: number;
 }
 
-/** sleeve's whole configuration, validated and frozen (README, "Configuration"). */
+/** sleeve's whole configuration, validated and frozen (docs/configuration.md). */
 export interface Config {
   dataDir: string;
   database: DatabaseConfig;

@@ -1,5 +1,5 @@
 /*
- * The pull-through settings (README, "Mirroring MusicBrainz"): where `/download/…` misses are
+ * The pull-through settings (docs/mirroring.md, "Pull-through"): where `/download/…` misses are
  * fetched from, and the bounds on those fetches. Kept apart so loadConfig takes them in one call.
  */
 

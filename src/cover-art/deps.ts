@@ -33,7 +33,7 @@ export type IndexDeps = Pick<CoverArtDeps, 'db' | 'store' | 'urls'>;
 export interface ApiDeps {
   db: Queryable;
   urls: ListingUrls;
-  /** Prefix of redirect targets (`SLEEVE_IMAGE_BASE_URL`, README "The built-in file server"). */
+  /** Prefix of redirect targets (`SLEEVE_IMAGE_BASE_URL`, docs/file-serving.md, "The built-in file server"). */
   imageBaseUrl: string;
   /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
   ensureListing?: (releaseId: number) => Promise<void>;

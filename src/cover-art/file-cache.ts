@@ -253,7 +253,7 @@ function keyHash(key: string): number {
  * integers rehashed its table into a new one every few hundred additions and removals, and
  * emptied into a new one at each restart of the window: tables that lived about as long as a
  * young-generation collection takes to come, were promoted and then left as garbage in the old
- * generation, a few hundred KB a second on a cold set (bench/RESULTS.md, "Session 12").
+ * generation, a few hundred KB a second on a cold set (bench/RESULTS-archive.md, "Session 12: cold set peak RSS").
  * The array is zero-filled at creation: pages never reached are not resident.
  */
 export class HashWindow {
@@ -359,7 +359,7 @@ export class FileCache {
   /**
    * The entry pushed out whose memory alloc handed out last: the file read into it is made from
    * the same object and header list (fileOf), which would otherwise be garbage left in the old
-   * generation at each fill (bench/RESULTS.md, "Session 12").
+   * generation at each fill (bench/RESULTS-archive.md, "Session 12: cold set peak RSS").
    */
   private lentFrom: CachedFile | undefined;
   /** Lookups (get) in the current ratio window, and how many of them were hits. */

@@ -415,7 +415,7 @@ export class FileServer {
    * for each such file (refill), as nothing holds on to it past sendFile (the answer's head is
    * made from the list at once; the body is the bytes). On a set larger than the cache nearly
    * every request is one: an entry and a header list made for each was ~0.4 KB of garbage per
-   * request (bench/RESULTS.md, "Session 13: cold set, allocation per request (branch files6)").
+   * request (bench/RESULTS-archive.md, "Session 13: cold set, allocation per request (branch files6)").
    */
   private passing(key: string, info: ObjectInfo, bytes: Buffer): CachedFile {
     const f = this.passer;

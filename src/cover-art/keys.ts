@@ -1,5 +1,5 @@
 /*
- * Storage keys and public URLs, in archive.org's download layout (README, "The built-in file server"):
+ * Storage keys and public URLs, in archive.org's download layout (docs/file-serving.md, "The built-in file server"):
  *   mbid-{m}/index.json, mbid-{m}/mbid-{m}-{id}.{suffix}, mbid-{m}/mbid-{m}-{id}_thumb{size}.jpg
  */
 

@@ -7,7 +7,7 @@ import { folderKey, imageKey, originalKey, type ThumbnailSize } from './keys.js'
 import type { FailCode, KnownFile, Upstream } from './upstream.js';
 
 /*
- * The bulk mirror (`sleeve mirror images`; README, "Mirroring MusicBrainz"): every file of the
+ * The bulk mirror (`sleeve mirror images`; docs/mirroring.md, "Bulk mirror"): every file of the
  * chosen imported releases that the store lacks is fetched through Upstream.fetchOrMake (the
  * pull-through's checks and atomic store), verified against the md5 the upstream's
  * `_files.xml` publishes. Resumable because it skips what the store has; docs/decisions.md,

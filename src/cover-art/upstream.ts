@@ -11,8 +11,8 @@ import { discard, readBody, UpstreamCall, upstreamGet } from './upstream-http.js
 import { processImage, verifyImage } from './thumbnails.js';
 
 /*
- * Pull-through from an upstream archive in archive.org's layout (README, "Mirroring
- * MusicBrainz"; docs/decisions.md, "Pull-through"): one file fetched, checked and stored
+ * Pull-through from an upstream archive in archive.org's layout (docs/mirroring.md,
+ * "Pull-through"; docs/decisions.md, "Pull-through"): one file fetched, checked and stored
  * at a time, for the file server's misses and for anything else that fills the store.
  */
 

@@ -174,7 +174,7 @@ class ImmediateSqliteDriver extends SqliteDriver {
    * The one connection, in turns: Kysely's own lock wakes every waiter at each release (each
    * looks, one takes it, the rest wait again), so with n statements waiting (a server's
    * concurrent requests) each release cost n wake-ups. Taken in turns first, Kysely's lock is
-   * always free when reached. See docs/decisions.md, "Token endpoint CPU: the code exchange".
+   * always free when reached. See docs/decisions.md, "SQLite's one connection taken in turns".
    */
   override async acquireConnection(): Promise<DatabaseConnection> {
     await this.#turns.take();

@@ -39,7 +39,7 @@ export function preparedQuery<P extends string, R>(names: readonly P[], build: (
     // In a write batch's open SQLite transaction the statement runs on the connection the batch
     // holds, as Kysely's SQLite driver would run it, without Kysely's executor, connection
     // provider and their promises around it (docs/decisions.md, "Token endpoint CPU: the batch's
-    // statements run directly (a node:crypto id_token measured, not kept)").
+    // statements run directly").
     const statements = batchStatements(db);
     if (statements !== undefined) return runOnSqlite<R>(statements, entry.query.sql, parameters);
     return db.executeQuery<R>({ ...entry.query, parameters });

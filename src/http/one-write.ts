@@ -13,8 +13,8 @@ function overTls(socket: Socket | null): boolean {
  * `end(body)` adds an empty final write, so head, body and that empty chunk go out together
  * through writev. Written here as `write(body)`, uncork, `end()`, they go out in a single
  * write() and end() has nothing left to write. Measured on plain node:http servers sending
- * sleeve's 307 on this project's VM: about 45,000 answers/s against 37,000 (bench/RESULTS.md,
- * "Session 3"). What is sent, and in which order, does not change; only when: at once rather
+ * sleeve's 307 on this project's VM: about 45,000 answers/s against 37,000 (bench/RESULTS-archive.md,
+ * "Session 3: the hot-path regression found and fixed"). What is sent, and in which order, does not change; only when: at once rather
  * than a tick later. Answers without a head made by writeHead first, and streamed answers
  * (end() without a body), take Node's own path. A text body
  * joins the head in one string; a Buffer stays a chunk of its own (two, not three, in a writev).

@@ -54,7 +54,7 @@ async function writeThroughPool(file: string, body: Buffer, halfway: string | un
  * Files up to this size are opened, described and read by read() with plain system calls on
  * the calling thread, as nginx does, rather than through libuv's thread pool: four pool trips
  * (open, fstat, read, close), each a hand-over to another thread and back, cost more than the
- * calls themselves on files the page cache holds (bench/RESULTS.md, "Session 4"). Larger files
+ * calls themselves on files the page cache holds (bench/RESULTS-archive.md, "Session 4: serving files"). Larger files
  * are read through the pool, so a slow disk stalls the event loop at most for one small file.
  */
 const SYNC_READ_MAX = 256 * 1024;

@@ -39,7 +39,7 @@ export interface PutOptions {
 /**
  * Where originals, thumbnails and index.json live. A store that cannot be reached
  * (rather than one refusing a caller's key) fails with a STORE_UNAVAILABLE AppError. Keys are `/`-separated relative
- * paths of safe characters (see isValidKey); the layout is archive.org's (README, "The built-in file server").
+ * paths of safe characters (see isValidKey); the layout is archive.org's (docs/file-serving.md, "The built-in file server").
  */
 export interface ObjectStore {
   /**
@@ -98,9 +98,9 @@ export function isValidKey(key: string): boolean {
 }
 
 /**
- * The content type of a suffix of the layout (README, "The built-in file server"), or undefined
+ * The content type of a suffix of the layout (docs/file-serving.md, "The built-in file server"), or undefined
  * for another. A switch, not an object's property, which a suffix such as `constructor` would
- * find inherited (no measurable difference in speed: bench/RESULTS.md, "Session 17").
+ * find inherited (no measurable difference in speed: bench/RESULTS-archive.md, "Session 17").
  */
 function typeOfSuffix(ext: string): string | undefined {
   switch (ext) {

@@ -14,7 +14,7 @@ export const MEMO_ROWS = 1 << 16;
  * One `Float64Array` of direct-mapped rows (size, inode, mtime and a check), found by two
  * hashes of the key: a lookup touches one cache line and no object, where a `Map` of string
  * keys read a bucket, an entry, a key and its info from memory cold in the CPU's caches and
- * cost more than the fstat (bench/RESULTS.md, "Session 19: image files read without their
+ * cost more than the fstat (bench/RESULTS-archive.md, "Session 19: image files read without their
  * fstat"). A key whose row another took is described afresh and takes it back. Two keys of the
  * same row and check (one in ~2^32 of those that share a row) would lend one file the other's
  * inode and time in its ETag, at a size checked against its own.

@@ -10,7 +10,7 @@ import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, 
 import { makeUploads } from './uploads.js';
 
 /*
- * The upload page (README, "Cover art on the website"): signed-in editors add several images
+ * The upload page (docs/website.md, "Uploading on the website"): signed-in editors add several images
  * at once, each with its types and comment. A plain multipart form (CSRF token first), so it
  * works without script; a small same-origin script adds previews and upload progress. The
  * body streams to disk like the API's, and the same domain path adds each image.

@@ -10,7 +10,7 @@ export interface Uploads {
   limits: StreamLimits;
 }
 
-/** Uploads handled at once by one process; more are answered 503 with Retry-After (README, "The cover art API for tools"). */
+/** Uploads handled at once by one process; more are answered 503 with Retry-After (docs/api.md, "The write API for tools"). */
 export const UPLOADS_AT_ONCE = 8;
 
 export function makeUploads(deps: WebsiteDeps, maxFiles: number): Uploads {

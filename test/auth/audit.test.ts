@@ -1,5 +1,5 @@
 /*
- * The audit trail (README "Audit trail"): at the default log level, one JSON line per
+ * The audit trail (docs/observability.md, "Audit trail"): at the default log level, one JSON line per
  * security event of the pages, the OAuth endpoints and the CLI (`user add`, `app add`,
  * `app edit`, on stderr), with who, from where and which application, and never a
  * password, secret, code, token or cookie.

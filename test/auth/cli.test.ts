@@ -1,5 +1,5 @@
 /*
- * `sleeve user add` and `sleeve app add` (README, "Managing the catalogue (CLI)"): the
+ * `sleeve user add` and `sleeve app add` (docs/cli.md): the
  * password only from standard input, bad input refused with exit 2 and nothing created,
  * and `app add --json` printing credentials that work.
  */

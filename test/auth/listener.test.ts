@@ -146,7 +146,7 @@ describe(`the auth listener (${DIALECT})`, () => {
       await assert.rejects(httpsGet(authPort, MISSING, {}), /self[- ]signed|unable to verify|certificate/i);
     });
 
-    it('refuses plain HTTP on the auth port: no answer, or 400 invalid_request (README, "The authorization service")', async () => {
+    it('refuses plain HTTP on the auth port: no answer, or 400 invalid_request (docs/oauth.md)', async () => {
       const { data } = await plainExchange(authPort, `GET ${MISSING} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer abc\r\nConnection: close\r\n\r\n`);
       const text = data.toString('latin1');
       if (text !== '') {

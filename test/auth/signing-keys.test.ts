@@ -1,5 +1,5 @@
 /*
- * The id_token signing keys (README, "The authorization service"; docs/decisions.md,
+ * The id_token signing keys (docs/oauth.md; docs/decisions.md,
  * "Signing keys"): made at the auth listener's first start, published at
  * /.well-known/jwks.json (public parts only), listed and rotated with `sleeve keys`; a
  * retired key stays in the JWKS until the tokens it signed have expired, so an id_token

@@ -15,7 +15,7 @@ import { makeGif, makeJpeg, makePng } from '../helpers/images.js';
 const R = 'cace0000-0000-4000-8000-000000000001';
 const G = 'cace0000-0000-4000-8000-0000000000aa';
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
-/** A change must show within this bound (README, "Freshness": servers see a change within a poll interval). */
+/** A change must show within this bound (docs/several-processes.md, "Freshness": servers see a change within a poll interval). */
 const BOUND_MS = 3000;
 
 describe(`the response cache follows CLI changes (${DIALECT})`, () => {

@@ -46,7 +46,7 @@ interface Failure {
 
 /**
  * The interface's own 5xx on the cover art listener: 501 for a method the API does not
- * implement on a release group, and for OPTIONS over anything but HTTP/1.1 (README, "Cover art API").
+ * implement on a release group, and for OPTIONS over anything but HTTP/1.1 (docs/api.md).
  */
 function interface501(req: FuzzRequest, status: number): boolean {
   if (status !== 501) return false;

@@ -1,7 +1,7 @@
 /*
  * `sleeve import musicbrainz` on a hand-made dump in the real format, then what
  * `sleeve serve` answers with archive.org as the image base: sleeve as a metadata
- * mirror of the real archive (README, "Mirroring MusicBrainz"), answering as
+ * mirror of the real archive (docs/mirroring.md), answering as
  * coverartarchive.org does: archive.org file names with the real suffix, front and back,
  * the release chosen for a group, merged MBIDs resolved.
  */

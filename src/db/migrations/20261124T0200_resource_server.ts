@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 
 /**
  * Applications the operator marks as resource servers may introspect any application's
- * tokens; every other client sees only its own (README, "The authorization service").
+ * tokens; every other client sees only its own (docs/oauth.md).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema

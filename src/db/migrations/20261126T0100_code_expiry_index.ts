@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 /**
  * Authorization codes by expiry: each new code removes the codes that expired a day ago
  * (auth/grants.ts issueCode), which without this index read the whole table at every
- * authorization (docs/decisions.md, "Code exchange: group commit").
+ * authorization (docs/decisions.md, "Group commit").
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('oauth_code_idx_expires').on('oauth_code').column('expires_at').execute();

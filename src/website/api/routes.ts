@@ -9,7 +9,7 @@ import { makeUploads } from '../uploads.js';
 import { auditCuration, type CurationEvent } from '../audit.js';
 
 /*
- * The write API for tools (README, "The cover art API for tools"): under /api/cover-art/ on
+ * The write API for tools (docs/api.md, "The write API for tools"): under /api/cover-art/ on
  * the website's origin, authorized by an access token with the cover_art scope. JSON in and
  * out; errors as {"error", "error_description"}; a token refused as RFC 6750 says, with
  * WWW-Authenticate.
