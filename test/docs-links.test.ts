@@ -4,12 +4,14 @@
  * every citation in the code of a section of docs/ (the file's name, a comma, the section's
  * title in double quotes; an entry of docs/decisions.md) names a heading there, every such citation of bench/RESULTS.md
  * (or RESULTS-archive.md) a heading there, and every relative link of README.md and docs/*.md a
- * file of the repository and, with `#anchor`, a heading of it.
+ * file of the repository and, with `#anchor`, a heading of it; and the configuration reference
+ * lists every setting src/config knows.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { VARIABLES } from '../src/config/load.js';
 import { ROOT } from './helpers/env.js';
 
 /** Where code that cites the documents lives. */
@@ -132,4 +134,9 @@ test("every relative link of README.md and docs/*.md reaches a file of the repos
   }
   assert.ok(links > 100, `only ${links} links found`);
   assert.deepEqual(bad, []);
+});
+
+test('docs/configuration.md has a row for every SLEEVE_* setting sleeve reads, and for no other', () => {
+  const rows = [...readFileSync(path.join(ROOT, 'docs/configuration.md'), 'utf8').matchAll(/^\| `(SLEEVE_[A-Z0-9_]+)`/gm)].map((m) => m[1]);
+  assert.deepEqual([...rows].sort(), Object.keys(VARIABLES).sort());
 });
