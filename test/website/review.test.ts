@@ -210,6 +210,11 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     const figure = /<figure class="group-cover">[\s\S]*?<\/figure>/.exec(groupPage)?.[0] ?? '';
     assert.ok(figure.includes(`-${a}_thumb500.jpg`) && !figure.includes(pendingEarly.id), figure);
 
+    const home = (await new Browser().fetch(`${site.web}/`)).body;
+    const recent = (id: string) => home.match(/<li><a href="\/release\/[^"]+#image-\d+">[\s\S]*?<\/li>/g)?.find((li) => li.includes(`#image-${id}"`)) ?? '';
+    assert.match(recent(pending.id), /\(pending approval\)/);
+    assert.ok(recent(a) !== '' && !recent(a).includes('pending'), recent(a));
+
     // Approved by an approver on the edit pages: each becomes the cover at once, cached answers included.
     for (const edit of [pending.edit, pendingEarly.edit]) {
       const page = await approver.fetch(`${site.web}/edit/${edit}`);
