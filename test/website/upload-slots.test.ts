@@ -56,14 +56,21 @@ describe(`slow uploads (${DIALECT})`, () => {
   const partFiles = async () => (await readdir(path.join(t.dir, 'uploads')).catch(() => [])).filter((n) => n.endsWith('.part')).length;
   const statusOf = (s: Stalled) => /^HTTP\/1\.1 (\d{3})/.exec(s.received)?.[1];
 
-  /** An upload over its own TLS connection that sends its headers and half its body, then nothing more. */
-  function stalledUpload(token: string): Stalled {
+  /**
+   * An upload over its own TLS connection that sends its headers and half its body, then nothing
+   * more: to the write API with a token, or to the upload page with a browser's session.
+   */
+  function stalledUpload(by: string | Browser): Stalled {
     const m = form();
     const url = new URL(site.web);
+    const [target, credential] =
+      typeof by === 'string'
+        ? [`/api/cover-art/release/${RELEASE}/images`, `Authorization: Bearer ${by}`]
+        : [`/release/${RELEASE}/add-cover-art`, `Cookie: ${[...by.jar].map(([k, v]) => `${k}=${v}`).join('; ')}`];
     const head = [
-      `POST /api/cover-art/release/${RELEASE}/images HTTP/1.1`,
+      `POST ${target} HTTP/1.1`,
       `Host: ${url.host}`,
-      `Authorization: Bearer ${token}`,
+      credential,
       `Content-Type: ${m.type}`,
       `Content-Length: ${m.body.length}`,
       '',
@@ -145,5 +152,32 @@ describe(`slow uploads (${DIALECT})`, () => {
     assert.equal((await pollUntil(partFiles, (n) => n === 0)).value, 0, 'no part of a stalled body stays');
     const again = await apiUpload(malloryToken);
     assert.equal(again.status, 201, `her slots are free again: ${again.body}`);
+  });
+
+  it('more uploads at once than a process takes, from many users: 503 with Retry-After before the body is read', async () => {
+    // Eight users with their two uploads each stalled on the upload page: every slot of the process.
+    const names = Array.from({ length: 8 }, (_, i) => `holder${i}`);
+    const holders: Browser[] = [];
+    // One after another: a sign-in hashes a password, and the request timeout here is short.
+    for (const name of names) {
+      await addUser(t, name);
+      holders.push(await signIn(site.web, name));
+    }
+    const stalled = holders.flatMap((b) => [stalledUpload(b), stalledUpload(b)]);
+    const streaming = await pollUntil(partFiles, (n) => n === stalled.length, 15_000);
+    assert.equal(streaming.value, stalled.length, 'every stalled upload streaming');
+    assert.ok(stalled.every((s) => statusOf(s) === undefined));
+
+    const refused = await apiUpload(bobToken);
+    assert.equal(refused.status, 503, refused.body);
+    assert.equal(JSON.parse(refused.body).error, 'temporarily_unavailable');
+    assert.equal(refused.headers['retry-after'], '2');
+    assert.equal(refused.headers.connection, 'close', 'its body left unread');
+
+    // Once the request timeout has closed them, bob's upload goes through.
+    const closed = await pollUntil(async () => stalled.filter((s) => s.closed).length, (n) => n === stalled.length, TIMEOUT_MS + 15_000);
+    assert.equal(closed.value, stalled.length);
+    const later = (await pollUntil(() => apiUpload(bobToken), (r) => r.status !== 503)).value;
+    assert.equal(later.status, 201, later.body);
   });
 });
