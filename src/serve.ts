@@ -202,7 +202,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   });
   const app = buildCoverArtApp({
     routes: {
-      api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, ensureListing: (id) => misses.listings.ensure(id) },
+      api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, approval: config.approval, ensureListing: (id) => misses.listings.ensure(id) },
       cache,
       // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
       files,
@@ -388,7 +388,7 @@ async function publishWebsiteChange(s: Serving): Promise<void> {
 
 /** What the website reads listings with: the cover art API's view of the catalogue. */
 function websiteApi(s: Serving): ApiDeps {
-  return { db: s.runtime.database.db, urls: s.runtime.coverArt.urls, imageBaseUrl: s.config.imageBaseUrl };
+  return { db: s.runtime.database.db, urls: s.runtime.coverArt.urls, imageBaseUrl: s.config.imageBaseUrl, approval: s.config.approval };
 }
 
 /** Logs where the metrics are, or why they are off; returns their address. */

@@ -2,7 +2,19 @@ import { parseMbid } from '../shared/uuid.js';
 import type { ApiDeps } from './deps.js';
 import { imageKey, indexKey, type ThumbnailSize } from './keys.js';
 import { buildListing, serializeListing } from './listing.js';
-import { BACK_TYPE, chooseGroupRelease, findImage, findPrimaryImage, findRelease, findReleaseAndPrimaryImage, findReleaseGroup, FRONT_TYPE, hasImages, listImages } from './repo.js';
+import {
+  BACK_TYPE,
+  chooseGroupRelease,
+  coversNeedApproval,
+  findImage,
+  findPrimaryImage,
+  findRelease,
+  findReleaseAndPrimaryImage,
+  findReleaseGroup,
+  FRONT_TYPE,
+  hasImages,
+  listImages,
+} from './repo.js';
 import {
   acceptsJson,
   ALLOW,
@@ -190,7 +202,7 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     if (release === undefined || image === undefined) return errorPage(404, `cover image with id ${parsed.digits} not found`, {}, true);
     return imageRedirect(deps, imageKey(release.gid, image.id, image.suffix, parsed.size), IMAGE_ID_CACHE_CONTROL);
   }
-  const found = await findReleaseAndPrimaryImage(deps.db, mbid, parsed.kind === 'front' ? FRONT_TYPE : BACK_TYPE);
+  const found = await findReleaseAndPrimaryImage(deps.db, mbid, parsed.kind === 'front' ? FRONT_TYPE : BACK_TYPE, coversNeedApproval(deps.approval));
   const release = found?.release;
   const image = found?.image;
   if (release === undefined || image === undefined) {
@@ -200,16 +212,17 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
 }
 
 async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string | undefined): Promise<ApiResponse> {
+  const approvedOnly = coversNeedApproval(deps.approval);
   const group = await findReleaseGroup(deps.db, mbid);
-  const chosen = group === undefined ? undefined : await chooseGroupRelease(deps.db, group.id);
+  const chosen = group === undefined ? undefined : await chooseGroupRelease(deps.db, group.id, approvedOnly);
   if (chosen === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
   if (filename === undefined) {
-    const listing = buildListing(deps.urls, chosen.gid, await listImages(deps.db, chosen.id));
+    const listing = buildListing(deps.urls, chosen.gid, await listImages(deps.db, chosen.id), approvedOnly);
     return jsonBody(serializeListing(listing));
   }
   if (!filename.startsWith('front')) return plainText(400, `${filename} not supported for release groups.`, {}, true);
   const parsed = parseFilename(filename);
-  const image = await findPrimaryImage(deps.db, chosen.id, FRONT_TYPE);
+  const image = await findPrimaryImage(deps.db, chosen.id, FRONT_TYPE, approvedOnly);
   if (image === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
   return imageRedirect(deps, imageKey(chosen.gid, image.id, image.suffix, parsed?.size), CURATED_CACHE_CONTROL);
 }

@@ -22,7 +22,7 @@ import {
 import type { ApiDeps, CoverArtDeps } from './deps.js';
 import { bumpRevision, closeEdit, listEdits, requireEdit, type Edit, type Editor } from './edits.js';
 import { buildListing, type Listing } from './listing.js';
-import { findImage, findRelease, findReleaseGroup, listImages, type Queryable, type ReleaseRef } from './repo.js';
+import { coversNeedApproval, findImage, findRelease, findReleaseGroup, listImages, type Queryable, type ReleaseRef } from './repo.js';
 import { parseMbid } from '../shared/uuid.js';
 
 /** Null: the operator (CLI), who may close any edit. */
@@ -146,7 +146,7 @@ export interface ReleaseArt {
 }
 
 /** The listing plus pending changes of a release (or undefined: no such release). */
-export async function releaseArt(deps: Pick<ApiDeps, 'db' | 'urls'>, releaseText: string): Promise<ReleaseArt | undefined> {
+export async function releaseArt(deps: Pick<ApiDeps, 'db' | 'urls' | 'approval'>, releaseText: string): Promise<ReleaseArt | undefined> {
   const mbid = parseMbid(releaseText);
   if (mbid === undefined) throw invalidInput(`release ${JSON.stringify(releaseText)} is not a valid MBID`);
   const release = await findRelease(deps.db, mbid);
@@ -157,7 +157,7 @@ export async function releaseArt(deps: Pick<ApiDeps, 'db' | 'urls'>, releaseText
     .select(['r.revision', 'g.gid'])
     .where('r.id', '=', release.id)
     .executeTakeFirstOrThrow();
-  const listing = buildListing(deps.urls, release.gid, await listImages(deps.db, release.id));
+  const listing = buildListing(deps.urls, release.gid, await listImages(deps.db, release.id), coversNeedApproval(deps.approval));
   const { edits } = await listEdits(deps.db, { release: release.gid, status: 'pending', limit: 1000 });
   return { release: release.gid, release_group: row.gid, revision: Number(row.revision), listing, pending: edits.reverse() };
 }

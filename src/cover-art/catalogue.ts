@@ -9,6 +9,7 @@ import {
   addToCounters,
   allocateImageId,
   bumpCatalogueVersion,
+  coversNeedApproval,
   findImage,
   findRelease,
   findReleaseGroup,
@@ -308,7 +309,7 @@ export async function removeLeftovers(deps: CoverArtDeps, what: string, keys: st
 }
 
 export async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Promise<ListingImage> {
-  const listing = buildListing(deps.urls, release.gid, await listImages(deps.db, release.id));
+  const listing = buildListing(deps.urls, release.gid, await listImages(deps.db, release.id), coversNeedApproval(deps.approval));
   const entry = listing.images.find((i) => i.id === String(id));
   if (entry === undefined) throw notFound(`cover image with id ${id} not found`);
   return entry;

@@ -27,7 +27,7 @@ export interface CoverArtDeps {
 }
 
 /** What writing listings (index.json) needs. */
-export type IndexDeps = Pick<CoverArtDeps, 'db' | 'store' | 'urls'>;
+export type IndexDeps = Pick<CoverArtDeps, 'db' | 'store' | 'urls' | 'approval'>;
 
 /** What the read API needs: a database and where its URLs point. */
 export interface ApiDeps {
@@ -35,6 +35,8 @@ export interface ApiDeps {
   urls: ListingUrls;
   /** Prefix of redirect targets (`SLEEVE_IMAGE_BASE_URL`, docs/file-serving.md, "The built-in file server"). */
   imageBaseUrl: string;
+  /** The approval policy (CoverArtDeps.approval): under `review` only approved images are covers (repo.ts, coversNeedApproval). Absent: `auto`. */
+  approval?: 'auto' | 'review';
   /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
   ensureListing?: (releaseId: number) => Promise<void>;
 }

@@ -36,6 +36,7 @@ export { publishUrls, readPublishedUrls, type PublishedUrls } from './public-url
 export {
   BACK_TYPE,
   chooseGroupRelease,
+  coversNeedApproval,
   findRelease,
   findReleaseGroup,
   FRONT_TYPE,

@@ -3,7 +3,7 @@ import { timeOfId } from './ids.js';
 import { indexKey, parseImageKey } from './keys.js';
 import { buildListing, serializeListing } from './listing.js';
 import { readPublishedUrls } from './public-urls.js';
-import { listImages, recountCatalogue } from './repo.js';
+import { coversNeedApproval, listImages, recountCatalogue } from './repo.js';
 
 /**
  * Rewrites a release's index.json from the database and clears its dirty flag, in one
@@ -19,7 +19,7 @@ export async function writeIndex(deps: IndexDeps, releaseId: number): Promise<vo
     // either comes first and is read here, or marks this listing again after it): never the
     // writer's own, unless no server ever ran here.
     const published = await readPublishedUrls(trx);
-    const listing = buildListing(published?.urls ?? deps.urls, release.gid, await listImages(trx, releaseId));
+    const listing = buildListing(published?.urls ?? deps.urls, release.gid, await listImages(trx, releaseId), coversNeedApproval(deps.approval));
     await deps.store.put(indexKey(release.gid), Buffer.from(serializeListing(listing), 'utf8'), 'application/json; charset=utf-8');
     await trx.updateTable('release').set({ index_urls: published?.version ?? 0 }).where('id', '=', releaseId).execute();
   });

@@ -10,6 +10,7 @@ interface ListingDeps {
   db: Db;
   store: ObjectStore;
   urls: ListingUrls;
+  approval?: 'auto' | 'review';
 }
 
 const INDEX_KEY_RE = /^mbid-([0-9a-f-]{36})\/index\.json$/;

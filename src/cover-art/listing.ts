@@ -24,10 +24,15 @@ export interface ListingUrls {
   musicBrainzUrl: string;
 }
 
-/** The listing of a release from its images (in ordering order). */
-export function buildListing(urls: ListingUrls, mbid: string, images: ImageWithTypes[]): Listing {
-  const front = images.find((i) => i.typeIds.includes(FRONT_TYPE));
-  const back = images.find((i) => i.typeIds.includes(BACK_TYPE));
+/**
+ * The listing of a release from its images (in ordering order). Every image is listed; `front`
+ * and `back` mark the covers the API serves (the first image typed Front or Back, and only
+ * among approved images when `approvedOnly`: repo.ts, coversNeedApproval).
+ */
+export function buildListing(urls: ListingUrls, mbid: string, images: ImageWithTypes[], approvedOnly: boolean): Listing {
+  const cover = (type: number) => images.find((i) => i.typeIds.includes(type) && (!approvedOnly || i.approved === 1));
+  const front = cover(FRONT_TYPE);
+  const back = cover(BACK_TYPE);
   const prefix = `${urls.baseUrl}/release/${mbid}/`;
   return {
     images: images.map((i) => {

@@ -67,21 +67,39 @@ export async function findReleaseGroup(db: Queryable, gid: string): Promise<{ id
     .executeTakeFirst();
 }
 
-/** The lowest-ordered image of the release carrying this art type (front = 1, back = 2). */
-const primaryImage = preparedQuery(['release', 'type'] as const, (db, p) =>
+/**
+ * Whether only approved images may be a cover (a release's front or back, the front that
+ * represents its group): under the `review` policy, so that an editor's pending addition,
+ * listed at once with `approved: false`, becomes a cover only once an approver approves it.
+ * Under `auto`, as on coverartarchive.org, approval is not considered (docs/decisions.md,
+ * "Cover art edits and approval").
+ */
+export function coversNeedApproval(policy: 'auto' | 'review' | undefined): boolean {
+  return policy === 'review';
+}
+
+/** The least `approved` a cover may have: 1 when covers need approval, else 0 (any image). */
+function leastApproved(approvedOnly: boolean): number {
+  return approvedOnly ? 1 : 0;
+}
+
+/** The lowest-ordered image of the release carrying this art type (front = 1, back = 2), approved at least `approved`. */
+const primaryImage = preparedQuery(['release', 'type', 'approved'] as const, (db, p) =>
   db
     .selectFrom('cover_art as ca')
     .innerJoin('cover_art_type as t', (j) => j.onRef('t.id', '=', 'ca.id').on('t.type_id', '=', p.type))
     .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
     .select(['ca.id', 'it.suffix'])
     .where('ca.release', '=', p.release)
+    .where('ca.approved', '>=', p.approved)
     .orderBy('ca.ordering')
     .orderBy('ca.id')
     .limit(1),
 );
 
-export async function findPrimaryImage(db: Queryable, releaseId: number, typeId: number): Promise<{ id: number; suffix: string } | undefined> {
-  return (await primaryImage(db, { release: releaseId, type: typeId })).rows[0];
+/** The release's cover of an art type (front = 1, back = 2): its lowest-ordered image of that type, only among approved ones when `approvedOnly`. */
+export async function findPrimaryImage(db: Queryable, releaseId: number, typeId: number, approvedOnly: boolean): Promise<{ id: number; suffix: string } | undefined> {
+  return (await primaryImage(db, { release: releaseId, type: typeId, approved: leastApproved(approvedOnly) })).rows[0];
 }
 
 /**
@@ -89,7 +107,7 @@ export async function findPrimaryImage(db: Queryable, releaseId: number, typeId:
  * PostgreSQL an uncached front or back lookup then costs one round trip, not two (measured
  * one after another on one connection: ~210 against ~350 µs).
  */
-const releaseWithPrimaryImage = preparedQuery(['gid', 'type'] as const, (db, p) =>
+const releaseWithPrimaryImage = preparedQuery(['gid', 'type', 'approved'] as const, (db, p) =>
   db
     .selectFrom('release as r')
     .leftJoin('cover_art as ca', (j) =>
@@ -102,6 +120,7 @@ const releaseWithPrimaryImage = preparedQuery(['gid', 'type'] as const, (db, p) 
             .innerJoin('cover_art_type as t', (jt) => jt.onRef('t.id', '=', 'c2.id').on('t.type_id', '=', p.type))
             .select('c2.id')
             .whereRef('c2.release', '=', 'r.id')
+            .where('c2.approved', '>=', p.approved)
             .orderBy('c2.ordering')
             .orderBy('c2.id')
             .limit(1),
@@ -113,25 +132,26 @@ const releaseWithPrimaryImage = preparedQuery(['gid', 'type'] as const, (db, p) 
     .where('r.gid', '=', p.gid),
 );
 
-/** The release with this MBID (or the one it was merged into) and its primary image of `typeId`, if any. */
+/** The release with this MBID (or the one it was merged into) and its primary image of `typeId` (findPrimaryImage), if any. */
 export async function findReleaseAndPrimaryImage(
   db: Queryable,
   gid: string,
   typeId: number,
+  approvedOnly: boolean,
 ): Promise<{ release: ReleaseRef; image: { id: number; suffix: string } | undefined } | undefined> {
   if (!dialectOf(db).queriesAreRoundTrips) {
     // A database in this process (SQLite): there the two plain lookups are quicker than the
     // joined one (measured: ~30 against ~41 µs on 100,000 releases).
     const release = await findRelease(db, gid);
-    return release === undefined ? undefined : { release, image: await findPrimaryImage(db, release.id, typeId) };
+    return release === undefined ? undefined : { release, image: await findPrimaryImage(db, release.id, typeId, approvedOnly) };
   }
-  const row = (await releaseWithPrimaryImage(db, { gid, type: typeId })).rows[0];
+  const row = (await releaseWithPrimaryImage(db, { gid, type: typeId, approved: leastApproved(approvedOnly) })).rows[0];
   if (row !== undefined) {
     const release = { id: row.id, gid: row.gid, release_group: row.release_group };
     return { release, image: row.image_id === null || row.suffix === null ? undefined : { id: Number(row.image_id), suffix: row.suffix } };
   }
   const merged = (await releaseByOldGid(db, { gid })).rows[0];
-  return merged === undefined ? undefined : { release: merged, image: await findPrimaryImage(db, merged.id, typeId) };
+  return merged === undefined ? undefined : { release: merged, image: await findPrimaryImage(db, merged.id, typeId, approvedOnly) };
 }
 
 const imageOfRelease = preparedQuery(['id', 'release'] as const, (db, p) =>
@@ -193,9 +213,10 @@ interface Candidate {
  * The release whose art represents the group, in coverartarchive.org's order: among
  * releases with a front image, the editor-chosen one first, then fronts not typed
  * Raw/Unedited, then the earliest date (NULLs last); then, where coverartarchive.org
- * leaves ties open, the lowest internal id so ties are stable.
+ * leaves ties open, the lowest internal id so ties are stable. A release's front is its
+ * cover as findPrimaryImage chooses it: only approved images count when `approvedOnly`.
  */
-export async function chooseGroupRelease(db: Queryable, groupId: number): Promise<GroupChoice | undefined> {
+export async function chooseGroupRelease(db: Queryable, groupId: number, approvedOnly: boolean): Promise<GroupChoice | undefined> {
   const candidates: Candidate[] = await db
     .selectFrom('release as r')
     .select((eb) => [
@@ -209,7 +230,9 @@ export async function chooseGroupRelease(db: Queryable, groupId: number): Promis
         .innerJoin('cover_art_type as t', (j) => j.onRef('t.id', '=', 'ca.id').on('t.type_id', '=', FRONT_TYPE))
         .select('ca.id')
         .whereRef('ca.release', '=', 'r.id')
+        .where('ca.approved', '>=', leastApproved(approvedOnly))
         .orderBy('ca.ordering')
+        .orderBy('ca.id')
         .limit(1)
         .as('front_id'),
     ])
@@ -297,7 +320,7 @@ export async function releaseDetails(db: Queryable, releaseId: number): Promise<
   return { id: r.id, gid: r.gid, name: r.name, date: dateText(r.date_year, r.date_month, r.date_day), groupGid: r.group_gid, groupName: r.group_name };
 }
 
-/** A release of a group, with its front image (the lowest-ordered one typed Front), if any. */
+/** A release of a group, with its front image (its cover as findPrimaryImage chooses it), if any. */
 export interface GroupRelease {
   id: number;
   gid: string;
@@ -306,13 +329,13 @@ export interface GroupRelease {
   front: { id: number; suffix: string } | undefined;
 }
 
-/** The group's releases (by date, NULLs last, then id), each with its front image, and the editor-chosen one. */
-export async function groupReleases(db: Queryable, groupId: number): Promise<{ releases: GroupRelease[]; chosen: string | undefined; name: string }> {
+/** The group's releases (by date, NULLs last, then id), each with its front image (approved only when `approvedOnly`), and the editor-chosen one. */
+export async function groupReleases(db: Queryable, groupId: number, approvedOnly: boolean): Promise<{ releases: GroupRelease[]; chosen: string | undefined; name: string }> {
   const group = await db.selectFrom('release_group').select('name').where('id', '=', groupId).executeTakeFirst();
   const rows = await db.selectFrom('release').select(['id', 'gid', 'name', 'date_year', 'date_month', 'date_day']).where('release_group', '=', groupId).orderBy('id').limit(500).execute();
   const releases: GroupRelease[] = [];
   for (const r of rows) {
-    releases.push({ id: r.id, gid: r.gid, name: r.name, date: dateText(r.date_year, r.date_month, r.date_day), front: await findPrimaryImage(db, r.id, FRONT_TYPE) });
+    releases.push({ id: r.id, gid: r.gid, name: r.name, date: dateText(r.date_year, r.date_month, r.date_day), front: await findPrimaryImage(db, r.id, FRONT_TYPE, approvedOnly) });
   }
   releases.sort((a, b) => (a.date ?? '\uffff').localeCompare(b.date ?? '\uffff') || a.id - b.id);
   const chosen = await db
@@ -331,6 +354,8 @@ export interface RecentImage {
   release: string;
   releaseName: string;
   comment: string;
+  /** False while the addition waits for an approver. */
+  approved: boolean;
 }
 
 /** The most recently added images, newest first (ids grow with time). */
@@ -339,11 +364,11 @@ export async function recentImages(db: Queryable, limit: number): Promise<Recent
     .selectFrom('cover_art as ca')
     .innerJoin('release as r', 'r.id', 'ca.release')
     .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
-    .select(['ca.id', 'it.suffix', 'r.gid', 'r.name', 'ca.comment'])
+    .select(['ca.id', 'it.suffix', 'r.gid', 'r.name', 'ca.comment', 'ca.approved'])
     .orderBy('ca.id', 'desc')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ id: r.id, suffix: r.suffix, release: r.gid, releaseName: r.name, comment: r.comment }));
+  return rows.map((r) => ({ id: r.id, suffix: r.suffix, release: r.gid, releaseName: r.name, comment: r.comment, approved: r.approved === 1 }));
 }
 
 function compareRanks(a: number[], b: number[]): number {

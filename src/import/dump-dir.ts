@@ -55,7 +55,7 @@ export async function openDumpDir(given: string): Promise<DumpDir> {
   if (missing.length > 0) {
     const tarballs = [...new Set(missing.map((t) => t.tarball))];
     throw invalidInput(
-      `${dir} lacks ${missing.map((t) => `mbdump/${t.file}`).join(', ')}; extract ${tarballs.join(' and ')} of the same dump there (see README, "Mirroring MusicBrainz")`,
+      `${dir} lacks ${missing.map((t) => `mbdump/${t.file}`).join(', ')}; extract ${tarballs.join(' and ')} of the same dump there (see docs/import.md)`,
     );
   }
 

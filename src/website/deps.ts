@@ -1,5 +1,6 @@
 import type { PageContext } from '../auth/pages.js';
 import type { ApiDeps, CoverArtDeps } from '../cover-art/index.js';
+import type { UploadSlots } from './upload-body.js';
 import type { VisitorPages } from './visitor-pages.js';
 
 /**
@@ -14,6 +15,8 @@ export interface WebsiteDeps {
   api: ApiDeps;
   /** Where uploads stream to before they are checked (a folder of the data directory); the system's temporary folder when absent. */
   uploadDir?: string;
+  /** The bounds on uploads at once, shared by the write API and the upload page (websiteRoutes makes them when absent). */
+  uploadSlots?: UploadSlots;
   /**
    * Called after each change the website made (committed, index.json written): tells the serving
    * processes, and waits until they show it, as a CLI command does (read-your-writes). Never throws.

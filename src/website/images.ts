@@ -18,8 +18,8 @@ export function sources(urls: ImageUrls, release: string, image: { id: number; s
   return { src: at(500), srcset: `${at(250)} 250w, ${at(500)} 500w, ${at(1200)} 1200w` };
 }
 
-/** The listing entries (as the cover art API serves them) beside the rows they came from. */
-export function entries(urls: ImageUrls, release: string, images: ImageWithTypes[]): { row: ImageWithTypes; entry: ListingImage }[] {
-  const listing = buildListing(urls.listing, release, images);
+/** The listing entries (as the cover art API serves them: covers approved only when `approvedOnly`) beside the rows they came from. */
+export function entries(urls: ImageUrls, release: string, images: ImageWithTypes[], approvedOnly: boolean): { row: ImageWithTypes; entry: ListingImage }[] {
+  const listing = buildListing(urls.listing, release, images, approvedOnly);
   return images.map((row, i) => ({ row, entry: listing.images[i] as ListingImage }));
 }

@@ -10,6 +10,7 @@ import { websiteErrors } from './respond.js';
 import { makeSite } from './site.js';
 import { openApiRoute } from './openapi.js';
 import { uploadPageRoutes } from './upload-page.js';
+import { makeUploadSlots } from './uploads.js';
 
 export type { WebsiteDeps } from './deps.js';
 
@@ -18,7 +19,9 @@ export type { WebsiteDeps } from './deps.js';
  * cover art pages (browse, upload, curate, edit history) and the write API for tools.
  * Registered by serve() through buildAuthApp's `extend`.
  */
-export async function websiteRoutes(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
+export async function websiteRoutes(app: FastifyInstance, given: WebsiteDeps): Promise<void> {
+  // One user's uploads are counted across the write API and the upload page.
+  const deps: WebsiteDeps = { ...given, uploadSlots: given.uploadSlots ?? makeUploadSlots() };
   const site = makeSite(deps);
   app.setErrorHandler(websiteErrors(site.csp, site.viewerOf));
   assetRoutes(app);

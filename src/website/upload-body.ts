@@ -193,24 +193,36 @@ export function readStreamed(file: StreamedFile): Promise<Buffer> {
   return readFile(file.path);
 }
 
+/** Why an upload was not let in: its user has their share in progress already, or the process has every slot taken. */
+export type UploadRefusal = 'user' | 'full';
+
+export interface UploadSlotLimits {
+  /** Uploads in progress at once in this process (a body being read, or its image checked and stored). */
+  max: number;
+  /** Of those, the most of one account: one user's slow bodies never hold every slot. */
+  perUser: number;
+  /** Of those, the most decoded and stored at a time (each holds its file and decoded pixels in memory). */
+  working: number;
+}
+
 /**
- * A bound on uploads handled at once: more are refused at once. Of those, `working` at most
- * are decoded and stored at a time (each holds its file and decoded pixels in memory); the
- * others wait their turn, their bodies already on disk.
+ * Bounds on uploads in progress: more than `max` at once, or more than `perUser` of one
+ * account, are refused at once. A body is read inside its slot but outside the `working`
+ * ones (it arrives at the client's pace, within the request timeout); only a whole body, on
+ * disk, waits for one of those. The count per user is kept only while it is not zero, so
+ * the map holds at most `max` entries.
  */
 export class UploadSlots {
   private used = 0;
+  private readonly byUser = new Map<number, number>();
   private busy = 0;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(
-    private readonly max: number,
-    private readonly working = 2,
-  ) {}
+  constructor(readonly limits: UploadSlotLimits) {}
 
   /** Runs `fn` when fewer than `working` others run (inside a slot). */
   async work<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.busy >= this.working) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    if (this.busy >= this.limits.working) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.busy++;
     try {
       return await fn();
@@ -221,14 +233,20 @@ export class UploadSlots {
     }
   }
 
-  /** Runs `fn` in a slot, or returns undefined at once when all are taken. */
-  async run<T>(fn: () => Promise<T>): Promise<{ value: T } | undefined> {
-    if (this.used >= this.max) return undefined;
+  /** Runs `fn` in a slot of `user`'s, or says at once why not. */
+  async run<T>(user: number, fn: () => Promise<T>): Promise<{ value: T } | { refused: UploadRefusal }> {
+    const theirs = this.byUser.get(user) ?? 0;
+    if (theirs >= this.limits.perUser) return { refused: 'user' };
+    if (this.used >= this.limits.max) return { refused: 'full' };
     this.used++;
+    this.byUser.set(user, theirs + 1);
     try {
       return { value: await fn() };
     } finally {
       this.used--;
+      const left = (this.byUser.get(user) ?? 1) - 1;
+      if (left === 0) this.byUser.delete(user);
+      else this.byUser.set(user, left);
     }
   }
 }

@@ -7,7 +7,7 @@ import { addImage, COMMENT_MAX_LENGTH, releaseListing, undoAdd } from './changes
 import type { WebsiteDeps } from './deps.js';
 import { auditCuration } from './audit.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, type StreamedForm } from './upload-body.js';
-import { makeUploads } from './uploads.js';
+import { makeUploads, UPLOAD_RETRY_AFTER, UPLOADS_PER_USER } from './uploads.js';
 
 /*
  * The upload page (docs/website.md, "Uploading on the website"): signed-in editors add several images
@@ -140,8 +140,12 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
     const again = (status: number, error: string, headers: Record<string, string> = {}) =>
       sendUploadPage(reply.headers(headers), status, renderPage(viewer, uploadBody({ mbid, csrf: viewer.csrf, types, rows: rowValues(form), error })));
     // The answer, once the temporary files are gone (a function: a reply is a thenable, which an await would unwrap).
-    const done = await uploads.slots.run(answer);
-    return done === undefined ? again(503, 'Too many uploads at once; try again shortly.', { 'retry-after': '2' }) : done.value();
+    // The body is read in a slot of this user's, shared with the write API (uploads.ts), then waits its turn to be stored.
+    const done = await uploads.slots.run(viewer.accountId, answer);
+    if (!('refused' in done)) return done.value();
+    const refusal = { 'retry-after': UPLOAD_RETRY_AFTER, connection: 'close' };
+    if (done.refused === 'user') return again(429, `${UPLOADS_PER_USER} uploads of yours are in progress already; try again once one is done.`, refusal);
+    return again(503, 'Too many uploads at once; try again shortly.', refusal);
 
     async function answer(): Promise<() => FastifyReply> {
       try {

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, Browser } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
-import { makeJpeg } from '../helpers/images.js';
+import { makeJpeg, makePng } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
-import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
+import { call, coverArtApi, multipart, publicListing, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
 
 const RELEASE = '22222222-2222-4333-8444-555555555501';
 const GROUP = '22222222-2222-4333-8444-5555555555a1';
@@ -29,16 +29,18 @@ describe(`changes under review from the website (${DIALECT})`, () => {
   let approverToken: string;
   let jpeg: Buffer;
   let editor: Browser;
+  let approver: Browser;
 
   const api = (p: string) => `${site.web}/api/cover-art${p}`;
-  const upload = (token: string, comment: string) => {
+  const uploadTo = (token: string, release: string, types: string[], comment: string, file = jpeg) => {
     const m = multipart([
-      { name: 'file', value: jpeg, filename: 'cover.jpg', type: 'image/jpeg' },
-      { name: 'types', value: 'Front' },
+      { name: 'file', value: file, filename: 'cover.jpg', type: 'image/jpeg' },
+      ...types.map((value) => ({ name: 'types', value })),
       { name: 'comment', value: comment },
     ]);
-    return call(api(`/release/${RELEASE}/images`), { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': m.type }, body: m.body });
+    return call(api(`/release/${release}/images`), { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': m.type }, body: m.body });
   };
+  const upload = (token: string, comment: string) => uploadTo(token, RELEASE, ['Front'], comment);
   const images = async (token = editorToken) => {
     const res = await call(api(`/release/${RELEASE}/images`), { headers: { authorization: `Bearer ${token}` } });
     assert.equal(res.status, 200, res.body);
@@ -54,7 +56,8 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
     editor = await signIn(site.web, 'ed');
     editorToken = await toolToken(site, editor, app, 'cover_art');
-    approverToken = await toolToken(site, await signIn(site.web, 'ann'), app, 'cover_art');
+    approver = await signIn(site.web, 'ann');
+    approverToken = await toolToken(site, approver, app, 'cover_art');
     jpeg = await makeJpeg(300, 300);
   });
 
@@ -143,5 +146,83 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     const gallery = await editor.fetch(`${site.web}${posted.headers.location}`);
     assert.match(gallery.body, /Your change waits for an approver \(edit #\d+\)/);
     assert.equal((await images()).images[0]?.comment, target.comment, 'not applied yet');
+  });
+
+  it("an editor's pending Front or Back is listed, but is never the cover (front, back, the group's, the galleries) until an approver approves it", async () => {
+    const late = '22222222-2222-4333-8444-555555555502';
+    const early = '22222222-2222-4333-8444-555555555503';
+    const group = '22222222-2222-4333-8444-5555555555a2';
+    await cliOk(t.env, ['release', 'add', late, '--release-group', group, '--date', '2001']);
+    await cliOk(t.env, ['release', 'add', early, '--release-group', group, '--date', '1999']);
+    const added = await uploadTo(approverToken, late, ['Front'], 'the front, by ann');
+    assert.equal(added.status, 201, added.body);
+    const a = (added.json() as { id: string }).id;
+
+    /** Which image each cover answer names (its 307's target), or its status; each asked twice, the second answered from the response cache. */
+    const covers = async () => {
+      const out: Record<string, string> = {};
+      for (const [name, p] of [
+        ['late front', `/release/${late}/front`],
+        ['late back', `/release/${late}/back-250`],
+        ['early front', `/release/${early}/front`],
+        ['group front', `/release-group/${group}/front`],
+      ] as const) {
+        const [first, again] = [await coverArtApi(site, p), await coverArtApi(site, p)];
+        assert.deepEqual([again.status, again.location], [first.status, first.location], `${p} answered the same from the cache`);
+        out[name] = first.status === 307 ? (/-(\d+)(?:_thumb\d+)?\.\w+$/.exec(first.location ?? '')?.[1] ?? `307 ${first.location}`) : String(first.status);
+      }
+      return out;
+    };
+    const before = { 'late front': a, 'late back': '404', 'early front': '404', 'group front': a };
+    assert.deepEqual(await covers(), before);
+
+    const p = await uploadTo(editorToken, late, ['Front', 'Back'], 'front and back, by ed', await makePng(240, 240));
+    assert.equal(p.status, 201, p.body);
+    const pending = p.json() as { id: string; approved: boolean; front: boolean; back: boolean; edit: number };
+    assert.equal(pending.approved, false);
+    const q = await uploadTo(editorToken, early, ['Front'], 'early front, by ed');
+    assert.equal(q.status, 201, q.body);
+    const pendingEarly = q.json() as { id: string; edit: number };
+    assert.deepEqual(await covers(), before, 'no cover answer changed for a pending addition');
+
+    // Even first in the order (an approver's reorder applies at once), a pending Front is not the front.
+    const order = await call(api(`/release/${late}/order`), { method: 'PUT', headers: { authorization: `Bearer ${approverToken}` }, json: { images: [pending.id, a] } });
+    assert.equal(order.status, 200, order.body);
+    assert.deepEqual(await covers(), before, 'nor for a pending image put first');
+
+    // Listed, unapproved, and neither the front nor the back.
+    const listed = (await publicListing(site, late))?.images as unknown as { id: string; approved: boolean; front: boolean; back: boolean }[];
+    assert.deepEqual(
+      listed.map((i) => [i.id, i.approved, i.front, i.back]),
+      [
+        [pending.id, false, false, false],
+        [a, true, true, false],
+      ],
+    );
+    // The galleries: the pending image shown as pending, never as the cover.
+    const gallery = (await new Browser().fetch(`${site.web}/release/${late}/cover-art`)).body;
+    const card = (id: string) => gallery.match(/<li class="art" id="image-\d+">[\s\S]*?<\/li>/g)?.find((c) => c.includes(`id="image-${id}"`)) ?? '';
+    assert.match(card(pending.id), /No \(pending\)/);
+    assert.doesNotMatch(card(pending.id), /The (front|back) cover/);
+    assert.match(card(pending.id), /waits for an approver/);
+    assert.match(card(a), /The front cover/);
+    const groupPage = (await new Browser().fetch(`${site.web}/release-group/${group}/cover-art`)).body;
+    const figure = /<figure class="group-cover">[\s\S]*?<\/figure>/.exec(groupPage)?.[0] ?? '';
+    assert.ok(figure.includes(`-${a}_thumb500.jpg`) && !figure.includes(pendingEarly.id), figure);
+
+    const home = (await new Browser().fetch(`${site.web}/`)).body;
+    const recent = (id: string) => home.match(/<li><a href="\/release\/[^"]+#image-\d+">[\s\S]*?<\/li>/g)?.find((li) => li.includes(`#image-${id}"`)) ?? '';
+    assert.match(recent(pending.id), /\(pending approval\)/);
+    assert.ok(recent(a) !== '' && !recent(a).includes('pending'), recent(a));
+
+    // Approved by an approver on the edit pages: each becomes the cover at once, cached answers included.
+    for (const edit of [pending.edit, pendingEarly.edit]) {
+      const page = await approver.fetch(`${site.web}/edit/${edit}`);
+      const done = await approver.fetch(`${site.web}/edit/${edit}/approve`, { form: { csrf_token: Browser.csrf(page), note: '' } });
+      assert.equal(done.status, 303, done.body.slice(0, 300));
+    }
+    assert.deepEqual(await covers(), { 'late front': pending.id, 'late back': pending.id, 'early front': pendingEarly.id, 'group front': pendingEarly.id });
+    const approved = (await publicListing(site, late))?.images as unknown as { id: string; approved: boolean; front: boolean; back: boolean }[];
+    assert.deepEqual(approved.map((i) => [i.id, i.approved, i.front, i.back])[0], [pending.id, true, true, true]);
   });
 });

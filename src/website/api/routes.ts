@@ -4,8 +4,8 @@ import { currentGroupListing, releaseArt, type Listing } from '../../cover-art/i
 import { AppError, isAppError } from '../../shared/errors.js';
 import { addImage, chooseGroupCover, COMMENT_MAX_LENGTH, editImage, listingTag, releaseListing, removeImage, reorderImages, type Editor } from '../changes.js';
 import type { WebsiteDeps } from '../deps.js';
-import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart } from '../upload-body.js';
-import { makeUploads } from '../uploads.js';
+import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, type UploadRefusal } from '../upload-body.js';
+import { makeUploads, UPLOAD_RETRY_AFTER, UPLOADS_PER_USER } from '../uploads.js';
 import { auditCuration, type CurationEvent } from '../audit.js';
 
 /*
@@ -114,6 +114,13 @@ function checkComment(comment: string | undefined): void {
   if (comment !== undefined && comment.length > COMMENT_MAX_LENGTH) throw new ApiRefusal(400, 'invalid_request', `comment is longer than ${COMMENT_MAX_LENGTH} characters`);
 }
 
+/** An upload not let in (upload-body.ts, UploadSlots), its body left unread: the connection closes after the answer. */
+function uploadRefused(why: UploadRefusal): ApiRefusal {
+  const headers = { 'retry-after': UPLOAD_RETRY_AFTER, connection: 'close' };
+  if (why === 'user') return new ApiRefusal(429, 'temporarily_unavailable', `${UPLOADS_PER_USER} uploads of yours are in progress already; try again once one is done`, headers);
+  return new ApiRefusal(503, 'temporarily_unavailable', 'Too many uploads at once; try again shortly', headers);
+}
+
 function ifMatch(req: FastifyRequest): string | undefined {
   const v = req.headers['if-match'];
   return Array.isArray(v) ? v.join(', ') : v;
@@ -203,7 +210,10 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
     const { mbid } = req.params;
     // An unknown release is refused before its body is read.
     await releaseListing(deps, mbid);
-    const done = await uploads.slots.run(async () => {
+    const editor = editorOf(req);
+    // The body is read in a slot of this user's (at most UPLOADS_PER_USER at once), at the client's
+    // pace within the request timeout; only a whole body waits for a turn to be decoded and stored.
+    const done = await uploads.slots.run(editor.id, async () => {
       const form = await readStreamedForm(req, uploads.folder, uploads.limits);
       try {
         const unknown = [...form.fields.keys(), ...form.files.map((f) => f.field)].find((k) => !['file', 'types', 'comment'].includes(k));
@@ -214,12 +224,12 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
         if (comments.length > 1) throw new ApiRefusal(400, 'invalid_request', 'Give the comment once');
         checkComment(comments[0]);
         const types = form.fields.get('types') ?? [];
-        return await uploads.slots.work(async () => addImage(deps, editorOf(req), { release: mbid, bytes: await readStreamed(file), types, comment: comments[0] ?? '' }, ifMatch(req)));
+        return await uploads.slots.work(async () => addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), types, comment: comments[0] ?? '' }, ifMatch(req)));
       } finally {
         await discard(form);
       }
     });
-    if (done === undefined) throw new ApiRefusal(503, 'temporarily_unavailable', 'Too many uploads at once; try again shortly', { 'retry-after': '2' });
+    if ('refused' in done) throw uploadRefused(done.refused);
     const entry = done.value;
     added.set(req, entry.id);
     const listing = await releaseListing(deps, mbid);

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { csrfValid, EXPIRED, formAction, formParams, queryParams, redirectWithFlash, type SafeHtml } from '../../auth/pages.js';
 import {
   chooseGroupRelease,
+  coversNeedApproval,
   editArt,
   findRelease,
   findReleaseGroup,
@@ -62,6 +63,7 @@ const STALE_COVER = "Someone changed the group's cover since you opened the form
 export function curationPages(app: FastifyInstance, site: Site): void {
   const { coverArt } = site.deps;
   const { db } = coverArt;
+  const approvedOnly = coversNeedApproval(coverArt.approval);
 
   /** The signed-in editor and the release of the path (404 unknown, 400 malformed; a merged MBID's page redirects). */
   const open = async (req: FastifyRequest, reply: FastifyReply, path: (gid: string) => string): Promise<{ editor: Editor; release: ReleaseRef } | undefined> => {
@@ -228,8 +230,8 @@ export function curationPages(app: FastifyInstance, site: Site): void {
   };
   /** The group's releases, its chosen one ('' for none: the form's `previous`) and the one shown as its cover. */
   const groupChoice = async (groupId: number) => {
-    const { releases, chosen } = await groupReleases(db, groupId);
-    const shown = (await chooseGroupRelease(db, groupId))?.gid;
+    const { releases, chosen } = await groupReleases(db, groupId, approvedOnly);
+    const shown = (await chooseGroupRelease(db, groupId, approvedOnly))?.gid;
     return { releases, chosen: chosen ?? '', shown };
   };
   app.get('/release-group/:mbid/set-cover-art', async function setCoverPage(req, reply) {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { html, SafeHtml, takeFlash } from '../../auth/pages.js';
 import type { CachedPage } from '../page-cache.js';
-import { chooseGroupRelease, findRelease, findReleaseGroup, groupReleases, imageKey, listEdits, listImages, releaseDetails } from '../../cover-art/index.js';
+import { chooseGroupRelease, coversNeedApproval, findRelease, findReleaseGroup, groupReleases, imageKey, listEdits, listImages, releaseDetails } from '../../cover-art/index.js';
 import { notFound } from '../../shared/errors.js';
 import { entries } from '../images.js';
 import { layout, mbidParam, type Looker } from '../respond.js';
@@ -14,7 +14,7 @@ import { groupGallery, releaseGallery, releaseLabel, type GalleryImage } from '.
 export async function galleryImages(site: Site, releaseId: number, gid: string): Promise<GalleryImage[]> {
   const rows = await listImages(site.deps.coverArt.db, releaseId);
   const out: GalleryImage[] = [];
-  for (const { row, entry } of entries(site.urls, gid, rows)) {
+  for (const { row, entry } of entries(site.urls, gid, rows, coversNeedApproval(site.deps.coverArt.approval))) {
     out.push({ row, entry, dimensions: await site.dimensions.of(imageKey(gid, row.id, row.suffix, undefined)) });
   }
   return out;
@@ -57,6 +57,7 @@ function pendingNote(gid: string, count: string): SafeHtml {
 /** The release and release group galleries, for everyone. */
 export function galleryPages(app: FastifyInstance, site: Site): void {
   const { db } = site.deps.coverArt;
+  const approvedOnly = coversNeedApproval(site.deps.coverArt.approval);
 
   app.get('/release/:mbid/cover-art', async function releaseGalleryPage(req, reply) {
     const generation = site.visitorGeneration();
@@ -89,7 +90,7 @@ export function galleryPages(app: FastifyInstance, site: Site): void {
     if (group.gid !== (req.params as { mbid: string }).mbid) return reply.redirect(`/release-group/${group.gid}/cover-art`, 301);
     const editor = viewer !== undefined;
     const cached = await site.cache.body(db, `group ${group.gid} ${editor}`, async () => {
-      const [{ releases, name }, choice] = await Promise.all([groupReleases(db, group.id), chooseGroupRelease(db, group.id)]);
+      const [{ releases, name }, choice] = await Promise.all([groupReleases(db, group.id, approvedOnly), chooseGroupRelease(db, group.id, approvedOnly)]);
       const chosen = releases.find((r) => r.id === choice?.id);
       const view = { gid: group.gid, name, releases, chosen: chosen === undefined || choice === undefined ? undefined : { release: chosen, reason: choice.reason } };
       return { title: name === '' ? `Release group ${group.gid}` : name, body: groupGallery(site.urls, view, editor).value };

@@ -26,14 +26,19 @@ function altText(image: GalleryImage, position: number): string {
   return `Image ${position} (${types})${image.row.comment ? `: ${image.row.comment}` : ''}`;
 }
 
-/** Why an image is, or is not, the release's front or back. */
-function roleText(image: GalleryImage, all: GalleryImage[]): SafeHtml[] {
+/**
+ * Why an image is, or is not, the release's front or back. Under the review policy a pending
+ * image is never a cover (the listing's flags say so): one typed Front or Back with no cover of
+ * that type before it waits for an approver.
+ */
+function roleText(image: GalleryImage, position: number, all: GalleryImage[]): SafeHtml[] {
   const out: SafeHtml[] = [];
   for (const [flag, type] of [['front', 'Front'], ['back', 'Back']] as const) {
     if (image.entry[flag]) out.push(html`<p class="role"><strong>The ${flag} cover</strong>: the first image typed ${type} in this order.</p>`);
     else if (image.row.types.includes(type)) {
       const first = all.findIndex((i) => i.entry[flag]) + 1;
-      out.push(html`<p class="role muted">Typed ${type}, but image ${first} comes first, so that one is the ${flag} cover.</p>`);
+      if (first > 0 && first < position) out.push(html`<p class="role muted">Typed ${type}, but image ${first} comes first, so that one is the ${flag} cover.</p>`);
+      else out.push(html`<p class="role muted">Typed ${type}, but not approved yet: it waits for an approver before it can be the ${flag} cover.</p>`);
     }
   }
   return out;
@@ -47,7 +52,7 @@ function imageCard(urls: ImageUrls, release: string, image: GalleryImage, positi
   return html`<li class="art" id="image-${row.id}">
 <a class="thumb" href="${fileUrl(urls, release, original)}">${picture(urls, release, original, altText(image, position))}</a>
 <h2>Image ${position}</h2>
-${roleText(image, all)}
+${roleText(image, position, all)}
 <dl>
 <dt>Types</dt><dd>${row.types.length > 0 ? row.types.join(', ') : html`<span class="muted">none</span>`}</dd>
 <dt>Comment</dt><dd>${row.comment !== '' ? row.comment : html`<span class="muted">none</span>`}</dd>

@@ -13,12 +13,12 @@ ${error ? html`<p class="error" role="alert" id="search-error">${error}</p>` : '
 </form>`;
 }
 
-/** The most recent additions: thumbnails that lead to their galleries (cached: the same for everyone). */
+/** The most recent additions: thumbnails that lead to their galleries, an addition waiting for an approver marked pending (cached: the same for everyone). */
 export function recentAdditions(urls: ImageUrls, images: RecentImage[]): SafeHtml {
   if (images.length === 0) return html`<h2>Recent additions</h2><p class="muted">No cover art has been added yet.</p>`;
   return html`<h2>Recent additions</h2>
 <ul class="recent">${images.map(
-    (i) => html`<li><a href="/release/${i.release}/cover-art#image-${i.id}">${picture(urls, i.release, i, `Cover art of ${releaseLabel({ name: i.releaseName, gid: i.release })}`, '(max-width: 40rem) 45vw, 10rem')}<span>${releaseLabel({ name: i.releaseName, gid: i.release })}</span></a></li>`,
+    (i) => html`<li><a href="/release/${i.release}/cover-art#image-${i.id}">${picture(urls, i.release, i, `Cover art of ${releaseLabel({ name: i.releaseName, gid: i.release })}`, '(max-width: 40rem) 45vw, 10rem')}<span>${releaseLabel({ name: i.releaseName, gid: i.release })}${i.approved ? '' : ' (pending approval)'}</span></a></li>`,
   )}</ul>`;
 }
 
