@@ -107,7 +107,8 @@ export interface TokenResponse {
 
 const GRANT_TOKEN_RE = /^([0-9a-z]{1,10})\.[A-Za-z0-9_-]{43}$/;
 
-function grantToken(grantId: number): { token: string; hash: string } {
+/** A new access or refresh token of grant `grantId` (256 bits from the CSPRNG), and its hash. */
+export function grantToken(grantId: number): { token: string; hash: string } {
   const token = `${grantId.toString(36)}.${randomToken()}`;
   return { token, hash: tokenHash(token) };
 }
