@@ -193,12 +193,14 @@ const DEVICE_CODE_RE = /^[A-Za-z0-9_-]{43}$/;
  * flow's exchange, so the grant, its tokens and the id_token (for `openid`) come from the one
  * code path.
  */
-export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: string, dpopJkt?: string): Promise<TokenResponse> {
+export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: string, dpopJkt?: string, rememberProof?: () => Promise<void>): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid device code');
   if (!DEVICE_CODE_RE.test(deviceCode)) throw invalid();
   const hash = tokenHash(deviceCode);
   const row = await deps.db.selectFrom('oauth_device_code').selectAll().where('device_hash', '=', hash).executeTakeFirst();
   if (row === undefined || row.application_id !== app.id || !constantTimeEqual(row.device_hash, hash)) throw invalid();
+  // The device code is this client's: only now is the DPoP proof's jti remembered.
+  await rememberProof?.();
   if (row.used_at !== null) throw new OAuthError('invalid_grant', 'The device code has already been used');
   if (row.decision === 'denied') throw new OAuthError('access_denied', 'The user denied the authorization request');
   const now = deps.clock.now();

@@ -78,9 +78,10 @@ function grantRow(deps: AuthDeps, id: number) {
  * `grant_type=refresh_token` for an application with rotation. With `dpopJkt` (the request's
  * DPoP proof) the new access token is bound to that key; a refresh token bound to a key (a
  * public application's, RFC 9449 §5) stays bound through every rotation, and is refused
- * without a proof of that key before anything changes.
+ * without a proof of that key before anything changes. `rememberProof` runs once the refresh
+ * token proved to be one of the grant's, before anything changes.
  */
-export async function rotateRefresh(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string): Promise<TokenResponse> {
+export async function rotateRefresh(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string, rememberProof?: () => Promise<void>): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid refresh token');
   const id = grantIdOf(refreshToken);
   const grant = id === undefined ? undefined : await grantRow(deps, id);
@@ -94,6 +95,7 @@ export async function rotateRefresh(deps: AuthDeps, app: Application, refreshTok
   };
 
   if (tokenMatches(refreshToken, grant.refresh_hash)) {
+    await rememberProof?.();
     // Its first use: a fresh random pair replaces it, and its hash is kept as used (with the pair
     // sealed under it), in one transaction. The UPDATE names the current hash, so of concurrent
     // first uses one wins (PostgreSQL: the others wait on the row lock, then find the hash
@@ -119,7 +121,7 @@ export async function rotateRefresh(deps: AuthDeps, app: Application, refreshTok
     });
     if (won) return answer({ refresh: next.token, access: access.token }, expiresAt);
   }
-  return usedAgain(deps, app, refreshToken, { id, now, dpopJkt }, answer);
+  return usedAgain(deps, app, refreshToken, { id, now, dpopJkt, rememberProof }, answer);
 }
 
 /** A refresh token presented after its first use: the same answer within the grace window, else the grant ends. */
@@ -127,7 +129,7 @@ async function usedAgain(
   deps: AuthDeps,
   app: Application,
   refreshToken: string,
-  { id, now, dpopJkt }: { id: number; now: number; dpopJkt: string | undefined },
+  { id, now, dpopJkt, rememberProof }: { id: number; now: number; dpopJkt: string | undefined; rememberProof: (() => Promise<void>) | undefined },
   answer: (pair: Pair, expiresAt: number) => TokenResponse,
 ): Promise<TokenResponse> {
   const hash = tokenHash(refreshToken);
@@ -136,6 +138,7 @@ async function usedAgain(
   if (used === undefined) throw new OAuthError('invalid_grant', 'Invalid refresh token');
   const grant = await grantRow(deps, id);
   if (grant === undefined || grant.revoked_at !== null) throw new OAuthError('invalid_grant', 'Invalid refresh token');
+  await rememberProof?.();
   const inGrace = now - used.used_at <= deps.refreshGraceSeconds * 1000;
   // Opened only within the window (after it the seal is ignored, and cleared below).
   const pair = inGrace && used.successor_sealed !== null ? open(refreshToken, id, used.successor_sealed) : undefined;
