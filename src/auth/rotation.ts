@@ -94,7 +94,8 @@ export async function rotateRefresh(deps: AuthDeps, app: Application, refreshTok
     return body;
   };
 
-  if (tokenMatches(refreshToken, grant.refresh_hash)) {
+  const current = tokenMatches(refreshToken, grant.refresh_hash);
+  if (current) {
     await rememberProof?.();
     // Its first use: a fresh random pair replaces it, and its hash is kept as used (with the pair
     // sealed under it), in one transaction. The UPDATE names the current hash, so of concurrent
@@ -121,7 +122,8 @@ export async function rotateRefresh(deps: AuthDeps, app: Application, refreshTok
     });
     if (won) return answer({ refresh: next.token, access: access.token }, expiresAt);
   }
-  return usedAgain(deps, app, refreshToken, { id, now, dpopJkt, rememberProof }, answer);
+  // A first use that lost a race has had its proof remembered already.
+  return usedAgain(deps, app, refreshToken, { id, now, dpopJkt, rememberProof: current ? undefined : rememberProof }, answer);
 }
 
 /** A refresh token presented after its first use: the same answer within the grace window, else the grant ends. */
