@@ -5,7 +5,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'f
 import { sql } from 'kysely';
 import type { Config } from './config/load.js';
 import { PasswordHasher } from './auth/crypto.js';
-import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedRateLimiter } from './cluster/index.js';
+import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedClaims, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
 import { catalogueKeeps, catalogueKeepsNow, type ApiDeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
 import { buildCoverArtApp } from './cover-art/app.js';
@@ -22,6 +22,7 @@ import { isStoreUnavailable } from './shared/errors.js';
 import { keepTickShape } from './shared/tick-shape.js';
 import { FsObjectStore } from './storage/index.js';
 import type { Clock } from './shared/clock.js';
+import type { ReplayLimits } from './auth/replay-store.js';
 import { startUploadSweeper } from './cover-art/uploads.js';
 
 export interface Server {
@@ -46,6 +47,8 @@ export interface ServeOptions {
   logStream?: NodeJS.WritableStream;
   /** The time source (tests fix it); the system clock by default. */
   clock?: Clock;
+  /** The DPoP replay store's bounds (auth/replay-store.ts; tests make them small). */
+  dpopReplayLimits?: ReplayLimits;
 }
 
 function addressOf(server: HttpServer, scheme: string): string {
@@ -101,7 +104,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     await openMetrics(s);
     const prepared = await prepareCatalogue(s, options);
     const coverArtAddress = options.only === 'auth' ? undefined : await startCoverArt(s, prepared);
-    const authAddress = authModules === undefined ? undefined : await startAuth(s, authModules);
+    const authAddress = authModules === undefined ? undefined : await startAuth(s, authModules, options.dpopReplayLimits);
     const metricsAddress = reportMetrics(s);
     const refreshCaches = async (): Promise<void> => {
       await s.cluster.watch?.refresh();
@@ -319,11 +322,11 @@ async function startClusterParts(s: Serving, followers: [ResponseCache, FileCach
  * code (docs/decisions.md, "Server memory: one copy of each module").
  */
 function loadAuthModules() {
-  return Promise.all([import('./auth/app.js'), import('./auth/dpop.js'), import('./website/index.js'), import('./website/visitor-pages.js')]);
+  return Promise.all([import('./auth/app.js'), import('./auth/replay-store.js'), import('./website/index.js'), import('./website/visitor-pages.js')]);
 }
 
 /** The authorization listener (HTTPS); returns its address. */
-async function startAuth(s: Serving, modules: Awaited<ReturnType<typeof loadAuthModules>>): Promise<string> {
+async function startAuth(s: Serving, modules: Awaited<ReturnType<typeof loadAuthModules>>, dpopReplayLimits?: ReplayLimits): Promise<string> {
   const { config, runtime } = s;
   const [{ buildAuthApp, loadTlsMaterial }, { ReplayStore }, { websiteRoutes }, { VisitorPages }] = modules;
   const tls = await loadTlsMaterial({
@@ -335,7 +338,7 @@ async function startAuth(s: Serving, modules: Awaited<ReturnType<typeof loadAuth
   const trusted = new TrustedProxies(config.trustProxy);
   // The id_token signing keys exist before the first request (made on a fresh database).
   await runtime.auth.signingKeys.ensure();
-  // DPoP proofs' jti, shared with every process through Redis when configured (auth/dpop.ts).
+  // DPoP proofs' jti, shared with every process through Redis when configured (auth/replay-store.ts).
   const dpopRedis = config.redisUrl === undefined ? undefined : new RedisConnection(config.redisUrl, 'dpop', 'DPoP proofs are checked for replay by each process alone until it returns');
   if (dpopRedis !== undefined) s.cluster.redis.push(dpopRedis);
   // The gallery pages kept for anonymous visitors, emptied with the cover art caches (none without a cover art listener to follow the catalogue).
@@ -347,7 +350,7 @@ async function startAuth(s: Serving, modules: Awaited<ReturnType<typeof loadAuth
   const app = buildAuthApp({
     tls,
     logger: s.logger,
-    deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db), passwords: s.passwords, dpopReplay: new ReplayStore(dpopRedis) },
+    deps: { ...runtime.auth, writes: new WriteBatcher(runtime.database.db), passwords: s.passwords, dpopReplay: new ReplayStore(dpopRedis === undefined ? undefined : new SharedClaims(dpopRedis, 'sleeve:dpop:'), dpopReplayLimits) },
     trustsProxy: (address) => trusted.trusts(address),
     clientAddress: (peer, forwardedFor) => clientAddress(peer, forwardedFor, trusted),
     health: s.health.forListener({ database: s.database }),

@@ -2,7 +2,7 @@ import type { Db } from '../db/schema.js';
 import type { WriteBatcher } from '../db/write-batch.js';
 import type { Clock } from '../shared/clock.js';
 import type { PasswordHasher } from './crypto.js';
-import type { ReplayStore } from './dpop.js';
+import type { ReplayStore } from './replay-store.js';
 import type { SigningKeys } from './signing-keys.js';
 
 /** What the authorization module needs from the outside world (runtime.ts makes it; serve() adds the write batcher and the hashing threads). */
@@ -23,7 +23,7 @@ export interface AuthDeps {
   passwords?: PasswordHasher | undefined;
   /** The id_token signing keys (auth/signing-keys.ts). */
   signingKeys: SigningKeys;
-  /** The DPoP proofs' jti seen (auth/dpop.ts); serve() gives one that shares them through Redis when configured. */
+  /** The DPoP proofs' jti seen (auth/replay-store.ts); serve() gives one that shares them through Redis when configured. */
   dpopReplay?: ReplayStore | undefined;
 }
 

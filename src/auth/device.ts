@@ -26,9 +26,13 @@ export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 export const USER_CODE_LENGTH = 8;
 /** Waiting device codes per application (a bound on the table; a client over it is refused until some expire). */
 export const MAX_PENDING_PER_APP = 10_000;
-/** Wrong user codes allowed per 15-minute window (sign-in's windows): per client address, and from everyone together. */
+/** Wrong user codes allowed per 15-minute window (sign-in's windows): per client address (IPv6 per /64), per account, and from everyone together. */
 export const USER_CODE_ADDRESS_LIMIT = 10;
+export const USER_CODE_ACCOUNT_LIMIT = 10;
 export const USER_CODE_GLOBAL_LIMIT = 1000;
+/** Past the global bound, lookups in this process take turns this far apart; at most this many wait. */
+export const SLOW_LANE_INTERVAL_MS = 1000;
+export const SLOW_LANE_WAITING = 30;
 /** Rows are kept this long past their expiry (to answer expired_token rather than invalid_grant), then deleted. */
 const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
 
@@ -123,23 +127,71 @@ export interface PendingDevice {
 export type UserCodeRefusal = { refused: 'malformed' | 'unknown' | 'expired' | 'used' } | { refused: 'throttled'; retryAfterSeconds: number };
 
 /**
- * The pending request of a user code typed on the page. Each lookup first reserves an attempt
- * per client address and globally, as sign-in does; one that finds a pending request gives
- * them back, any other keeps them (so guesses are counted, however many arrive at once).
+ * Lookups past the global bound, in this process: one per SLOW_LANE_INTERVAL_MS (of real time),
+ * the others waiting their turn (at most SLOW_LANE_WAITING; one more is refused).
  */
-export async function findByUserCode(deps: AuthDeps, typed: string, address: string): Promise<PendingDevice | UserCodeRefusal> {
+class SlowLane {
+  private next = 0;
+  private waiting = 0;
+
+  /** Resolves at the caller's turn (true), or at once with false when too many wait. */
+  async turn(): Promise<boolean> {
+    const now = performance.now();
+    if (this.next <= now) {
+      this.next = now + SLOW_LANE_INTERVAL_MS;
+      return true;
+    }
+    if (this.waiting >= SLOW_LANE_WAITING) return false;
+    const at = this.next;
+    this.next += SLOW_LANE_INTERVAL_MS;
+    this.waiting++;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, at - now));
+    } finally {
+      this.waiting--;
+    }
+    return true;
+  }
+}
+
+const slowLanes = new WeakMap<AuthDeps['db'], SlowLane>();
+
+function slowLane(deps: AuthDeps): SlowLane {
+  let lane = slowLanes.get(deps.db);
+  if (lane === undefined) {
+    lane = new SlowLane();
+    slowLanes.set(deps.db, lane);
+  }
+  return lane;
+}
+
+/**
+ * The pending request of a user code typed on the page by a signed-in user (`accountId`). Each
+ * lookup first reserves an attempt per client address (IPv6 per /64) and per account, as
+ * sign-in does, then one of everyone's together; one that finds a pending request gives them
+ * back, any other keeps them (so guesses are counted, however many arrive at once, in however
+ * many processes). Past the global bound a lookup is not refused: it waits its turn in this
+ * process's slow lane, so guesses slow down for everyone while a user's valid code still works.
+ */
+export async function findByUserCode(deps: AuthDeps, typed: string, address: string, accountId: number): Promise<PendingDevice | UserCodeRefusal> {
   const code = normalizeUserCode(typed);
   if (code === undefined) return { refused: 'malformed' };
   const now = deps.clock.now();
-  const reserved = await reserveAttempts(
+  const own = await reserveAttempts(
     deps,
     [
       [`user_code:address:${throttleAddress(address)}`, USER_CODE_ADDRESS_LIMIT],
-      ['user_code:all', USER_CODE_GLOBAL_LIMIT],
+      [`user_code:account:${accountId}`, USER_CODE_ACCOUNT_LIMIT],
     ],
     now,
   );
-  if ('retryAfterMs' in reserved) return { refused: 'throttled', retryAfterSeconds: Math.ceil(reserved.retryAfterMs / 1000) };
+  if ('retryAfterMs' in own) return { refused: 'throttled', retryAfterSeconds: Math.ceil(own.retryAfterMs / 1000) };
+  const all = await reserveAttempts(deps, [['user_code:all', USER_CODE_GLOBAL_LIMIT]], now);
+  const held = 'held' in all ? [...own.held, ...all.held] : own.held;
+  if ('retryAfterMs' in all && !(await slowLane(deps).turn())) {
+    await giveBackAll(deps, held);
+    return { refused: 'throttled', retryAfterSeconds: Math.ceil((SLOW_LANE_WAITING * SLOW_LANE_INTERVAL_MS) / 1000) };
+  }
   const hash = tokenHash(code);
   const row = await deps.db
     .selectFrom('oauth_device_code as d')
@@ -152,7 +204,7 @@ export async function findByUserCode(deps: AuthDeps, typed: string, address: str
   if (row.expires_at <= now) return { refused: 'expired' };
   const app = await findAppByClientId(deps, row.client_id);
   if (app === undefined) return { refused: 'unknown' };
-  await giveBackAll(deps, reserved.held);
+  await giveBackAll(deps, held);
   return { id: row.id, userCode: formatUserCode(code), app, scope: row.scope };
 }
 
@@ -193,12 +245,14 @@ const DEVICE_CODE_RE = /^[A-Za-z0-9_-]{43}$/;
  * flow's exchange, so the grant, its tokens and the id_token (for `openid`) come from the one
  * code path.
  */
-export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: string, dpopJkt?: string): Promise<TokenResponse> {
+export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: string, dpopJkt?: string, rememberProof?: () => Promise<void>): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid device code');
   if (!DEVICE_CODE_RE.test(deviceCode)) throw invalid();
   const hash = tokenHash(deviceCode);
   const row = await deps.db.selectFrom('oauth_device_code').selectAll().where('device_hash', '=', hash).executeTakeFirst();
   if (row === undefined || row.application_id !== app.id || !constantTimeEqual(row.device_hash, hash)) throw invalid();
+  // The device code is this client's: only now is the DPoP proof's jti remembered.
+  await rememberProof?.();
   if (row.used_at !== null) throw new OAuthError('invalid_grant', 'The device code has already been used');
   if (row.decision === 'denied') throw new OAuthError('access_denied', 'The user denied the authorization request');
   const now = deps.clock.now();

@@ -1,14 +1,15 @@
 /*
  * DPoP, RFC 9449 (docs/decisions.md, "DPoP"): checking the proof JWTs clients send in the
- * `DPoP` header at the token endpoint and with DPoP-bound access tokens, and remembering
- * their jti so that none is accepted twice (in this process, and across processes through
- * Redis when it is configured). Every check is jose's or node:crypto's; nothing hand-made.
+ * `DPoP` header at the token endpoint and with DPoP-bound access tokens, and, once the request
+ * authenticated, remembering their jti so that none is accepted twice (in this process, and
+ * across processes through Redis when it is configured; auth/replay-store.ts). Every check is
+ * jose's or node:crypto's; nothing hand-made.
  */
 import { createHash } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type CryptoKey, type JWK } from 'jose';
-import type { RedisConnection } from '../cluster/redis.js';
 import type { AuthDeps } from './deps.js';
 import { OAuthError } from './errors.js';
+import { ReplayStore } from './replay-store.js';
 
 /** The proof algorithms accepted (advertised as dpop_signing_alg_values_supported): asymmetric only. */
 export const DPOP_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const;
@@ -78,13 +79,22 @@ async function publicKey(jwk: JWK, alg: string, jkt: string): Promise<CryptoKey 
   return key;
 }
 
+/** A proof that passed every check of verifyProof: the thumbprint of its key, and what rememberProof keeps. */
+export interface CheckedProof {
+  jkt: string;
+  jti: string;
+  /** Until when it could pass the iat check (epoch ms): how long its jti is remembered. */
+  until: number;
+}
+
 /**
- * Checks a DPoP proof for this request (RFC 9449 §4.3) and returns the thumbprint of its key
- * (`jkt`). Refuses, with `status`, a proof that is malformed, not `dpop+jwt`, of another
- * algorithm, carrying a private key, wrongly signed, for another method or URL, outside the
- * iat window, without the right `ath` when an access token comes with it, or seen before.
+ * Checks a DPoP proof for this request (RFC 9449 §4.3). Refuses, with `status`, a proof that is
+ * malformed, not `dpop+jwt`, of another algorithm, carrying a private key, wrongly signed, for
+ * another method or URL, outside the iat window, or without the right `ath` when an access
+ * token comes with it. Whether it was seen before is rememberProof's, once the request
+ * authenticated: an anonymous request must not take room in the replay store.
  */
-export async function verifyProof(deps: AuthDeps, proof: string, target: ProofTarget, status = 400): Promise<string> {
+export async function verifyProof(deps: AuthDeps, proof: string, target: ProofTarget, status = 400): Promise<CheckedProof> {
   const refuse = (reason: string, description: string) => new DpopRefused(reason, description, status);
   if (proof.length > MAX_PROOF_LENGTH || !COMPACT_JWS.test(proof)) throw refuse('malformed', 'The DPoP proof is not a compact JWS');
   let header: ReturnType<typeof decodeProtectedHeader>;
@@ -124,70 +134,34 @@ export async function verifyProof(deps: AuthDeps, proof: string, target: ProofTa
     if (typeof ath !== 'string') throw refuse('ath', 'The DPoP proof must carry the access token hash (ath)');
     if (ath !== accessTokenHash(target.accessToken)) throw refuse('ath', 'The DPoP proof is for another access token (ath)');
   }
-  // Last, so that only proofs that passed every check take room in the store. Kept until it could no longer pass the iat check.
-  const fresh = await replayStore(deps).claim(createHash('sha256').update(`${jkt}\n${jti}`).digest('base64url'), (iat + DPOP_IAT_WINDOW_SECONDS) * 1000 + 1000, deps.clock.now());
-  if (!fresh) throw refuse('replayed', 'The DPoP proof was used before (jti)');
-  return jkt;
+  return { jkt, jti, until: (iat + DPOP_IAT_WINDOW_SECONDS) * 1000 + 1000 };
 }
 
-/** The largest number of jti remembered by one process (about 100 bytes each). */
-export const REPLAY_STORE_MAX = 200_000;
+/** A proof that cannot be remembered because the replay store is full: 503, as a busy database is (never a 400, which some clients take as "forget the refresh token"). */
+export class ReplayStoreFull extends OAuthError {
+  override readonly retryAfterSeconds = 5;
+  constructor() {
+    super('temporarily_unavailable', 'Too many DPoP proofs are in use; try again shortly', 503);
+  }
+}
 
 /**
- * The jti seen, each until its proof would be stale anyway. In this process always; with Redis
- * also there (`SET … NX PX`), so a proof replayed against another process is caught. While Redis
- * is unreachable each process keeps checking on its own (as the shared rate limit does).
+ * Remembers a checked proof of an authenticated request of `clientId` (its client, or the
+ * access token's), until it could no longer pass the iat check. Refuses a proof seen before
+ * (`invalid_dpop_proof`, with `status`), and one there is no room for (ReplayStoreFull):
+ * nothing remembered is ever forgotten early.
  */
-export class ReplayStore {
-  private readonly seen = new Map<string, number>();
-  private readonly redis: RedisConnection | undefined;
-  private readonly max: number;
-
-  constructor(redis?: RedisConnection, max = REPLAY_STORE_MAX) {
-    this.redis = redis;
-    this.max = max;
-  }
-
-  get size(): number {
-    return this.seen.size;
-  }
-
-  /** Records `key` until `until` (epoch ms); false when it was already there. */
-  async claim(key: string, until: number, now: number): Promise<boolean> {
-    const known = this.seen.get(key);
-    if (known !== undefined && known > now) return false;
-    this.remember(key, until, now);
-    const redis = this.redis;
-    if (redis === undefined || !redis.usable) return true;
-    try {
-      const set = await redis.client.set(`sleeve:dpop:${key}`, '1', 'PX', Math.max(1000, until - now), 'NX');
-      return set === 'OK';
-    } catch (err) {
-      redis.failed(err);
-      return true;
-    }
-  }
-
-  private remember(key: string, until: number, now: number): void {
-    // The oldest entries first: insertion order is roughly expiry order, so the front is swept as it goes.
-    for (const [k, u] of this.seen) {
-      if (u > now) break;
-      this.seen.delete(k);
-    }
-    if (this.seen.size >= this.max) {
-      for (const [k, u] of this.seen) if (u <= now) this.seen.delete(k);
-      // Still full of live entries: the oldest go (they are the nearest to expiry); with Redis they are still caught there.
-      while (this.seen.size >= this.max) this.seen.delete(this.seen.keys().next().value as string);
-    }
-    this.seen.delete(key);
-    this.seen.set(key, until);
-  }
+export async function rememberProof(deps: AuthDeps, proof: CheckedProof, clientId: string, status = 400): Promise<void> {
+  const key = createHash('sha256').update(`${clientId}\n${proof.jkt}\n${proof.jti}`).digest('base64url');
+  const answer = await replayStore(deps).claim(clientId, key, proof.until, deps.clock.now());
+  if (answer === 'replayed') throw new DpopRefused('replayed', 'The DPoP proof was used before (jti)', status);
+  if (answer === 'full') throw new ReplayStoreFull();
 }
 
 const defaultStores = new WeakMap<AuthDeps['clock'], ReplayStore>();
 
-/** The deps' replay store (serve() gives one that knows Redis); else one per clock, in this process. */
-export function replayStore(deps: AuthDeps): ReplayStore {
+/** The deps' replay store (serve() gives one that shares through Redis when configured); else one per clock, in this process. */
+function replayStore(deps: AuthDeps): ReplayStore {
   if (deps.dpopReplay !== undefined) return deps.dpopReplay;
   let store = defaultStores.get(deps.clock);
   if (store === undefined) {

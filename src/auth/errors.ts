@@ -23,6 +23,8 @@ export type OAuthErrorCode =
 export class OAuthError extends Error {
   readonly error: OAuthErrorCode;
   readonly status: number;
+  /** A 503's Retry-After (seconds), when it says one. */
+  readonly retryAfterSeconds?: number;
 
   constructor(error: OAuthErrorCode, description: string, status?: number) {
     super(description);

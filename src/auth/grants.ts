@@ -107,7 +107,8 @@ export interface TokenResponse {
 
 const GRANT_TOKEN_RE = /^([0-9a-z]{1,10})\.[A-Za-z0-9_-]{43}$/;
 
-function grantToken(grantId: number): { token: string; hash: string } {
+/** A new access or refresh token of grant `grantId` (256 bits from the CSPRNG), and its hash. */
+export function grantToken(grantId: number): { token: string; hash: string } {
   const token = `${grantId.toString(36)}.${randomToken()}`;
   return { token, hash: tokenHash(token) };
 }
@@ -314,6 +315,8 @@ export interface ExchangeParams {
   codeVerifier: string | undefined;
   withoutSecret?: boolean;
   dpopJkt?: string | undefined;
+  /** The DPoP proof's jti remembered, once the code proved usable and before anything is issued (auth/dpop.ts rememberProof). */
+  rememberProof?: (() => Promise<void>) | undefined;
 }
 
 /** A code exchange whose writes were made with its lookup (clientWithCode): the answer without its id_token, and the time it was made at. */
@@ -365,6 +368,7 @@ export async function exchangeCode(deps: AuthDeps, app: Application, params: Exc
     now = deps.clock.now();
     const refusal = exchangeRefusal(params, row, now);
     if (refusal !== undefined) throw refusal;
+    await params.rememberProof?.();
     const jkt = params.dpopJkt ?? null;
     body =
       deps.writes === undefined
@@ -478,15 +482,17 @@ export class DpopKeyMismatch extends OAuthError {
 /**
  * `grant_type=refresh_token`: a new access token (the grant's previous one ends); the refresh
  * token stays. With `dpopJkt` (the request's DPoP proof) the new access token is bound to that
- * key; a DPoP-bound refresh token needs a proof of its own key.
+ * key; a DPoP-bound refresh token needs a proof of its own key. `rememberProof` runs once the
+ * refresh token proved valid, before the new access token is stored.
  */
-export async function refreshGrant(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string, read?: GrantRow): Promise<TokenResponse> {
+export async function refreshGrant(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string, read?: GrantRow, rememberProof?: () => Promise<void>): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid refresh token');
   const id = grantIdOf(refreshToken);
   // `read`: the grant as clientWithGrant read it for this request (its update below checks it is still so).
   const grant = id === undefined ? undefined : read?.id === id ? read : (await grantById(deps.db, { id })).rows[0];
   if (grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null || !tokenMatches(refreshToken, grant.refresh_hash)) throw invalid();
   if (grant.refresh_jkt !== null && grant.refresh_jkt !== dpopJkt) throw new DpopKeyMismatch(dpopJkt === undefined ? 'no_proof' : 'wrong_key');
+  await rememberProof?.();
   const access = grantToken(grant.id);
   const now = deps.clock.now();
   const values = { id: grant.id, hash: access.hash, createdAt: now, expiresAt: now + deps.accessTokenTtl * 1000, refresh: grant.refresh_hash, jkt: dpopJkt ?? null };

@@ -8,6 +8,7 @@ export { registerApp, operatorEditApp, type Application, type Registered } from 
 export { audit, type AuditEvent, type AuditFields, type AuditLogger } from './audit.js';
 export { PasswordHasher, DEFAULT_HASH_QUEUE, defaultHashThreads, type PasswordHashingLimits } from './crypto.js';
 export type { AuthDeps } from './deps.js';
-export { ReplayStore, DPOP_ALGS } from './dpop.js';
+export { DPOP_ALGS } from './dpop.js';
+export { ReplayStore, type ReplayLimits, type SharedReplay } from './replay-store.js';
 export { exchangeCode, issueCode, type CodeRequest, type TokenResponse } from './grants.js';
 export { SigningKeys, type KeyInfo } from './signing-keys.js';

@@ -18,8 +18,8 @@ export interface TokenHolder {
 
 /** A refusal as RFC 6750 §3 and RFC 9449 §7.1 word it: the status, the error code, a text, and the WWW-Authenticate challenge. */
 export interface TokenRefusal {
-  status: 400 | 401 | 403;
-  error: 'invalid_token' | 'insufficient_scope' | 'invalid_dpop_proof' | 'invalid_request';
+  status: 400 | 401 | 403 | 503;
+  error: 'invalid_token' | 'insufficient_scope' | 'invalid_dpop_proof' | 'invalid_request' | 'temporarily_unavailable';
   description: string;
   challenge: string;
 }
@@ -54,6 +54,7 @@ export async function checkAccessToken(ctx: PageContext, req: FastifyRequest, sc
   if (active === undefined) return refusal(401, 'invalid_token', 'The access token is invalid, expired or revoked', scope);
   const path = req.url.split('?')[0] as string;
   const misuse = await tokenUseRefusal(ctx, req, active, token, dpopToken !== undefined, path);
+  if (misuse?.error === 'temporarily_unavailable') return { status: 503, error: misuse.error, description: misuse.message, challenge: dpopChallenge() };
   if (misuse !== undefined) {
     return { status: 401, error: misuse.error === 'invalid_dpop_proof' ? 'invalid_dpop_proof' : 'invalid_token', description: misuse.message, challenge: dpopChallenge(misuse) };
   }

@@ -1,9 +1,9 @@
-import { createHmac } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { AuthDeps } from './deps.js';
 import type { Application } from './applications.js';
 import { tokenHash } from './crypto.js';
 import { OAuthError } from './errors.js';
-import { DpopKeyMismatch, GrantEndedByReuse, grantIdOf, revokeGrant, tokenMatches, type TokenResponse } from './grants.js';
+import { DpopKeyMismatch, GrantEndedByReuse, grantIdOf, grantToken, revokeGrant, tokenMatches, type TokenResponse } from './grants.js';
 
 /*
  * Refresh token rotation, for applications registered with it (docs/decisions.md, "Refresh
@@ -15,18 +15,48 @@ import { DpopKeyMismatch, GrantEndedByReuse, grantIdOf, revokeGrant, tokenMatche
  *   refresh token and the same access token (a client racing itself stays signed in);
  * - otherwise ends the whole grant (reuse detection) and is answered invalid_grant.
  *
- * Only hashes are stored. The answer to a refresh token can be given twice because it is
- * derived from that token: HMAC-SHA256 keyed by the presented refresh token, so only its
- * holder can compute it, and the server only checks the result against the stored hashes.
+ * Every token is 256 bits from the CSPRNG (grants.ts grantToken), related to no other token;
+ * the grant keeps only their hashes. So that a second use can be answered again, the row that
+ * marks a refresh token used also keeps, for the grace window only, the pair its first use gave,
+ * sealed with AES-256-GCM under that refresh token's own 32 random bytes: neither the database
+ * alone nor the old token alone opens it, and the seal stores the pair, it does not make it.
  */
 
 /** How long the hashes of used refresh tokens are kept (a token older than this is just unknown). */
 const USED_RETENTION_MS = 90 * 24 * 3600 * 1000;
 
-/** The refresh or access token that follows `token` (same `{grant id}.{43 characters}` form as every grant token). */
-function successor(token: string, grantId: number, purpose: 'refresh' | 'access'): string {
-  const mac = createHmac('sha256', token).update(`sleeve refresh token rotation: ${purpose}`).digest('base64url');
-  return `${grantId.toString(36)}.${mac}`;
+interface Pair {
+  refresh: string;
+  access: string;
+}
+
+/** The AES-256-GCM key of a refresh token's sealed successor: the token's own 32 random bytes (after `{grant id}.`). */
+function sealKey(refreshToken: string): Buffer {
+  return Buffer.from(refreshToken.slice(refreshToken.indexOf('.') + 1), 'base64url');
+}
+
+/** The additional data of a seal: which grant's pair it is. */
+const sealAad = (grantId: number) => Buffer.from(`sleeve refresh successor of grant ${grantId}`);
+
+/** `pair`, sealed under `refreshToken` (a random 96-bit IV each time): `{iv}.{ciphertext}.{tag}`, base64url. */
+function seal(refreshToken: string, grantId: number, pair: Pair): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealKey(refreshToken), iv).setAAD(sealAad(grantId));
+  const sealed = Buffer.concat([cipher.update(`${pair.refresh} ${pair.access}`, 'utf8'), cipher.final()]);
+  return [iv, sealed, cipher.getAuthTag()].map((b) => b.toString('base64url')).join('.');
+}
+
+/** The pair sealed under `refreshToken`, or undefined when it cannot be opened with it. */
+function open(refreshToken: string, grantId: number, sealed: string): Pair | undefined {
+  const [iv, data, tag] = sealed.split('.').map((p) => Buffer.from(p, 'base64url'));
+  if (iv === undefined || data === undefined || tag?.length !== 16) return undefined;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(refreshToken), iv).setAAD(sealAad(grantId)).setAuthTag(tag);
+    const [refresh, access] = Buffer.concat([decipher.update(data), decipher.final()]).toString('utf8').split(' ');
+    return refresh === undefined || access === undefined ? undefined : { refresh, access };
+  } catch {
+    return undefined;
+  }
 }
 
 /** A used refresh token presented again outside the grace window: its grant was ended (`invalid_grant`), for the audit trail. */
@@ -48,44 +78,52 @@ function grantRow(deps: AuthDeps, id: number) {
  * `grant_type=refresh_token` for an application with rotation. With `dpopJkt` (the request's
  * DPoP proof) the new access token is bound to that key; a refresh token bound to a key (a
  * public application's, RFC 9449 §5) stays bound through every rotation, and is refused
- * without a proof of that key before anything changes.
+ * without a proof of that key before anything changes. `rememberProof` runs once the refresh
+ * token proved to be one of the grant's, before anything changes.
  */
-export async function rotateRefresh(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string): Promise<TokenResponse> {
+export async function rotateRefresh(deps: AuthDeps, app: Application, refreshToken: string, dpopJkt?: string, rememberProof?: () => Promise<void>): Promise<TokenResponse> {
   const invalid = () => new OAuthError('invalid_grant', 'Invalid refresh token');
   const id = grantIdOf(refreshToken);
   const grant = id === undefined ? undefined : await grantRow(deps, id);
   if (id === undefined || grant === undefined || grant.application_id !== app.id || grant.revoked_at !== null) throw invalid();
   if (grant.refresh_jkt !== null && grant.refresh_jkt !== dpopJkt) throw new DpopKeyMismatch(dpopJkt === undefined ? 'no_proof' : 'wrong_key');
-  const next = successor(refreshToken, id, 'refresh');
-  const access = successor(refreshToken, id, 'access');
   const now = deps.clock.now();
-  const answer = (expiresAt: number): TokenResponse => {
-    const body: TokenResponse = { access_token: access, token_type: dpopJkt === undefined ? 'Bearer' : 'DPoP', expires_in: Math.max(1, Math.ceil((expiresAt - now) / 1000)), refresh_token: next };
+  const answer = (pair: Pair, expiresAt: number): TokenResponse => {
+    const body: TokenResponse = { access_token: pair.access, token_type: dpopJkt === undefined ? 'Bearer' : 'DPoP', expires_in: Math.max(1, Math.ceil((expiresAt - now) / 1000)), refresh_token: pair.refresh };
     if (grant.scope_text !== null) body.scope = grant.scope_text;
     return body;
   };
 
-  if (tokenMatches(refreshToken, grant.refresh_hash)) {
-    // Its first use: the new pair replaces it, and its hash is kept as used, in one transaction. The
-    // UPDATE names the current hash, so of concurrent first uses one wins (PostgreSQL: the others wait
-    // on the row lock, then find the hash changed) and the others take the path below.
+  const current = tokenMatches(refreshToken, grant.refresh_hash);
+  if (current) {
+    await rememberProof?.();
+    // Its first use: a fresh random pair replaces it, and its hash is kept as used (with the pair
+    // sealed under it), in one transaction. The UPDATE names the current hash, so of concurrent
+    // first uses one wins (PostgreSQL: the others wait on the row lock, then find the hash
+    // changed) and the others take the path below, where the winner's sealed pair answers them.
+    const next = grantToken(id);
+    const access = grantToken(id);
     const expiresAt = now + deps.accessTokenTtl * 1000;
     const won = await deps.db.transaction().execute(async (trx) => {
       const r = await trx
         .updateTable('oauth_grant')
-        .set({ refresh_hash: tokenHash(next), access_hash: tokenHash(access), access_created_at: now, access_expires_at: expiresAt, access_jkt: dpopJkt ?? null })
+        .set({ refresh_hash: next.hash, access_hash: access.hash, access_created_at: now, access_expires_at: expiresAt, access_jkt: dpopJkt ?? null })
         .where('id', '=', id)
         .where('refresh_hash', '=', grant.refresh_hash as string)
         .where('revoked_at', 'is', null)
         .executeTakeFirst();
       if (Number(r.numUpdatedRows) !== 1) return false;
-      await trx.insertInto('oauth_refresh_used').values({ token_hash: tokenHash(refreshToken), grant_id: id, used_at: now }).execute();
+      // The pairs sealed for earlier refresh tokens of this grant are no longer current: gone.
+      await trx.updateTable('oauth_refresh_used').set({ successor_sealed: null }).where('grant_id', '=', id).where('successor_sealed', 'is not', null).execute();
+      const sealed = seal(refreshToken, id, { refresh: next.token, access: access.token });
+      await trx.insertInto('oauth_refresh_used').values({ token_hash: tokenHash(refreshToken), grant_id: id, used_at: now, successor_sealed: sealed }).execute();
       await trx.deleteFrom('oauth_refresh_used').where('grant_id', '=', id).where('used_at', '<', now - USED_RETENTION_MS).execute();
       return true;
     });
-    if (won) return answer(expiresAt);
+    if (won) return answer({ refresh: next.token, access: access.token }, expiresAt);
   }
-  return usedAgain(deps, app, refreshToken, { id, now, dpopJkt }, answer);
+  // A first use that lost a race has had its proof remembered already.
+  return usedAgain(deps, app, refreshToken, { id, now, dpopJkt, rememberProof: current ? undefined : rememberProof }, answer);
 }
 
 /** A refresh token presented after its first use: the same answer within the grace window, else the grant ends. */
@@ -93,23 +131,31 @@ async function usedAgain(
   deps: AuthDeps,
   app: Application,
   refreshToken: string,
-  { id, now, dpopJkt }: { id: number; now: number; dpopJkt: string | undefined },
-  answer: (expiresAt: number) => TokenResponse,
+  { id, now, dpopJkt, rememberProof }: { id: number; now: number; dpopJkt: string | undefined; rememberProof: (() => Promise<void>) | undefined },
+  answer: (pair: Pair, expiresAt: number) => TokenResponse,
 ): Promise<TokenResponse> {
-  const used = await deps.db.selectFrom('oauth_refresh_used').select('used_at').where('token_hash', '=', tokenHash(refreshToken)).where('grant_id', '=', id).executeTakeFirst();
+  const hash = tokenHash(refreshToken);
+  const used = await deps.db.selectFrom('oauth_refresh_used').select(['used_at', 'successor_sealed']).where('token_hash', '=', hash).where('grant_id', '=', id).executeTakeFirst();
   // Never a refresh token of this grant (or one used too long ago to be remembered).
   if (used === undefined) throw new OAuthError('invalid_grant', 'Invalid refresh token');
   const grant = await grantRow(deps, id);
   if (grant === undefined || grant.revoked_at !== null) throw new OAuthError('invalid_grant', 'Invalid refresh token');
+  await rememberProof?.();
   const inGrace = now - used.used_at <= deps.refreshGraceSeconds * 1000;
+  // Opened only within the window (after it the seal is ignored, and cleared below).
+  const pair = inGrace && used.successor_sealed !== null ? open(refreshToken, id, used.successor_sealed) : undefined;
   const stillCurrent =
-    tokenMatches(successor(refreshToken, id, 'refresh'), grant.refresh_hash) &&
-    tokenMatches(successor(refreshToken, id, 'access'), grant.access_hash) &&
+    pair !== undefined &&
+    tokenMatches(pair.refresh, grant.refresh_hash) &&
+    tokenMatches(pair.access, grant.access_hash) &&
     grant.access_expires_at !== null &&
     grant.access_expires_at > now &&
     // The same answer is an access token bound to the same key (or to none).
     (grant.access_jkt ?? undefined) === dpopJkt;
-  if (inGrace && stillCurrent) return answer(grant.access_expires_at as number);
-  await revokeGrant(deps, id);
+  if (stillCurrent) return answer(pair, grant.access_expires_at as number);
+  await deps.db.transaction().execute(async (trx) => {
+    await revokeGrant(deps, id, trx);
+    await trx.updateTable('oauth_refresh_used').set({ successor_sealed: null }).where('grant_id', '=', id).where('successor_sealed', 'is not', null).execute();
+  });
   throw new RefreshReused(grant.account_id, app.client_id);
 }

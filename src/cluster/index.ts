@@ -9,3 +9,4 @@ export { ServingRegistration } from './registry.js';
 export { CatalogueNotifications, type NotificationHandlers } from './notifications.js';
 export { RedisConnection, describeRedis, type Log } from './redis.js';
 export { SharedRateLimiter } from './shared-rate-limit.js';
+export { SharedClaims } from './shared-claims.js';

@@ -167,6 +167,8 @@ export interface OAuthRefreshUsedTable {
   token_hash: string;
   grant_id: number;
   used_at: number;
+  /** The pair its first use gave, AES-256-GCM-sealed under this refresh token's random bytes, while the grace window lasts (auth/rotation.ts); else null. */
+  successor_sealed: string | null;
 }
 
 export interface OAuthGrantTable {

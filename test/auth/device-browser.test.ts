@@ -121,6 +121,18 @@ describe(`the device flow with openid-client and a real browser (${DIALECT})`, (
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForSelector('text=is requesting permission to');
+    // Reached from a link (verification_uri_complete): the page warns against device code phishing, first.
+    const main = page.locator('main');
+    const text = (await main.innerText()).replace(/\s+/g, ' ');
+    const warning = 'Only continue if you started signing in on a device that is in front of you right now.';
+    assert.ok(text.includes(warning), text);
+    assert.ok(text.indexOf(warning) < text.indexOf('is requesting permission to'), 'the warning comes before the request');
+    assert.match(text, /If someone sent you this link or the code, or asked you to enter it, choose "No thanks"/);
+    assert.match(text, /The application Headless Tagger is requesting permission to/);
+    assert.match(text, /the access lasts until you revoke it/);
+    assert.ok(text.includes(codes.user_code), 'the code to compare');
+    assert.equal(await page.getByRole('link', { name: 'applications page' }).getAttribute('href'), '/account/applications');
+    await checkPage(page, 'device consent reached from verification_uri_complete');
     await page.getByRole('button', { name: 'No thanks' }).click();
     await page.waitForSelector('h1:has-text("Device not connected")');
     await checkPage(page, 'device not connected');

@@ -2,7 +2,8 @@
  * The device authorization grant (RFC 8628) over HTTPS: the device authorization endpoint,
  * the device page (signed in, consent, Post/Redirect/Get), every polling answer of §3.5 with
  * time moved by a ManualClock, single use, the id_token for `openid`, and the throttling of
- * user codes per address and globally, with their audit lines.
+ * user codes per address (IPv6 per /64) and per account, with their audit lines, and the global
+ * bound that slows answers down rather than refusing a valid code.
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -129,7 +130,7 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assert.match(consent.body, /Living Room Tagger/);
     assert.match(consent.body, /View your public account information/);
     assert.ok(consent.body.includes(`<code>${c.user_code}</code>`), 'the page shows the code as the device does');
-    assert.doesNotMatch(consent.body, /when I'm not using the application/, 'installed applications are always offline, as at authorize');
+    assert.match(consent.body, /the access lasts until you revoke it/, 'device grants are offline, and the page says so');
     const decided = await alice.fetch(`${s.base}/oauth2/device?${new URLSearchParams({ user_code: typed })}`, { form: { csrf_token: Browser.csrf(consent), decision: 'allow' } });
     assert.equal(decided.status, 303);
     const done = await alice.fetch(`${s.base}${String(decided.headers.location)}`);
@@ -245,7 +246,7 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assertOAuthError(await poll(c, web), 401, 'invalid_client');
     assertOAuthError(await poll(c, web, { client_secret: 'x'.repeat(43) }), 401, 'invalid_client');
     const consent = await page(alice, c.user_code);
-    assert.match(consent.body, /when I'm not using the application/);
+    assert.match(consent.body, /Keep this access when you are not using it/);
     assert.match(consent.body, /Know who you are/);
     assert.equal((await decide(alice, c.user_code, 'allow')).status, 303);
     const res = await poll(c, web, { client_secret: web.client_secret });
@@ -322,12 +323,13 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assert.equal(s.logs().split('\n').filter((l) => l.includes('"audit":"device.code_failed"') && l.includes(from)).length, 0);
   });
 
-  it('throttles wrong user codes per client address, then for everyone; each refusal is an audit line', async () => {
+  const wrong = (n: number) => `BBBB-${'BCDFGHJKLMNPQRSTVWXZ'[n % 20]}${'BCDFGHJKLMNPQRSTVWXZ'[Math.floor(n / 20) % 20]}BB`;
+
+  it('throttles wrong user codes per client address and per account; each refusal is an audit line', async () => {
     // Windows that earlier tests opened have ended.
     clock.advance(15 * 60 * 1000);
     const c = await codes();
     const from = '198.51.100.7';
-    const wrong = (n: number) => `BBBB-${'BCDFGHJKLMNPQRSTVWXZ'[n % 20]}${'BCDFGHJKLMNPQRSTVWXZ'[Math.floor(n / 20) % 20]}BB`;
     for (let i = 0; i < 10; i++) {
       const res = await page(alice, wrong(i), from);
       assert.equal(res.status, 400, `wrong code ${i}`);
@@ -337,29 +339,81 @@ describe(`device authorization grant (${DIALECT})`, () => {
     assert.equal(throttled.status, 429, 'even the right code, once the address is throttled');
     assert.match(String(throttled.headers['retry-after']), /^\d+$/);
     assert.match(throttled.body, /Too many wrong codes/);
-    // Another address is not throttled by this one; the right code gives its attempt back.
-    assert.equal((await page(alice, c.user_code, '198.51.100.8')).status, 200);
-    const failed = (await audits('device.code_failed', (l) => l.filter((a) => a.address === from).length >= 11)).filter((a) => a.address === from);
+    assert.equal((await page(alice, c.user_code, '198.51.100.8')).status, 429, 'the account is throttled from any address');
+    const bob = await signIn(s.base, 'bob');
+    assert.equal((await page(bob, c.user_code, from)).status, 429, 'the address is throttled for any account');
+    // Another account from another address is not throttled by these; the right code gives its attempt back.
+    assert.equal((await page(bob, c.user_code, '198.51.100.8')).status, 200);
+    const failed = (await audits('device.code_failed', (l) => l.filter((a) => a.address === from).length >= 12)).filter((a) => a.address === from);
     assert.equal(failed.filter((a) => a.reason === 'unknown').length, 10);
-    assert.equal(failed.filter((a) => a.reason === 'throttled').length, 1);
-
-    // 1000 wrong codes from everyone together (10 each from 100 addresses) close the page for everyone.
-    const addresses = Array.from({ length: 99 }, (_, i) => `203.0.113.${i + 1}`);
-    let failures = 10;
-    for (let i = 0; i < addresses.length; i += 11) {
-      const batch = addresses.slice(i, i + 11);
-      const results = await Promise.all(batch.flatMap((a) => Array.from({ length: 10 }, (_, k) => page(alice, wrong(k + 1), a))));
-      failures += results.filter((r) => r.status === 400).length;
-    }
-    assert.equal(failures, 1000);
-    const closed = await page(alice, c.user_code, '192.0.2.200');
-    assert.equal(closed.status, 429, 'a fresh address is throttled by the global limit');
-    // The window ends: the code works again.
+    assert.equal(failed.filter((a) => a.reason === 'throttled').length, 2);
+    // An IPv6 client is one address per /64.
     clock.advance(15 * 60 * 1000);
-    const fresh = await codes();
-    assert.equal((await page(alice, fresh.user_code, from)).status, 200);
+    const later = await codes();
+    const carol = await signInAs('carol');
+    for (let i = 0; i < 10; i++) assert.equal((await page(carol, wrong(i), `2001:db8:1:2::${i + 1}`)).status, 400);
+    assert.equal((await page(bob, later.user_code, '2001:db8:1:2:ffff::1')).status, 429, 'the same /64');
+    assert.equal((await page(bob, later.user_code, '2001:db8:1:3::1')).status, 200, 'another /64');
   });
+
+  it('one account from many addresses cannot spend the page for everyone (issue 32)', async () => {
+    clock.advance(15 * 60 * 1000);
+    const c = await codes();
+    const mallory = await signInAs('mallory');
+    // Sent at once, from 40 addresses: the account's limit holds under concurrency.
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => page(mallory, wrong(i % 3), `203.0.113.${i + 1}`)));
+    assert.equal(results.filter((r) => r.status === 400).length, 10, 'ten wrong codes counted');
+    assert.equal(results.filter((r) => r.status === 429).length, 30, 'the rest throttled');
+    const bob = await signIn(s.base, 'bob');
+    assert.equal((await page(bob, c.user_code, '192.0.2.200')).status, 200, "another user's valid code works");
+  });
+
+  it('past the global bound, a signed-in user with a valid code gets a slower answer, not a refusal', async () => {
+    clock.advance(15 * 60 * 1000);
+    const c = await codes();
+    // Everyone's wrong codes together have reached the global bound (1,000 per window).
+    await spendGlobalBound(t, clock.now());
+    const bob = await signIn(s.base, 'bob');
+    const [valid, again, guess] = await Promise.all([page(bob, c.user_code, '192.0.2.201'), page(alice, c.user_code, '192.0.2.202'), page(bob, wrong(7), '192.0.2.201')]);
+    assert.equal(valid.status, 200, valid.body.slice(0, 300));
+    assert.match(valid.body, /is requesting permission to/);
+    assert.equal(again.status, 200);
+    assert.equal(guess.status, 400, 'a wrong code is answered (and counted against the account and the address), not refused');
+    assert.match(guess.body, /There is no such code/);
+    const approved = await decide(bob, c.user_code, 'allow', '192.0.2.201');
+    assert.equal(approved.status, 303);
+  });
+
+  /** A user signed in (made on first use). */
+  async function signInAs(name: string): Promise<Browser> {
+    if (!made.has(name)) {
+      await addUser(t, name);
+      made.add(name);
+    }
+    return signIn(s.base, name);
+  }
+  const made = new Set<string>();
 });
+
+/** Sets the global count of wrong user codes to its bound, in a window that starts `now`. */
+async function spendGlobalBound(t: TestEnv, now: number): Promise<void> {
+  if (DIALECT === 'sqlite') {
+    const db = new Database(path.join(t.env.SLEEVE_DATA_DIR as string, 'sleeve.db'));
+    try {
+      db.prepare("INSERT INTO login_throttle (key, attempts, window_start) VALUES ('user_code:all', 1000, ?) ON CONFLICT (key) DO UPDATE SET attempts = 1000, window_start = excluded.window_start").run(now);
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const c = new pg.Client({ connectionString: t.env.SLEEVE_DATABASE_URL });
+  await c.connect();
+  try {
+    await c.query("INSERT INTO login_throttle (key, attempts, window_start) VALUES ('user_code:all', 1000, $1) ON CONFLICT (key) DO UPDATE SET attempts = 1000, window_start = excluded.window_start", [now]);
+  } finally {
+    await c.end();
+  }
+}
 
 /** Runs `run` while the database refuses new authorization codes (a trigger), as a failing database would. */
 async function failingCodeInserts<T>(t: TestEnv, run: () => Promise<T>): Promise<T> {

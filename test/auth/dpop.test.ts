@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import { addApp, addUser, authorize, request, token, type HttpsResponse } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { assertOAuthError, codeOf, fetchTrustingDataDir, signIn, type Client } from './support.js';
 
 const LOOPBACK = 'http://127.0.0.1:8765/callback';
@@ -33,14 +33,20 @@ interface Logged {
  * An auth server on the test's database, its clock given, its log kept, sharing Redis at
  * 127.0.0.1:6379; its public URL its own address unless given (processes behind one name share it).
  */
-async function startServer(t: TestEnv, clock: ShiftedClock, publicUrl?: string): Promise<Logged> {
+async function startServer(
+  t: TestEnv,
+  clock: ShiftedClock,
+  publicUrl?: string,
+  opts: { redis?: boolean; dpopReplayLimits?: { max: number; perClient: number } } = {},
+): Promise<Logged> {
   const port = await freePort();
   const base = `https://127.0.0.1:${port}`;
-  const env = { ...t.env, SLEEVE_AUTH_LISTEN: `127.0.0.1:${port}`, SLEEVE_AUTH_URL: publicUrl ?? base, SLEEVE_REDIS_URL: REDIS_URL, SLEEVE_LOG_LEVEL: 'info' };
+  const env: Record<string, string> = { ...t.env, SLEEVE_AUTH_LISTEN: `127.0.0.1:${port}`, SLEEVE_AUTH_URL: publicUrl ?? base, SLEEVE_LOG_LEVEL: 'info' };
+  if (opts.redis !== false) env.SLEEVE_REDIS_URL = REDIS_URL;
   const chunks: Buffer[] = [];
   const stream = new PassThrough();
   stream.on('data', (c: Buffer) => chunks.push(c));
-  const server = await serve(loadConfig(env), { only: 'auth', logStream: stream, clock });
+  const server = await serve(loadConfig(env), { only: 'auth', logStream: stream, clock, ...(opts.dpopReplayLimits === undefined ? {} : { dpopReplayLimits: opts.dpopReplayLimits }) });
   return { server, base, logs: () => Buffer.concat(chunks).toString('utf8') };
 }
 
@@ -64,6 +70,9 @@ async function makeProof(key: { privateKey: CryptoKey; jwk: JWK }, claims: Proof
   const payload = { jti: randomUUID(), iat: Math.floor(Date.now() / 1000), ...claims };
   return new SignJWT(payload).setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk, ...header }).sign(key.privateKey);
 }
+
+/** Where a remembered proof's jti is kept in Redis: per client (auth/dpop.ts). */
+const replayKey = (clientId: string, jkt: string, jti: string) => `sleeve:dpop:${createHash('sha256').update(`${clientId}\n${jkt}\n${jti}`).digest('base64url')}`;
 
 const ath = (accessToken: string) => createHash('sha256').update(accessToken).digest('base64url');
 
@@ -258,7 +267,7 @@ describe(`DPoP (${DIALECT})`, () => {
         return { jti, proof: await makeProof(key, { htm: 'GET', htu: `${s.base}/oauth2/userinfo`, ath: ath(tokens.access_token), jti }) };
       };
       // Each server's Redis connection comes up in the background: wait until its proofs are recorded there.
-      const stored = async (jti: string) => (await redis.exists(`sleeve:dpop:${createHash('sha256').update(`${jkt}\n${jti}`).digest('base64url')}`)) === 1;
+      const stored = async (jti: string) => (await redis.exists(replayKey(publicApp.client_id, jkt, jti))) === 1;
       for (const server of [s, sibling]) {
         for (let i = 0; ; i++) {
           const { jti, proof } = await proofFor();
@@ -305,5 +314,64 @@ describe(`DPoP (${DIALECT})`, () => {
     const bearer = await refreshWith(ok.json().refresh_token, {}, confidentialApp);
     assert.equal(bearer.status, 200, bearer.body);
     assert.equal(bearer.json().token_type, 'Bearer', 'without a proof, a confidential client gets a bearer token again');
+  });
+  describe('the replay store cannot be flushed (issue 32)', () => {
+    /** A proof of `key` for userinfo with `accessToken`, its iat on the server's (moved) clock. */
+    const userinfoProof = (key: { privateKey: CryptoKey; jwk: JWK }, base: string, accessToken: string, jti = randomUUID()) =>
+      makeProof(key, { htm: 'GET', htu: `${base}/oauth2/userinfo`, ath: ath(accessToken), iat: Math.floor(clock.now() / 1000), jti });
+    const userinfoAt = (base: string, accessToken: string, proof: string) => request(`${base}/oauth2/userinfo`, { headers: { authorization: `DPoP ${accessToken}`, dpop: proof } });
+
+    it("an unauthenticated token request's proof is not remembered: anonymous requests cannot fill the store", async () => {
+      const { tokens, key, jkt } = await boundTokens();
+      const jti = randomUUID();
+      const proof = await makeProof(key, { htm: 'POST', htu: `${s.base}/oauth2/token`, jti });
+      // Anyone: a public client_id, a made-up code, a proof of their own.
+      const anonymous = await token(s.base, { grant_type: 'authorization_code', code: 'made-up', redirect_uri: LOOPBACK, client_id: publicApp.client_id }, { dpop: proof });
+      assertOAuthError(anonymous, 400, 'invalid_grant');
+      assert.equal(await redis.exists(replayKey(publicApp.client_id, jkt, jti)), 0, 'not in Redis');
+      // The same proof, in a request that authenticates, is its first use (and only then remembered).
+      const ok = await refreshWith(tokens.refresh_token as string, { dpop: proof });
+      assert.equal(ok.status, 200, ok.body);
+      assertOAuthError(await refreshWith(ok.json().refresh_token, { dpop: proof }), 400, 'invalid_dpop_proof', /used before/);
+    });
+
+    for (const shared of [false, true]) {
+      it(`a full store refuses new proofs (503, per client first) and never forgets one: ${shared ? 'two processes sharing Redis' : 'one process, in memory'}`, async () => {
+        const limits = { max: 3, perClient: 2 };
+        const first = await startServer(t, clock, s.base, { redis: shared, dpopReplayLimits: limits });
+        const second = shared ? await startServer(t, clock, s.base, { redis: true, dpopReplayLimits: limits }) : undefined;
+        try {
+          const a = await boundTokens();
+          const other = await addApp(t, 'alice', 'public', undefined, `Tagger ${shared ? 'shared' : 'alone'}`);
+          const b = await boundTokens(other);
+          if (second !== undefined) {
+            // Each server's Redis connection comes up in the background: wait until both say so.
+            const connected = async () => [first, second].every((x) => x.logs().includes('Redis connected (dpop)'));
+            await pollUntil(connected, (up) => up, 10_000);
+          }
+          const captured = await userinfoProof(a.key, s.base, a.tokens.access_token);
+          assert.equal((await userinfoAt(first.base, a.tokens.access_token, captured)).status, 200);
+          assert.equal((await userinfoAt(first.base, a.tokens.access_token, await userinfoProof(a.key, s.base, a.tokens.access_token))).status, 200);
+          const over = await userinfoAt(first.base, a.tokens.access_token, await userinfoProof(a.key, s.base, a.tokens.access_token));
+          assertOAuthError(over, 503, 'temporarily_unavailable');
+          assert.match(String(over.headers['retry-after']), /^\d+$/);
+          assertOAuthError(await userinfoAt(first.base, a.tokens.access_token, captured), 401, 'invalid_dpop_proof', /used before/);
+          // Another client is not refused because A is at its bound, until the whole store is full.
+          assert.equal((await userinfoAt(first.base, b.tokens.access_token, await userinfoProof(b.key, s.base, b.tokens.access_token))).status, 200);
+          assertOAuthError(await userinfoAt(first.base, b.tokens.access_token, await userinfoProof(b.key, s.base, b.tokens.access_token)), 503, 'temporarily_unavailable');
+          // Full, it still remembers: the captured proof is refused here, and (through Redis) in the other process.
+          assertOAuthError(await userinfoAt(first.base, a.tokens.access_token, captured), 401, 'invalid_dpop_proof', /used before/);
+          if (second !== undefined) assertOAuthError(await userinfoAt(second.base, a.tokens.access_token, captured), 401, 'invalid_dpop_proof', /used before/);
+          // Once the proofs could no longer pass the iat check, their room is free again.
+          clock.advance(130_000);
+          const later = await userinfoAt(first.base, a.tokens.access_token, await userinfoProof(a.key, s.base, a.tokens.access_token));
+          assert.equal(later.status, 200, later.body);
+        } finally {
+          clock.advance(-130_000);
+          await first.server.close();
+          await second?.server.close();
+        }
+      });
+    }
   });
 });

@@ -6,6 +6,7 @@
  * reuse is audited; a database that is busy or away answers 503, never 400.
  */
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
@@ -220,6 +221,54 @@ describe(`refresh token rotation (${DIALECT})`, () => {
       assert.equal(next.status, 200, next.body);
     });
 
+    it('two refreshes sent at once with one token get the same pair, which works', async () => {
+      const tokens = await desktopGrant(rotating);
+      const [a, b] = await Promise.all([refresh(s.base, rotating, tokens.refresh_token as string), refresh(s.base, rotating, tokens.refresh_token as string)]);
+      assert.equal(a.status, 200, a.body);
+      assert.equal(b.status, 200, b.body);
+      assert.equal(a.json().refresh_token, b.json().refresh_token);
+      assert.equal(a.json().access_token, b.json().access_token);
+      assert.equal(await userinfoStatus(s.base, a.json().access_token), 200);
+    });
+
+    it('a spent refresh token gives no way to any later token: the tokens are random, not computed from it', async () => {
+      // The audit's reproduction (issue 32): rotation once made each pair HMAC-SHA256(previous refresh token, purpose).
+      const formerly = (tok: string, purpose: 'refresh' | 'access') =>
+        `${tok.split('.')[0]}.${createHmac('sha256', tok).update(`sleeve refresh token rotation: ${purpose}`).digest('base64url')}`;
+      const tokens = await desktopGrant(rotating);
+      const spent = tokens.refresh_token as string;
+      const first = (await refresh(s.base, rotating, spent)).json();
+      const second = (await refresh(s.base, rotating, first.refresh_token)).json();
+      assert.equal(await userinfoStatus(s.base, second.access_token), 200);
+      // What the holder of the spent token computes offline, without presenting it.
+      const guessed = { refresh: formerly(spent, 'refresh'), access: formerly(spent, 'access') };
+      const guessedNext = { refresh: formerly(guessed.refresh, 'refresh'), access: formerly(guessed.refresh, 'access') };
+      assert.notEqual(guessed.refresh, first.refresh_token);
+      assert.notEqual(guessed.access, first.access_token);
+      assert.notEqual(guessedNext.refresh, second.refresh_token);
+      assert.notEqual(guessedNext.access, second.access_token);
+      assert.equal(await userinfoStatus(s.base, guessedNext.access), 401, 'the computed access token is refused');
+      assertOAuthError(await refresh(s.base, rotating, guessedNext.refresh), 400, 'invalid_grant');
+      // A made-up token is not reuse of a real one: the grant goes on.
+      assert.equal(await userinfoStatus(s.base, second.access_token), 200);
+    });
+
+    it('the database keeps no usable token: only hashes, and the pair for the grace window sealed', async () => {
+      const tokens = await desktopGrant(rotating);
+      const first = (await refresh(s.base, rotating, tokens.refresh_token as string)).json();
+      const rows = await dumpAuthTables(t);
+      const stored = JSON.stringify(rows);
+      for (const tok of [tokens.refresh_token as string, first.refresh_token, first.access_token]) {
+        assert.ok(!stored.includes(tok.split('.')[1] as string), 'no token in the database');
+      }
+      const used = (rows[1] as { successor_sealed: string | null }[]).filter((r) => r.successor_sealed !== null);
+      assert.ok(used.length >= 1, 'the pair is kept sealed for the grace window');
+      // The next rotation of the grant clears it: that pair is no longer current.
+      assert.equal((await refresh(s.base, rotating, first.refresh_token)).status, 200);
+      const later = (await dumpAuthTables(t))[1] as { successor_sealed: string | null; token_hash: string }[];
+      assert.equal(later.filter((r) => r.successor_sealed !== null).length, used.length, 'one sealed pair per rotating grant: the newest');
+    });
+
     it('an application without rotation keeps its refresh token, used any number of times', async () => {
       const tokens = await desktopGrant(plain);
       for (let i = 0; i < 3; i++) {
@@ -269,6 +318,26 @@ describe(`refresh token rotation (${DIALECT})`, () => {
     });
   });
 });
+
+/** The rows of the grant and used-refresh-token tables, as read by anyone with the database. */
+async function dumpAuthTables(t: TestEnv): Promise<unknown[]> {
+  const tables = ['oauth_grant', 'oauth_refresh_used'];
+  if (DIALECT === 'sqlite') {
+    const db = new Database(path.join(t.env.SLEEVE_DATA_DIR as string, 'sleeve.db'), { readonly: true });
+    try {
+      return tables.map((name) => db.prepare(`SELECT * FROM ${name}`).all());
+    } finally {
+      db.close();
+    }
+  }
+  const c = new pg.Client({ connectionString: t.env.SLEEVE_DATABASE_URL });
+  await c.connect();
+  try {
+    return await Promise.all(tables.map(async (name) => (await c.query(`SELECT * FROM ${name}`)).rows));
+  } finally {
+    await c.end();
+  }
+}
 
 /**
  * Makes the database fail a refresh the way a busy or vanishing database does. SQLite: another

@@ -30,6 +30,7 @@ a.action{min-height:2.75rem;min-width:2.75rem;display:inline-flex;align-items:ce
 .error{color:var(--error);border-left:4px solid var(--error);padding:.4rem .75rem;margin:1rem 0}
 .notice{color:var(--ok);border-left:4px solid var(--ok);padding:.4rem .75rem;margin:1rem 0}
 ul.scopes{padding-left:1.25rem}
+.caution{border-left:4px solid var(--error);padding:.1rem .75rem;margin:1rem 0}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;background:rgba(127,127,127,.15);padding:.05rem .3rem;border-radius:.25rem;word-break:break-all}
 .card{border:1px solid var(--line);border-radius:.5rem;padding:.9rem 1rem;margin:.75rem 0}
 .card h3{margin:0 0 .35rem;font-size:1.05rem}

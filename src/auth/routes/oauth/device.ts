@@ -41,6 +41,6 @@ export async function deviceTokenRequest(ctx: PageContext, req: FastifyRequest, 
   const params = checkParams(req, ['client_id', 'client_secret', 'grant_type', 'device_code'], new Set(['grant_type', 'device_code']));
   const client = await deviceClient(ctx.deps, req, params);
   // With a DPoP proof, the tokens are bound to its key, as in the code flow.
-  const dpopJkt = await tokenRequestProof(ctx, req, client);
-  return sendJson(reply, await pollDevice(ctx.deps, client, params.get('device_code') as string, dpopJkt), CORS);
+  const proof = await tokenRequestProof(ctx, req, client);
+  return sendJson(reply, await pollDevice(ctx.deps, client, params.get('device_code') as string, proof?.jkt, proof?.remember), CORS);
 }

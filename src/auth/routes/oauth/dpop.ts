@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Application } from '../../applications.js';
 import { audit } from '../../audit.js';
-import { dpopAuthorization, DpopRefused, proofHeader, verifyProof } from '../../dpop.js';
+import { dpopAuthorization, DpopRefused, proofHeader, rememberProof, ReplayStoreFull, verifyProof } from '../../dpop.js';
 import { OAuthError } from '../../errors.js';
 import type { RequestView } from '../../http-util.js';
 import type { ActiveToken } from '../../grants.js';
@@ -12,17 +12,29 @@ import type { PageContext } from '../pages/shared.js';
  * and the proof that must come with a DPoP-bound access token. Each refusal is an audit line.
  */
 
-/** Logs a refused proof (`dpop.replayed` for a jti seen before) and passes the error on. */
+/** Logs a refused proof (`dpop.replayed` for a jti seen before; reason `store_full` when there was no room to remember it) and passes the error on. */
 export function auditRefusal(ctx: PageContext, req: RequestView, err: unknown, clientId: string | undefined, via: string): void {
+  if (err instanceof ReplayStoreFull) audit(req.log, 'dpop.rejected', { clientId, address: ctx.clientAddress(req), reason: 'store_full', via });
   if (!(err instanceof DpopRefused)) return;
   audit(req.log, err.reason === 'replayed' ? 'dpop.replayed' : 'dpop.rejected', { clientId, address: ctx.clientAddress(req), reason: err.reason, via });
 }
 
 /**
- * The key (its thumbprint) the token endpoint's answer is bound to: the request's DPoP proof,
- * checked, or undefined without one. An application that requires DPoP is refused without one.
+ * A token request's checked DPoP proof: the key (its thumbprint) the answer is bound to, and
+ * `remember`, which the grant calls once the request proved valid (the client authenticated,
+ * the code, refresh token or device code its own and usable) and before anything is issued:
+ * it refuses a replayed proof, or 503 when the replay store is full (auth/replay-store.ts).
  */
-export async function tokenRequestProof(ctx: PageContext, req: RequestView, client: Application): Promise<string | undefined> {
+export interface TokenProof {
+  jkt: string;
+  remember(): Promise<void>;
+}
+
+/**
+ * The token request's DPoP proof, checked, or undefined without one. An application that
+ * requires DPoP is refused without one.
+ */
+export async function tokenRequestProof(ctx: PageContext, req: RequestView, client: Application): Promise<TokenProof | undefined> {
   try {
     const proof = proofHeader(req.headers);
     if (proof === undefined) {
@@ -31,7 +43,13 @@ export async function tokenRequestProof(ctx: PageContext, req: RequestView, clie
       audit(req.log, 'dpop.rejected', { clientId: client.client_id, address: ctx.clientAddress(req), reason: 'required', via: 'oauth2/token' });
       throw new OAuthError('invalid_request', 'This application must send a DPoP proof with each token request');
     }
-    return await verifyProof(ctx.deps, proof, { method: req.method, path: '/oauth2/token' });
+    const checked = await verifyProof(ctx.deps, proof, { method: req.method, path: '/oauth2/token' });
+    const remember = () =>
+      rememberProof(ctx.deps, checked, client.client_id).catch((err: unknown) => {
+        auditRefusal(ctx, req, err, client.client_id, 'oauth2/token');
+        throw err;
+      });
+    return { jkt: checked.jkt, remember };
   } catch (err) {
     auditRefusal(ctx, req, err, client.client_id, 'oauth2/token');
     throw err;
@@ -46,7 +64,8 @@ export function dpopPresented(req: FastifyRequest): string | undefined {
 /**
  * Why a resource refuses this use of an access token, or undefined when it may be used: a
  * DPoP-bound token must come as `Authorization: DPoP` with a proof of its key for this request
- * (with `ath`); a bearer token must not come with the DPoP scheme. Errors are 401 (RFC 9449 §7.1).
+ * (with `ath`); a bearer token must not come with the DPoP scheme. Errors are 401 (RFC 9449 §7.1),
+ * or 503 `temporarily_unavailable` (with Retry-After) when the replay store is full.
  */
 export async function tokenUseRefusal(ctx: PageContext, req: FastifyRequest, active: ActiveToken, token: string, viaDpop: boolean, path: string): Promise<OAuthError | undefined> {
   if (active.dpopJkt === null) {
@@ -59,8 +78,10 @@ export async function tokenUseRefusal(ctx: PageContext, req: FastifyRequest, act
   try {
     const proof = proofHeader(req.headers, 401);
     if (proof === undefined) throw new DpopRefused('missing', 'A DPoP proof is required with a DPoP-bound access token', 401);
-    const jkt = await verifyProof(ctx.deps, proof, { method: req.method, path, accessToken: token }, 401);
-    if (jkt !== active.dpopJkt) throw new DpopRefused('wrong_key', 'The DPoP proof is signed with another key than the access token is bound to', 401);
+    const checked = await verifyProof(ctx.deps, proof, { method: req.method, path, accessToken: token }, 401);
+    if (checked.jkt !== active.dpopJkt) throw new DpopRefused('wrong_key', 'The DPoP proof is signed with another key than the access token is bound to', 401);
+    // The access token is valid and the proof its key's: only now is its jti remembered.
+    await rememberProof(ctx.deps, checked, active.clientId, 401);
     return undefined;
   } catch (err) {
     auditRefusal(ctx, req, err, active.clientId, path.slice(1));

@@ -19,6 +19,7 @@ export const ANY_METHOD = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPT
 export function oauthErrorHeaders(err: OAuthError, extra: Record<string, string> = {}): Record<string, string> {
   const headers: Record<string, string> = { ...NO_STORE, ...CORS, ...extra };
   if (err.error === 'invalid_client') headers['www-authenticate'] = 'Basic realm="OAuth2-Client"';
+  if (err.retryAfterSeconds !== undefined) headers['retry-after'] ??= String(err.retryAfterSeconds);
   return headers;
 }
 

@@ -8,7 +8,7 @@ import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
 import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DpopKeyMismatch, exchangeCode, type ExchangeParams, type Redeemed, refreshGrant, type TokenResponse } from '../../grants.js';
 import { RefreshReused, rotateRefresh } from '../../rotation.js';
-import { tokenRequestProof } from './dpop.js';
+import { tokenRequestProof, type TokenProof } from './dpop.js';
 import type { PageContext } from '../pages/shared.js';
 import { ANY_METHOD, checkParams, clientCredentials, CORS, hasBasicAuth, onlyPost, optionsReply, requireClient, sendJson, values } from './shared.js';
 import { deviceTokenRequest } from './device.js';
@@ -48,10 +48,10 @@ export async function tokenGrant(ctx: PageContext, req: RequestView, grantType: 
     throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
   }
   if ((params.get('token_type') ?? 'bearer').toLowerCase() !== 'bearer') throw new OAuthError('invalid_request', 'Invalid requested token type, only bearer is allowed');
-  const dpopJkt = await tokenRequestProof(ctx, req, client);
+  const proof = await tokenRequestProof(ctx, req, client);
   return grantType === 'authorization_code'
-    ? exchange(ctx, req, client, params, { secretless, dpopJkt, code, redeemed })
-    : refresh(ctx, req, client, params.get('refresh_token') as string, dpopJkt, grant);
+    ? exchange(ctx, req, client, params, { secretless, proof, code, redeemed })
+    : refresh(ctx, req, client, params.get('refresh_token') as string, proof, grant);
 }
 
 /**
@@ -97,15 +97,20 @@ async function exchange(
   req: RequestView,
   client: Application,
   params: Map<string, string>,
-  how: { secretless: boolean; dpopJkt: string | undefined; code: CodeRow | undefined; redeemed: Redeemed | undefined },
+  how: { secretless: boolean; proof: TokenProof | undefined; code: CodeRow | undefined; redeemed: Redeemed | undefined },
 ): Promise<TokenResponse> {
-  const request = exchangeParams(params, how.secretless, how.dpopJkt);
+  const request = exchangeParams(params, how.secretless, how.proof);
   return exchangeCode(ctx.deps, client, request, how.code, how.redeemed).catch(auditRevoked(ctx, req, CodeReplayed, 'code_replayed'));
 }
 
 /** A code exchange's parameters (checkParams made sure of `code` and `redirect_uri`). */
-function exchangeParams(params: Map<string, string>, withoutSecret: boolean, dpopJkt: string | undefined): ExchangeParams {
-  return { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier'), withoutSecret, dpopJkt };
+function exchangeParams(params: Map<string, string>, withoutSecret: boolean, proof: TokenProof | undefined): ExchangeParams {
+  const request: ExchangeParams = { code: params.get('code') as string, redirectUri: params.get('redirect_uri') as string, codeVerifier: params.get('code_verifier'), withoutSecret };
+  if (proof !== undefined) {
+    request.dpopJkt = proof.jkt;
+    request.rememberProof = proof.remember;
+  }
+  return request;
 }
 
 /**
@@ -118,10 +123,13 @@ async function refresh(
   req: RequestView,
   client: Application,
   refreshToken: string,
-  dpopJkt: string | undefined,
+  proof: TokenProof | undefined,
   grant: Parameters<typeof refreshGrant>[4],
 ): Promise<TokenResponse> {
-  const run = client.rotate_refresh === 1 ? rotateRefresh(ctx.deps, client, refreshToken, dpopJkt) : refreshGrant(ctx.deps, client, refreshToken, dpopJkt, grant);
+  const run =
+    client.rotate_refresh === 1
+      ? rotateRefresh(ctx.deps, client, refreshToken, proof?.jkt, proof?.remember)
+      : refreshGrant(ctx.deps, client, refreshToken, proof?.jkt, grant, proof?.remember);
   return run.catch((err: unknown) => {
     if (err instanceof DpopKeyMismatch) audit(req.log, 'dpop.rejected', { clientId: client.client_id, address: ctx.clientAddress(req), reason: err.reason, via: 'oauth2/token' });
     return auditRevoked(ctx, req, RefreshReused, 'refresh_reused')(err);

@@ -3,8 +3,7 @@ import { audit } from '../../audit.js';
 import { decideDevice, decisionOf, DEVICE_PAGE, findByUserCode, type PendingDevice, type UserCodeRefusal } from '../../device.js';
 import { csrfValid, formParams, queryParams } from '../../http-util.js';
 import { scopeNames } from '../../scopes.js';
-import { deviceDonePage, deviceEntryPage } from '../../views/device.js';
-import { consentPage } from '../../views/pages.js';
+import { deviceConsentPage, deviceDonePage, deviceEntryPage } from '../../views/device.js';
 import { EXPIRED, requireViewer, sendPage, type PageContext, type SignedIn } from './shared.js';
 
 const REFUSALS: Record<Exclude<UserCodeRefusal['refused'], 'throttled'>, string> = {
@@ -61,7 +60,7 @@ export function devicePages(app: FastifyInstance, ctx: PageContext): void {
 /** The pending request of a typed code, or the entry form again saying why not (429 with Retry-After when throttled). */
 async function lookUp(ctx: PageContext, req: FastifyRequest, reply: FastifyReply, viewer: SignedIn, typed: string): Promise<PendingDevice | { refused: FastifyReply }> {
   const address = ctx.clientAddress(req);
-  const found = await findByUserCode(ctx.deps, typed, address);
+  const found = await findByUserCode(ctx.deps, typed, address, viewer.accountId);
   if (!('refused' in found)) return found;
   const userCode = typed.slice(0, 20);
   if (found.refused !== 'malformed') audit(req.log, 'device.code_failed', { user: viewer.name, address, reason: found.refused });
@@ -73,8 +72,7 @@ async function lookUp(ctx: PageContext, req: FastifyRequest, reply: FastifyReply
   return { refused: sendPage(reply, 400, deviceEntryPage({ viewer, userCode, error: REFUSALS[found.refused] })) };
 }
 
+/** The device consent (views/device.ts), which warns against device code phishing and says the access lasts until revoked. */
 function sendConsent(reply: FastifyReply, viewer: SignedIn, found: PendingDevice, status: number, error?: string): FastifyReply {
-  // Device grants are offline (auth/device.ts): said as for a web application asking for it; installed ones always are.
-  const offlineBullet = found.app.kind !== 'public';
-  return sendPage(reply, status, consentPage({ viewer, app: found.app, scope: found.scope, offlineBullet, userCode: found.userCode, ...(error === undefined ? {} : { error }) }));
+  return sendPage(reply, status, deviceConsentPage({ viewer, app: found.app, scope: found.scope, userCode: found.userCode, error }));
 }
