@@ -128,7 +128,7 @@ const serveCommand: Command = {
     // Loaded here, so the other commands do not pay for the servers' code at start-up.
     const { serve } = await import('../serve.js');
     const server = await serve(config, { only }).catch((err: unknown) => {
-      throw listenFailure(err, config);
+      throw serveFailure(err, config);
     });
     printBanner(config, server.coverArtAddress, server.authAddress, server.demoLoaded, server.metricsAddress);
     let stopping = false;
@@ -158,9 +158,21 @@ const serveCommand: Command = {
   },
 };
 
-/** A listener that could not listen, as one line naming the setting to change; other errors as they are. */
-function listenFailure(err: unknown, config: Readonly<Config>): unknown {
-  const { code, port } = err as { code?: string; port?: number };
+/**
+ * The routine ways `serve` fails to start, as one line naming the setting to change: a listen
+ * address taken (or not allowed), a TLS file that cannot be read. Other errors as they are.
+ */
+function serveFailure(err: unknown, config: Readonly<Config>): unknown {
+  const { code, port, path: file } = err as { code?: string; port?: number; path?: string };
+  const tlsFiles = [
+    ['SLEEVE_TLS_CERT', config.tlsCert],
+    ['SLEEVE_TLS_KEY', config.tlsKey],
+  ] as const;
+  const tls = tlsFiles.find(([, configured]) => configured !== undefined && file !== undefined && path.resolve(configured) === path.resolve(file));
+  if (tls !== undefined && (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR')) {
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder' : 'permission denied';
+    return new OperatorError('UNREADABLE_FILE', `cannot read ${tls[0]} ${file}: ${why}`, { cause: err });
+  }
   const reasons: Record<string, string> = {
     EADDRINUSE: 'is in use by another process: stop it, or',
     EACCES: 'may not be listened on by this user (ports below 1024 need privileges):',

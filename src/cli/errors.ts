@@ -7,7 +7,7 @@
  * - CONFIG, exit 2: a configuration variable is missing or wrong.
  * - INVALID_INPUT, NOT_FOUND, CONFLICT, exit 2: the domain refused (shared/errors.ts).
  * - STORE_UNAVAILABLE, exit 1: the object store cannot be used just now.
- * - NO_DATABASE, DATABASE_UNREACHABLE, NOT_MIGRATED, CANNOT_LISTEN, exit 1: a routine failure
+ * - NO_DATABASE, DATABASE_UNREACHABLE, NOT_MIGRATED, CANNOT_LISTEN, UNREADABLE_FILE, exit 1: a routine failure
  *   the operator fixes outside sleeve (shared/errors.ts, OperatorError), one line, no stack.
  * - INTERRUPTED, exit 130 or 143: SIGINT or SIGTERM stopped `sleeve import musicbrainz`.
  * - INTERNAL, exit 1: anything else (a bug, the database down), with its stack.

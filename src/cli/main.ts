@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, readConfigFile, type Config } from '../config/load.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
+import { invalidInput } from '../shared/errors.js';
 import { reportError, UsageError } from './errors.js';
 import { commandHelp, groupHelp, USAGE, version } from './help.js';
 import { EDIT_COMMANDS } from './edit-command.js';
@@ -35,6 +37,7 @@ function optionError(err: unknown, command: Command): unknown {
 
 /** The settings: --config FILE, over it the environment, over both --data-dir. */
 function configFrom(file: string | undefined, dataDir: string | undefined): Readonly<Config> {
+  if (file !== undefined && !existsSync(file)) throw invalidInput(`--config ${file}: no such file`);
   const fromFile = file === undefined ? {} : readConfigFile(file);
   // The environment wins over the file, so one setting can be changed for one run.
   const env: Record<string, string | undefined> = { ...fromFile };

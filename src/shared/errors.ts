@@ -56,11 +56,11 @@ export function isStoreUnavailable(err: unknown): boolean {
 
 /**
  * A routine failure the operator fixes outside sleeve: the database missing, unreachable or
- * without sleeve's tables, a listen address taken. The message is one line that says what to
+ * without sleeve's tables, a listen address taken, a configured file missing. The message is one line that says what to
  * change; the CLI prints it without a stack and exits 1 (cli/errors.ts), the code is its
  * `--json` error code.
  */
-export type OperatorErrorCode = 'NO_DATABASE' | 'DATABASE_UNREACHABLE' | 'NOT_MIGRATED' | 'CANNOT_LISTEN';
+export type OperatorErrorCode = 'NO_DATABASE' | 'DATABASE_UNREACHABLE' | 'NOT_MIGRATED' | 'CANNOT_LISTEN' | 'UNREADABLE_FILE';
 
 export class OperatorError extends Error {
   readonly code: OperatorErrorCode;

@@ -98,11 +98,11 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `sleeve` binary with this environment. */
-export function runCli(env: Record<string, string>, args: string[], options: { stdin?: Buffer | string } = {}): Promise<CliResult> {
+/** Runs the real `sleeve` binary with this environment (in the folder `cwd`, or this process's). */
+export function runCli(env: Record<string, string>, args: string[], options: { stdin?: Buffer | string; cwd?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLEEVE_')));
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: ['pipe', 'pipe', 'pipe'], cwd: options.cwd });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
