@@ -70,6 +70,8 @@ async function makeCatalogue(dir: string, n: number): Promise<Catalogue> {
     'cover_art_archive.cover_art': art,
     'cover_art_archive.cover_art_type': types,
   });
+  // The import never makes a database (only serve, migrate and demo do).
+  await runOk(process.execPath, [SLEEVE_CLI, 'migrate'], { env: sleeveEnv(dataDir) });
   await runOk(process.execPath, [SLEEVE_CLI, '--json', 'import', 'musicbrainz', dump], { env: sleeveEnv(dataDir) });
   const itemsFile = path.join(dir, 'items.json');
   writeFileSync(itemsFile, JSON.stringify(items));

@@ -122,6 +122,7 @@ export async function uploadBench(opts: Options): Promise<{ markdown: string; da
   const web = `https://127.0.0.1:${webPort}`;
   const env = { SLEEVE_AUTH_LISTEN: `127.0.0.1:${webPort}`, SLEEVE_AUTH_URL: web };
   const cli = (args: string[], stdin?: string) => runOk(process.execPath, [SLEEVE_CLI, ...args], { env: sleeveEnv(dataDir, env), ...(stdin === undefined ? {} : { stdin }) });
+  await cli(['migrate']);
   await cli(['user', 'add', 'bench', '--email', 'bench@example.com', '--password-stdin'], `${PASSWORD}\n`);
   const app = JSON.parse((await cli(['--json', 'app', 'add', '--owner', 'bench', '--name', 'Bench tool', '--type', 'confidential', '--redirect-uri', REDIRECT])).stdout) as { client_id: string; client_secret: string };
   const apiRelease = randomUUID();

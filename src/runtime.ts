@@ -3,7 +3,9 @@ import { SigningKeys } from './auth/signing-keys.js';
 import type { Config } from './config/load.js';
 import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';
-import { migrateToLatest, pendingMigrations } from './db/migrator.js';
+import { databaseFailure, describeDatabase } from './db/failure.js';
+import { allMigrations, migrateToLatest, pendingMigrations } from './db/migrator.js';
+import { OperatorError } from './shared/errors.js';
 import type { Clock } from './shared/clock.js';
 import { systemClock } from './shared/clock.js';
 import { createObjectStore, type ObjectStore } from './storage/index.js';
@@ -32,19 +34,31 @@ export async function openRuntime(
      * publishes them), or those the servers published (commands), when there are any.
      */
     urls?: 'config' | 'published';
+    /**
+     * false: the database must exist and have sleeve's tables (NO_DATABASE, NOT_MIGRATED
+     * otherwise); pending migrations of a newer sleeve are still applied. true (the default):
+     * a missing SQLite file is made, and an empty database migrated.
+     */
+    create?: boolean;
   } = {},
 ): Promise<Runtime> {
-  const database = await openDatabase(config.database, { durability: options.durability });
-  const store = createObjectStore(config.storage);
+  const database = await openDatabase(config.database, { durability: options.durability, create: options.create }).catch((err: unknown) => {
+    throw databaseFailure(err, config.database);
+  });
   let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl };
   try {
     // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
-    if ((await pendingMigrations(database.db)).length > 0) await migrateToLatest(database);
+    const pending = await pendingMigrations(database.db);
+    if (options.create === false && pending.length === allMigrations().length) {
+      throw new OperatorError('NOT_MIGRATED', `${describeDatabase(config.database)} has no sleeve tables yet: run sleeve migrate first`);
+    }
+    if (pending.length > 0) await migrateToLatest(database);
     if (options.urls === 'published') urls = (await readPublishedUrls(database.db))?.urls ?? urls;
   } catch (err) {
     await database.close().catch(() => {});
-    throw err;
+    throw databaseFailure(err, config.database);
   }
+  const store = createObjectStore(config.storage);
   const clock = options.clock ?? systemClock;
   return {
     config,

@@ -1,14 +1,19 @@
+import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config/load.js';
 import { publishConfiguredChange } from '../cluster/freshness.js';
 import { readCatalogueMark } from '../cluster/mark.js';
 import type { Db } from '../db/schema.js';
+import { openRuntime, type Runtime } from '../runtime.js';
+import { isOperatorError, OperatorError } from '../shared/errors.js';
 
 export interface CommandContext {
   args: string[];
   options: Record<string, string | boolean | string[] | undefined>;
   json: boolean;
   config(): Readonly<Config>;
+  /** Which data folder this is, for messages: the one `--data-dir`, SLEEVE_DATA_DIR or `--config FILE` names, or the default. */
+  dataDirFrom: string;
   /** Prints `human` normally, or `data` as one JSON line with --json. */
   out(human: string, data: unknown): void;
 }
@@ -33,5 +38,25 @@ export async function afterChange(config: Readonly<Config>, db: Db, before: numb
     await publishConfiguredChange(config, db, warn);
   } catch (err) {
     warn(`the change is saved, but serving processes could not be told of it (${(err as Error).message}); they see it at their next look at the database (SLEEVE_CHANGE_POLL_MS)`);
+  }
+}
+
+/**
+ * Opens the runtime for a command that works on an existing database: every command but
+ * serve, migrate and demo. A missing SQLite file is never made: the message names the folder
+ * looked in and how to point elsewhere (README, "Managing the catalogue").
+ */
+export async function openExisting(ctx: CommandContext, options: Parameters<typeof openRuntime>[1] = {}): Promise<Runtime> {
+  const config = ctx.config();
+  try {
+    return await openRuntime(config, { ...options, create: false });
+  } catch (err) {
+    if (!isOperatorError(err) || err.code !== 'NO_DATABASE' || config.database.kind !== 'sqlite') throw err;
+    const file = config.database.file;
+    const where =
+      path.dirname(file) === config.dataDir && path.basename(file) === 'sleeve.db'
+        ? `no sleeve database in ${config.dataDir} (${ctx.dataDirFrom})`
+        : `no sleeve database at ${file} (SLEEVE_DATABASE_URL)`;
+    throw new OperatorError('NO_DATABASE', `${where}; point sleeve at yours with --data-dir DIR or SLEEVE_DATA_DIR=DIR (or SLEEVE_DATABASE_URL), or make a new one there with sleeve migrate`, { cause: err });
   }
 }

@@ -1,4 +1,5 @@
-import { readFile, stat } from 'node:fs/promises';
+import { appendFile, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 import type { Config } from '../config/load.js';
 import {
   addArt,
@@ -16,13 +17,14 @@ import {
   type ListingImage,
 } from '../cover-art/index.js';
 import { openDatabase } from '../db/connect.js';
+import { databaseFailure } from '../db/failure.js';
 import { migrateToLatest } from '../db/migrator.js';
-import { invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
+import { invalidInput, isStoreUnavailable, notFound, OperatorError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
 import { readCatalogueMark } from '../cluster/mark.js';
-import { afterChange, type Command, type CommandContext } from './command.js';
+import { afterChange, openExisting, type Command, type CommandContext } from './command.js';
 
 // main.ts takes the command types from here, with the commands.
 export type { Command, CommandContext } from './command.js';
@@ -51,11 +53,14 @@ function list(ctx: CommandContext, name: string): string[] | undefined {
 export async function withRuntime<T>(
   ctx: CommandContext,
   fn: (rt: Runtime) => Promise<T>,
-  /** `rewritesFiles`: the command rewrites index.json files without changing the catalogue (published when it succeeds). */
-  options: { rewritesFiles?: boolean } = {},
+  /**
+   * `rewritesFiles`: the command rewrites index.json files without changing the catalogue (published when it succeeds).
+   * `create`: a missing database is made (`sleeve demo`); other commands refuse it (`openExisting`).
+   */
+  options: { rewritesFiles?: boolean; create?: boolean } = {},
 ): Promise<T> {
   const config = ctx.config();
-  const rt = await openRuntime(config, { urls: 'published' });
+  const rt = options.create === true ? await openRuntime(config, { urls: 'published' }) : await openExisting(ctx, { urls: 'published' });
   const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
   const { baseUrl, musicBrainzUrl } = rt.coverArt.urls;
   if (config.listingUrlsGiven && (baseUrl !== config.baseUrl || musicBrainzUrl !== config.musicBrainzUrl)) {
@@ -122,7 +127,9 @@ const serveCommand: Command = {
     const config = ctx.config();
     // Loaded here, so the other commands do not pay for the servers' code at start-up.
     const { serve } = await import('../serve.js');
-    const server = await serve(config, { only });
+    const server = await serve(config, { only }).catch((err: unknown) => {
+      throw serveFailure(err, config);
+    });
     printBanner(config, server.coverArtAddress, server.authAddress, server.demoLoaded, server.metricsAddress);
     let stopping = false;
     const stop = (signal: string) => {
@@ -151,6 +158,38 @@ const serveCommand: Command = {
   },
 };
 
+/**
+ * The routine ways `serve` fails to start, as one line naming the setting to change: a listen
+ * address taken (or not allowed), a TLS file that cannot be read. Other errors as they are.
+ */
+function serveFailure(err: unknown, config: Readonly<Config>): unknown {
+  const { code, port, path: file } = err as { code?: string; port?: number; path?: string };
+  const tlsFiles = [
+    ['SLEEVE_TLS_CERT', config.tlsCert],
+    ['SLEEVE_TLS_KEY', config.tlsKey],
+  ] as const;
+  const tls = tlsFiles.find(([, configured]) => configured !== undefined && file !== undefined && path.resolve(configured) === path.resolve(file));
+  if (tls !== undefined && (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR')) {
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder' : 'permission denied';
+    return new OperatorError('UNREADABLE_FILE', `cannot read ${tls[0]} ${file}: ${why}`, { cause: err });
+  }
+  const reasons: Record<string, string> = {
+    EADDRINUSE: 'is in use by another process: stop it, or',
+    EACCES: 'may not be listened on by this user (ports below 1024 need privileges):',
+    EADDRNOTAVAIL: 'is not an address of this machine:',
+  };
+  const reason = code === undefined ? undefined : reasons[code];
+  if (reason === undefined) return err;
+  const listeners = [
+    ['SLEEVE_COVERART_LISTEN', config.coverArtListen],
+    ['SLEEVE_AUTH_LISTEN', config.authListen],
+  ] as const;
+  const found = listeners.find(([, listen]) => listen.port === port);
+  if (found === undefined) return err;
+  const [variable, listen] = found;
+  return new OperatorError('CANNOT_LISTEN', `cannot listen on ${listen.host}:${listen.port}: it ${reason} give ${variable} another host:port`, { cause: err });
+}
+
 function printBanner(config: Readonly<Config>, coverArt: string | undefined, auth: string | undefined, demo: string[], metrics: string | undefined): void {
   const lines = ['', 'sleeve is running.'];
   if (coverArt !== undefined) lines.push(`  cover art:  ${coverArt}  (public URL ${config.baseUrl})`);
@@ -175,9 +214,14 @@ const migrateCommand: Command = {
   name: 'migrate',
   async run(ctx) {
     want(ctx, 0, 'migrate');
-    const handle = await openDatabase(ctx.config().database);
+    const { database } = ctx.config();
+    const handle = await openDatabase(database).catch((err: unknown) => {
+      throw databaseFailure(err, database);
+    });
     try {
-      const applied = await migrateToLatest(handle);
+      const applied = await migrateToLatest(handle).catch((err: unknown) => {
+        throw databaseFailure(err, database);
+      });
       ctx.out(applied.length === 0 ? 'the database is up to date' : `applied ${applied.join(', ')}`, { applied });
     } finally {
       await handle.close();
@@ -190,7 +234,7 @@ const demoCommand: Command = {
   name: 'demo',
   async run(ctx) {
     want(ctx, 0, 'demo');
-    const { added } = await withRuntime(ctx, (rt) => loadDemo(rt.coverArt));
+    const { added } = await withRuntime(ctx, (rt) => loadDemo(rt.coverArt), { create: true });
     ctx.out(added.length === 0 ? 'the demo catalogue is already loaded' : `loaded demo releases ${added.join(', ')}`, { added });
     return 0;
   },
@@ -356,14 +400,28 @@ async function readPassword(): Promise<string> {
 }
 
 /**
- * The CLI's audit trail (docs/observability.md, "Audit trail"): the command has no log, so each security
- * event is one JSON line on stderr, shaped like the server's log lines (`level` 30 is
- * info), written when SLEEVE_LOG_LEVEL lets info through, as the server's are.
+ * The CLI's audit trail (docs/observability.md, "Audit trail"): each security event is one JSON line shaped
+ * like the server's log lines (`level` 30 is info), written when SLEEVE_LOG_LEVEL lets info
+ * through, as the server's are. Its log is stderr when that is not a terminal (a service's
+ * journal, a script's redirection); on a terminal, where a person reads the command's answer,
+ * the line is appended to `audit.log` in the data folder instead (0600), or, when that cannot
+ * be written, shown after all: it is never lost.
  */
 async function cliAudit(ctx: CommandContext, event: import('../auth/index.js').AuditEvent, fields: import('../auth/index.js').AuditFields): Promise<void> {
-  if (!['info', 'debug', 'trace'].includes(ctx.config().logLevel)) return;
+  const config = ctx.config();
+  if (!['info', 'debug', 'trace'].includes(config.logLevel)) return;
   const { audit } = await import('../auth/index.js');
-  audit({ info: (obj, msg) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), ...obj, msg })}\n`) }, event, { ...fields, via: 'cli' });
+  let line = '';
+  audit({ info: (obj, msg) => (line = `${JSON.stringify({ level: 30, time: Date.now(), ...obj, msg })}\n`) }, event, { ...fields, via: 'cli' });
+  if (process.stderr.isTTY === true) {
+    try {
+      await appendFile(path.join(config.dataDir, 'audit.log'), line, { mode: 0o600 });
+      return;
+    } catch {
+      // shown below instead
+    }
+  }
+  process.stderr.write(line);
 }
 
 const userAdd: Command = {

@@ -16,6 +16,11 @@ function editorName(edit: Edit): string {
   return edit.editor === null ? '(operator)' : edit.editor.name;
 }
 
+/** An edit as --json prints it: times in ISO 8601 (UTC, with milliseconds), as the write API gives them. */
+function editJson(e: Edit): Omit<Edit, 'created' | 'closed'> & { created: string; closed: { by: { id: number; name: string } | null; at: string } | null } {
+  return { ...e, created: new Date(e.created).toISOString(), closed: e.closed === null ? null : { ...e.closed, at: new Date(e.closed.at).toISOString() } };
+}
+
 function oneId(ctx: CommandContext, usage: string): string {
   const [id] = ctx.args;
   if (ctx.args.length !== 1 || id === undefined) throw invalidInput(`usage: sleeve ${usage}`);
@@ -72,7 +77,7 @@ const editList: Command = {
             ['ID', 'STATUS', 'KIND', 'RELEASE', 'IMAGE', 'EDITOR', 'CREATED'],
             ...page.edits.map((e) => [String(e.id), e.status, e.kind, e.release ?? '-', e.image ?? '-', editorName(e), isoTime(e.created)]),
           ]) + (page.next === null ? '' : `\n(more: add --before ${page.next})`);
-    ctx.out(human, page);
+    ctx.out(human, { ...page, edits: page.edits.map(editJson) });
     return 0;
   },
 };
@@ -98,7 +103,7 @@ const editShow: Command = {
     const id = oneId(ctx, 'edit show ID');
     const edit = await withReadRuntime(ctx, (rt) => findEdit(rt.database.db, id));
     if (edit === undefined) throw notFound(`no edit ${id}`);
-    ctx.out(describeEdit(edit), edit);
+    ctx.out(describeEdit(edit), editJson(edit));
     return 0;
   },
 };
@@ -113,7 +118,7 @@ function closing(verb: 'approve' | 'reject'): Command {
       if (note !== undefined && note.length > 1000) throw invalidInput('--note is at most 1000 characters');
       const close = verb === 'approve' ? approveEdit : rejectEdit;
       const edit = await withChangingRuntime(ctx, (rt) => close(rt.coverArt, id, null, note));
-      ctx.out(describeEdit(edit), edit);
+      ctx.out(describeEdit(edit), editJson(edit));
       return 0;
     },
   };

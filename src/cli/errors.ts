@@ -7,11 +7,13 @@
  * - CONFIG, exit 2: a configuration variable is missing or wrong.
  * - INVALID_INPUT, NOT_FOUND, CONFLICT, exit 2: the domain refused (shared/errors.ts).
  * - STORE_UNAVAILABLE, exit 1: the object store cannot be used just now.
+ * - NO_DATABASE, DATABASE_UNREACHABLE, NOT_MIGRATED, CANNOT_LISTEN, UNREADABLE_FILE, exit 1: a routine failure
+ *   the operator fixes outside sleeve (shared/errors.ts, OperatorError), one line, no stack.
  * - INTERRUPTED, exit 130 or 143: SIGINT or SIGTERM stopped `sleeve import musicbrainz`.
  * - INTERNAL, exit 1: anything else (a bug, the database down), with its stack.
  */
 import { ConfigError, VARIABLES } from '../config/load.js';
-import { isAppError } from '../shared/errors.js';
+import { isAppError, isOperatorError } from '../shared/errors.js';
 import { USAGE } from './help.js';
 
 export class UsageError extends Error {
@@ -45,6 +47,10 @@ export function reportError(err: unknown, json: boolean): number {
     code = err.code;
     message = err.message;
     exit = err.expose ? 2 : 1;
+  } else if (isOperatorError(err)) {
+    code = err.code;
+    message = err.message;
+    exit = 1;
   } else if (err instanceof CommandInterrupted) {
     code = 'INTERRUPTED';
     message = err.message;

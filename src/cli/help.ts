@@ -9,9 +9,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from './command.js';
 
-export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
+export const USAGE = `usage: sleeve [--config FILE] [--data-dir DIR] [--json] COMMAND ...
        sleeve COMMAND --help        that command's options
-       sleeve --version
+       sleeve --version             (or -v)
 
   serve [--only coverart|auth]          run the listeners (cover art http, auth https)
   migrate                               apply database migrations
@@ -45,7 +45,8 @@ export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   mirror images [RELEASE_MBID...] [--all] [--sizes 250,500,1200,original] [--concurrency N] [--rate R]
                                         fetch the imported images the store lacks from SLEEVE_UPSTREAM_URL
 
-Configuration comes from SLEEVE_* environment variables (see README) and --config FILE.
+Configuration comes from SLEEVE_* environment variables (see README), --config FILE and --data-dir DIR.
+Only serve, migrate and demo make a new database; the other commands need an existing one.
 `;
 
 interface CommandHelp {
@@ -58,6 +59,7 @@ interface CommandHelp {
 const GLOBAL_OPTIONS = `Options of every command:
   --json                 machine-readable output: one JSON value on stdout (errors too)
   --config FILE          settings as a JSON object of SLEEVE_* keys (the environment wins)
+  --data-dir DIR         the data folder: database, files, TLS material (as SLEEVE_DATA_DIR, and wins over it)
   -h, --help             this help`;
 
 const HELP: Record<string, CommandHelp> = {

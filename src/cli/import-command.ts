@@ -5,11 +5,10 @@
 import { readCatalogueMark } from '../cluster/mark.js';
 import type { Config } from '../config/load.js';
 import { openDatabase } from '../db/connect.js';
-import { migrateToLatest } from '../db/migrator.js';
 import { ImportInterrupted, importMusicBrainz, openPgBackend, openSqliteBackend, plainReporter, ttyReporter, type ImportSummary } from '../import/index.js';
 import { invalidInput } from '../shared/errors.js';
 import { systemClock } from '../shared/clock.js';
-import { afterChange, type CommandContext } from './command.js';
+import { afterChange, openExisting, type CommandContext } from './command.js';
 import { CommandInterrupted } from './errors.js';
 
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -62,13 +61,13 @@ export async function runImportCommand(ctx: CommandContext, dir: string): Promis
   if (!Number.isSafeInteger(batchRows) || batchRows < 1 || batchRows > 10_000_000) throw invalidInput('--batch-rows must be a whole number from 1 to 10000000');
   const config = ctx.config();
 
-  const handle = await openDatabase(config.database);
+  // The database must exist (pending migrations of a newer sleeve are applied): an import never makes one.
+  const rt = await openExisting(ctx);
   let before: number;
   try {
-    await migrateToLatest(handle);
-    before = await readCatalogueMark(handle.db);
+    before = await readCatalogueMark(rt.database.db);
   } finally {
-    await handle.close();
+    await rt.close();
   }
   const backend = config.database.kind === 'postgres' ? await openPgBackend(config.database.url) : await openSqliteBackend(config.database.file);
 

@@ -4,14 +4,14 @@
  * private key: only kids, algorithms, states and times.
  */
 import type { KeyInfo } from '../auth/index.js';
-import { openRuntime, type Runtime } from '../runtime.js';
+import type { Runtime } from '../runtime.js';
 import { invalidInput } from '../shared/errors.js';
-import type { Command, CommandContext } from './command.js';
+import { openExisting, type Command, type CommandContext } from './command.js';
 import { isoTime, table } from './list-commands.js';
 
 async function withKeys<T>(ctx: CommandContext, usage: string, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   if (ctx.args.length !== 0) throw invalidInput(`usage: sleeve ${usage}`);
-  const rt = await openRuntime(ctx.config());
+  const rt = await openExisting(ctx);
   try {
     return await fn(rt);
   } finally {

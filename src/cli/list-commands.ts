@@ -4,14 +4,14 @@
  * a hash (client secrets, password hashes): only the columns named here are read.
  */
 import { releaseArt } from '../cover-art/index.js';
-import { openRuntime, type Runtime } from '../runtime.js';
+import type { Runtime } from '../runtime.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
-import type { Command, CommandContext } from './command.js';
+import { openExisting, type Command, type CommandContext } from './command.js';
 
 /** Runs `fn` on a runtime opened for a read-only command, closed after. */
 export async function withReadRuntime<T>(ctx: CommandContext, fn: (rt: Runtime) => Promise<T>): Promise<T> {
-  const rt = await openRuntime(ctx.config());
+  const rt = await openExisting(ctx);
   try {
     return await fn(rt);
   } finally {

@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, readConfigFile, type Config } from '../config/load.js';
 import { COMMANDS, type Command, type CommandContext } from './commands.js';
+import { invalidInput } from '../shared/errors.js';
 import { reportError, UsageError } from './errors.js';
 import { commandHelp, groupHelp, USAGE, version } from './help.js';
 import { EDIT_COMMANDS } from './edit-command.js';
@@ -33,29 +35,69 @@ function optionError(err: unknown, command: Command): unknown {
   return err;
 }
 
-function configFrom(file: string | undefined): Readonly<Config> {
+/** The settings: --config FILE, over it the environment, over both --data-dir. */
+function configFrom(file: string | undefined, dataDir: string | undefined): Readonly<Config> {
+  if (file !== undefined && !existsSync(file)) throw invalidInput(`--config ${file}: no such file`);
   const fromFile = file === undefined ? {} : readConfigFile(file);
   // The environment wins over the file, so one setting can be changed for one run.
   const env: Record<string, string | undefined> = { ...fromFile };
   for (const [k, v] of Object.entries(process.env)) if (k.startsWith('SLEEVE_') && v !== undefined && v !== '') env[k] = v;
+  if (dataDir !== undefined) env.SLEEVE_DATA_DIR = dataDir;
   return loadConfig(env);
+}
+
+/** Where the data folder's setting comes from, as messages say it. */
+function dataDirFrom(dataDir: string | undefined, file: string | undefined): string {
+  if (dataDir !== undefined) return 'the data folder --data-dir names';
+  const env = process.env.SLEEVE_DATA_DIR;
+  if (env !== undefined && env !== '') return 'the data folder SLEEVE_DATA_DIR names';
+  if (file !== undefined) {
+    try {
+      if (readConfigFile(file).SLEEVE_DATA_DIR !== undefined) return `the data folder SLEEVE_DATA_DIR of ${file} names`;
+    } catch {
+      // a bad file is reported by config()
+    }
+  }
+  return 'the default data folder ./data of the current folder, as SLEEVE_DATA_DIR is unset';
+}
+
+/** The options sleeve itself takes, before or after the command. */
+const GLOBAL_OPTIONS = {
+  config: { type: 'string' },
+  'data-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
+  // -v: the short form people try first; the same as --version.
+  v: { type: 'boolean', short: 'v' },
+} as const satisfies ParseArgsConfig['options'];
+
+/** The usage error for a command line that names no command that exists. */
+function noSuchCommand(positionals: string[], unknownFlags: string[]): UsageError {
+  const [first = '', second] = positionals;
+  if (positionals.length === 0) {
+    if (unknownFlags.length === 0) return new UsageError('no command given');
+    return new UsageError(`unknown option ${unknownFlags.join(', ')} and no command given (sleeve's own options: --config FILE, --data-dir DIR, --json, --help, --version; a command's come after it)`);
+  }
+  const group = groupHelp(first);
+  if (group === undefined) return new UsageError(`unknown command: ${first}`);
+  const subcommands = Object.keys(ALL_COMMANDS)
+    .filter((name) => name.startsWith(`${first} `))
+    .map((name) => name.slice(first.length + 1));
+  const what = second === undefined ? `sleeve ${first} needs a subcommand` : `unknown command: ${first} ${second}`;
+  return new UsageError(`${what}: one of ${subcommands.join(', ')}\n\n${group}`, true);
 }
 
 /** Runs the CLI; resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
   let json = argv.includes('--json');
   try {
-    const globals = parseArgs({
-      args: argv,
-      options: { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'V' } },
-      allowPositionals: true,
-      strict: false,
-    });
+    const globals = parseArgs({ args: argv, options: GLOBAL_OPTIONS, allowPositionals: true, strict: false });
     json = globals.values.json === true;
     // `sleeve help [COMMAND]` is `sleeve [COMMAND] --help`.
     const wantsHelp = globals.values.help === true || globals.positionals[0] === 'help';
     const positionals = globals.positionals[0] === 'help' ? globals.positionals.slice(1) : globals.positionals;
-    if (globals.values.version === true) {
+    if (globals.values.version === true || globals.values.v === true) {
       if (json) process.stdout.write(`${JSON.stringify({ version: version() })}\n`);
       else process.stdout.write(`sleeve ${version()}\n`);
       return 0;
@@ -73,10 +115,11 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     // A usage error like any other: the message on stderr (and --json's error object on stdout), exit 2.
-    if (positionals.length === 0) throw new UsageError('no command given');
     if (command === undefined) {
-      const group = groupHelp(first);
-      throw new UsageError(group === undefined ? `unknown command: ${positionals.slice(0, 2).join(' ')}` : `unknown command: ${positionals.slice(0, 2).join(' ')}\n\n${group}`, group !== undefined);
+      const unknownFlags = Object.keys(globals.values)
+        .filter((name) => !(name in GLOBAL_OPTIONS))
+        .map((name) => (name.length === 1 ? `-${name}` : `--${name}`));
+      throw noSuchCommand(positionals, unknownFlags);
     }
     const skip = command.name.split(' ').length;
     const rest = stripGlobals(argv);
@@ -93,11 +136,14 @@ export async function main(argv: string[]): Promise<number> {
     }
     const args = parsed.positionals.slice(skip);
     const configFile = typeof globals.values.config === 'string' ? globals.values.config : undefined;
+    const dataDir = typeof globals.values['data-dir'] === 'string' ? globals.values['data-dir'] : undefined;
+    if (globals.values['data-dir'] === true || dataDir === '') throw new UsageError('--data-dir needs a folder: --data-dir DIR', true);
     const ctx: CommandContext = {
       args,
       options: parsed.values as Record<string, string | boolean | string[] | undefined>,
       json,
-      config: () => configFrom(configFile),
+      config: () => configFrom(configFile, dataDir),
+      dataDirFrom: dataDirFrom(dataDir, configFile),
       out: (human, data) => {
         if (json) process.stdout.write(`${JSON.stringify(data)}\n`);
         else if (human !== '') process.stdout.write(`${human}\n`);
@@ -115,11 +161,11 @@ function stripGlobals(argv: string[]): string[] {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === '--json') continue;
-    if (a === '--config') {
+    if (a === '--config' || a === '--data-dir') {
       i++;
       continue;
     }
-    if (a.startsWith('--config=')) continue;
+    if (a.startsWith('--config=') || a.startsWith('--data-dir=')) continue;
     out.push(a);
   }
   return out;

@@ -8,7 +8,7 @@ import { ConfigError } from '../config/load.js';
 import type { MirrorProgress, MirrorSummary } from '../cover-art/mirror.js';
 import { systemClock } from '../shared/clock.js';
 import { invalidInput } from '../shared/errors.js';
-import type { Command, CommandContext } from './command.js';
+import { openExisting, type Command, type CommandContext } from './command.js';
 import { CommandInterrupted } from './errors.js';
 
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -93,7 +93,6 @@ async function run(ctx: CommandContext): Promise<number> {
   // Loaded here: the other commands do not pay for sharp and the mirror at start-up.
   const { mirrorImages, MIRROR_SIZES, parseSizes } = await import('../cover-art/mirror.js');
   const { Upstream } = await import('../cover-art/upstream.js');
-  const { openRuntime } = await import('../runtime.js');
   const sizes = typeof ctx.options.sizes === 'string' ? parseSizes(ctx.options.sizes) : MIRROR_SIZES;
   const concurrency = positiveNumber(ctx, 'concurrency', 8, 256, true) as number;
   const rate = positiveNumber(ctx, 'rate', undefined, 100_000, false);
@@ -102,7 +101,7 @@ async function run(ctx: CommandContext): Promise<number> {
     throw new ConfigError(['SLEEVE_UPSTREAM_URL is not set: sleeve mirror images fetches from it (https://archive.org/download for the real archive)']);
   }
 
-  const rt = await openRuntime(config);
+  const rt = await openExisting(ctx);
   const controller = new AbortController();
   let caught: string | undefined;
   const onSignal = (signal: string) => {

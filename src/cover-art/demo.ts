@@ -92,7 +92,8 @@ export async function loadDemo(deps: CoverArtDeps): Promise<{ added: string[] }>
     await addRelease(deps, { mbid: release.mbid, releaseGroup: release.releaseGroup, title: release.title, date: release.date });
     for (const image of release.images) {
       const bytes = await renderSvgToJpeg(coverSvg(release.title, image));
-      await addArt(deps, { release: release.mbid, bytes, types: image.types, comment: image.comment, approved: true, edit: 1 });
+      // The listing's edit is the sleeve edit recording the addition, whose page (/edit/N) exists.
+      await addArt(deps, { release: release.mbid, bytes, types: image.types, comment: image.comment, approved: true });
     }
     added.push(release.mbid);
   }

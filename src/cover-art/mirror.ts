@@ -282,13 +282,22 @@ function fileName(key: string): string {
   return key.slice(key.indexOf('/') + 1);
 }
 
-/** The named releases, as one batch; unknown MBIDs are refused before anything is fetched. */
+/**
+ * The named releases, as one batch. Unknown MBIDs, and releases that were not imported (their
+ * images are sleeve's own: nothing upstream to mirror), are refused, all named, before
+ * anything is fetched.
+ */
 async function* namedReleases(db: Db, mbids: string[]): AsyncGenerator<ReleaseRow[]> {
   const unique = [...new Set(mbids.map((m) => m.toLowerCase()))];
-  const rows = unique.length === 0 ? [] : await db.selectFrom('release').select(['id', 'gid']).where('gid', 'in', unique).execute();
+  const rows = unique.length === 0 ? [] : await db.selectFrom('release').select(['id', 'gid', 'imported']).where('gid', 'in', unique).execute();
   const byGid = new Map(rows.map((r) => [r.gid, r]));
   const unknown = unique.filter((m) => !byGid.has(m));
-  if (unknown.length > 0) throw invalidInput(`no such release: ${unknown.join(', ')}`);
+  const local = unique.filter((m) => byGid.get(m)?.imported === 0);
+  const problems = [
+    ...(unknown.length > 0 ? [`no such release: ${unknown.join(', ')}`] : []),
+    ...(local.length > 0 ? [`not imported from MusicBrainz (nothing upstream to mirror): ${local.join(', ')}`] : []),
+  ];
+  if (problems.length > 0) throw invalidInput(`${problems.join('; ')}; nothing was fetched`);
   yield unique.map((m) => byGid.get(m) as ReleaseRow);
 }
 

@@ -1,10 +1,11 @@
-import { chmodSync, closeSync, fstatSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fstatSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { open, rm, stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, sql, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import type { DatabaseConfig } from '../config/load.js';
+import { OperatorError } from '../shared/errors.js';
 import type { DialectName } from './dialect.js';
 import type { Database, Db } from './schema.js';
 
@@ -232,17 +233,20 @@ class ImmediateSqliteDialect extends SqliteDialect {
  * db/schema.ts. `durability: 'full'` (the default, for the CLI's changes to the catalogue) makes SQLite
  * sync every commit; 'normal' (for a serving process, whose writes are sessions and
  * tokens) syncs at checkpoints: a power cut may lose the last moments' tokens, never
- * corrupt the file. PostgreSQL keeps its own settings.
+ * corrupt the file. PostgreSQL keeps its own settings. `create: false` (the CLI's commands
+ * other than serve, migrate and demo) refuses a SQLite file that does not exist yet
+ * (NO_DATABASE) instead of making one.
  */
-export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number; durability?: 'full' | 'normal' } = {}): Promise<DatabaseHandle> {
-  return cfg.kind === 'sqlite' ? openSqlite(cfg.file, options.durability ?? 'full') : openPostgres(cfg.url, options.poolSize ?? 10);
+export async function openDatabase(cfg: DatabaseConfig, options: { poolSize?: number; durability?: 'full' | 'normal'; create?: boolean } = {}): Promise<DatabaseHandle> {
+  return cfg.kind === 'sqlite' ? openSqlite(cfg.file, options.durability ?? 'full', options.create ?? true) : openPostgres(cfg.url, options.poolSize ?? 10);
 }
 
-async function openSqlite(file: string, durability: 'full' | 'normal'): Promise<DatabaseHandle> {
+async function openSqlite(file: string, durability: 'full' | 'normal', create: boolean): Promise<DatabaseHandle> {
+  if (!create && file !== ':memory:' && !existsSync(file)) throw new OperatorError('NO_DATABASE', `no sleeve database at ${file}`);
   if (file !== ':memory:') preparePrivateDatabaseFile(file);
   // Each driver is loaded only when its database is used: start-up time matters for the CLI.
   const { default: Sqlite } = await import('better-sqlite3');
-  const sqlite = new Sqlite(file);
+  const sqlite = new Sqlite(file, { fileMustExist: !create && file !== ':memory:' });
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma(durability === 'normal' ? 'synchronous = NORMAL' : 'synchronous = FULL');
   if (durability === 'normal') {

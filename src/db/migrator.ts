@@ -60,6 +60,11 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]>
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
+/** Names of every migration, applied or not. */
+export function allMigrations(): string[] {
+  return Object.keys(MIGRATIONS);
+}
+
 /** Names of migrations not yet applied. */
 export async function pendingMigrations(db: Db): Promise<string[]> {
   const all = await migrator(db).getMigrations();

@@ -53,3 +53,25 @@ export function storeUnavailable(message: string, cause?: unknown): AppError {
 export function isStoreUnavailable(err: unknown): boolean {
   return isAppError(err) && err.code === 'STORE_UNAVAILABLE';
 }
+
+/**
+ * A routine failure the operator fixes outside sleeve: the database missing, unreachable or
+ * without sleeve's tables, a listen address taken, a configured file missing. The message is one line that says what to
+ * change; the CLI prints it without a stack and exits 1 (cli/errors.ts), the code is its
+ * `--json` error code.
+ */
+export type OperatorErrorCode = 'NO_DATABASE' | 'DATABASE_UNREACHABLE' | 'NOT_MIGRATED' | 'CANNOT_LISTEN' | 'UNREADABLE_FILE';
+
+export class OperatorError extends Error {
+  readonly code: OperatorErrorCode;
+  constructor(code: OperatorErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'OperatorError';
+    this.code = code;
+  }
+}
+
+/** Also true for an OperatorError of another copy of this module (the bundled CLI calls the unbundled server). */
+export function isOperatorError(err: unknown): err is OperatorError {
+  return err instanceof OperatorError || (err instanceof Error && err.name === 'OperatorError' && typeof (err as OperatorError).code === 'string');
+}

@@ -374,7 +374,7 @@ describe(`sleeve CLI: commands, output and stored files (${DIALECT})`, () => {
     });
 
     it('migrate --json names the migrations applied to a new database, then none', async () => {
-      const fresh = await makeTestEnv();
+      const fresh = await makeTestEnv({}, { migrated: false });
       try {
         const first = await cliOk(fresh.env, ['--json', 'migrate']);
         assert.ok(first.applied.length >= 1);
@@ -410,7 +410,7 @@ describe('sleeve CLI: usage errors', () => {
   let t: TestEnv;
   before(async () => {
     // A data directory that must stay empty: a usage error opens nothing.
-    t = await makeTestEnv();
+    t = await makeTestEnv({}, { migrated: false });
   });
   after(async () => t?.cleanup());
 

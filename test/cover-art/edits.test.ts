@@ -109,6 +109,12 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
         ['add', 'applied', null, null, { types: ['Front'], comment: 'the cover', approved: true }],
       ],
     );
+    // Times in ISO 8601 as the write API gives them (`new Date(ms).toISOString()`), not epoch milliseconds.
+    for (const e of listed.edits as { created: unknown }[]) {
+      assert.match(String(e.created), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.equal(new Date(e.created as string).toISOString(), e.created);
+    }
+    assert.equal((await cliOk(t.env, ['--json', 'edit', 'show', String(listed.edits[0].id)])).created, listed.edits[0].created);
     // Ids only grow; a page at a time with --before.
     const ids = listed.edits.map((e: Edit) => e.id);
     assert.deepEqual([...ids].sort((x: number, y: number) => y - x), ids);
@@ -157,6 +163,7 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     assert.equal((await apiListing(release)).images.length, 2);
     const rejected = await cliOk(t.env, ['--json', 'edit', 'reject', String(other.id), '--note', 'not this release']);
     assert.deepEqual({ status: rejected.status, by: rejected.closed.by, note: rejected.note }, { status: 'rejected', by: null, note: 'not this release' });
+    assert.match(rejected.closed.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assert.deepEqual((await apiListing(release)).images.map((i) => i.id), [entry?.id]);
     assert.deepEqual((await folderFiles(t, release)).filter((f) => f.includes(`-${second?.id}`)), []);
 

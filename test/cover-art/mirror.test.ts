@@ -30,6 +30,8 @@ const R4 = '7e1ea5e0-0000-4000-8000-000000000014';
 /** For the interrupted run: 501 is slow. */
 const R5 = '7e1ea5e0-0000-4000-8000-000000000015';
 const UNKNOWN = '7e1ea5e0-0000-4000-8000-0000000000ff';
+/** A release added to sleeve by hand (`sleeve release add`), never imported: nothing upstream to mirror. */
+const LOCAL = '7e1ea5e0-0000-4000-8000-0000000000ee';
 const SIZES = [250, 500, 1200] as const;
 
 function release(id: number, gid: string): Value[] {
@@ -113,7 +115,8 @@ describe(`sleeve mirror images (${DIALECT})`, () => {
     await t?.cleanup();
   });
 
-  it('needs SLEEVE_UPSTREAM_URL, releases or --all (not both), known releases and sizes', async () => {
+  it('needs SLEEVE_UPSTREAM_URL, releases or --all (not both), known imported releases and sizes', async () => {
+    await cliOk(t.env, ['release', 'add', LOCAL, '--release-group', '7e1ea5e0-0000-4000-8000-0000000000ed']);
     const { SLEEVE_UPSTREAM_URL: _, ...without } = t.env;
     const none = await runCli(without, ['--json', 'mirror', 'images', R1]);
     assert.equal(none.code, 2);
@@ -122,7 +125,11 @@ describe(`sleeve mirror images (${DIALECT})`, () => {
     for (const [args, pattern] of [
       [[], /RELEASE_MBID\.\.\. \| --all/],
       [[R1, '--all'], /not both/],
-      [[UNKNOWN], new RegExp(`no such release: ${UNKNOWN}`)],
+      [[UNKNOWN], new RegExp(`no such release: ${UNKNOWN}; nothing was fetched$`, 'm')],
+      // Never "mirrored 1 releases (0 files)" and exit 0: the release has nothing upstream.
+      [[LOCAL], new RegExp(`not imported from MusicBrainz \\(nothing upstream to mirror\\): ${LOCAL}; nothing was fetched`)],
+      // Known and unknown together: every wrong one named, nothing fetched for the good one either.
+      [[R1, LOCAL, UNKNOWN], new RegExp(`no such release: ${UNKNOWN}; not imported from MusicBrainz \\(nothing upstream to mirror\\): ${LOCAL}; nothing`)],
       [[R1, '--sizes', '250,300'], /--sizes takes 250, 500, 1200 and original/],
       [[R1, '--concurrency', '0'], /--concurrency must be a whole number/],
       [[R1, '--rate', 'fast'], /--rate must be a number/],

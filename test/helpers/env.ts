@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
+import { openDatabase } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrator.js';
 import { serve, type Server } from '../../src/serve.js';
 import type { Clock } from '../../src/shared/clock.js';
 
@@ -35,9 +37,11 @@ function adminUrl(): string {
 
 /**
  * A fresh sleeve environment: its own data directory and its own database (a new
- * SQLite file, or a new PostgreSQL database on the pass that uses PostgreSQL).
+ * SQLite file, or a new PostgreSQL database on the pass that uses PostgreSQL), migrated as
+ * `sleeve migrate` leaves it (the CLI's commands other than serve, migrate and demo refuse a
+ * database that does not exist), unless `migrated: false` asks for none at all.
  */
-export async function makeTestEnv(extra: Record<string, string> = {}): Promise<TestEnv> {
+export async function makeTestEnv(extra: Record<string, string> = {}, options: { migrated?: boolean } = {}): Promise<TestEnv> {
   const dir = await mkdtemp(path.join(tmpdir(), 'sleeve-test-'));
   const env: Record<string, string> = {
     SLEEVE_DATA_DIR: dir,
@@ -67,6 +71,17 @@ export async function makeTestEnv(extra: Record<string, string> = {}): Promise<T
     };
   }
   Object.assign(env, extra);
+  if (options.migrated !== false) {
+    // Only the database's settings: a test may give others that are meant to be refused.
+    const { database } = loadConfig({ SLEEVE_DATA_DIR: dir, ...(env.SLEEVE_DATABASE_URL === undefined ? {} : { SLEEVE_DATABASE_URL: env.SLEEVE_DATABASE_URL }) });
+    // Synced at checkpoints: a test's database need not survive a power cut.
+    const handle = await openDatabase(database, { durability: 'normal' });
+    try {
+      await migrateToLatest(handle);
+    } finally {
+      await handle.close();
+    }
+  }
   return {
     dir,
     env,
@@ -83,11 +98,11 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `sleeve` binary with this environment. */
-export function runCli(env: Record<string, string>, args: string[], options: { stdin?: Buffer | string } = {}): Promise<CliResult> {
+/** Runs the real `sleeve` binary with this environment (in the folder `cwd`, or this process's). */
+export function runCli(env: Record<string, string>, args: string[], options: { stdin?: Buffer | string; cwd?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLEEVE_')));
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: ['pipe', 'pipe', 'pipe'], cwd: options.cwd });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));

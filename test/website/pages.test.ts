@@ -96,7 +96,16 @@ describe(`cover art pages (${DIALECT})`, () => {
     assert.match(page.body, /640 × 480 px, \d+\.\d kB/);
     assert.ok(page.body.includes('the sleeve'));
     assert.ok(page.body.includes('<dd>Back, Spine</dd>'));
-    assert.ok(page.body.includes('<a href="/edit/42">edit #42</a>'));
+    // The edit that added each image, linked to a page that exists: a MusicBrainz edit number
+    // (--edit 42) on MusicBrainz, sleeve's own edit on its edit page here.
+    assert.ok(page.body.includes('<a href="https://musicbrainz.org/edit/42">MusicBrainz edit #42</a>'), 'a MusicBrainz edit');
+    const own = [...page.body.matchAll(/<dt>Added by<\/dt><dd><a href="(\/edit\/(\d+))">edit #\2<\/a>/g)];
+    assert.equal(own.length, 2, 'the two images added without --edit link to their sleeve edits');
+    for (const [, href] of own) {
+      const edit = await get(href as string);
+      assert.equal(edit.status, 200, `${href}: ${edit.body.slice(0, 300)}`);
+      assert.match(edit.body, /Edit #\d+/);
+    }
     assert.ok(page.body.includes('<dd>Yes</dd>'), 'approved');
     assert.ok(page.body.split('<li class="art"')[3]?.includes('<dd>No (pending)</dd>'), 'not approved');
     assert.ok(page.body.includes(`href="${site.api}/release/${mbid}/${front}.jpg"`), 'original as the listing names it');

@@ -1,5 +1,5 @@
 import { html, type SafeHtml } from '../../auth/pages.js';
-import type { GroupChoiceReason, GroupRelease, ImageWithTypes, ListingImage, ReleaseDetails } from '../../cover-art/index.js';
+import { FIRST_EDIT_ID, type GroupChoiceReason, type GroupRelease, type ImageWithTypes, type ListingImage, type ReleaseDetails } from '../../cover-art/index.js';
 import type { Dimensions } from '../dimensions.js';
 import { fileUrl, sources, type ImageUrls } from '../images.js';
 import { formatBytes } from '../respond.js';
@@ -44,6 +44,17 @@ function roleText(image: GalleryImage, position: number, all: GalleryImage[]): S
   return out;
 }
 
+/**
+ * The edit that added an image: sleeve's own (from FIRST_EDIT_ID on) has its page here; a
+ * smaller number is a MusicBrainz edit (imported art, or `art add --edit N`), whose page is
+ * on SLEEVE_MUSICBRAINZ_URL.
+ */
+function addedBy(urls: ImageUrls, edit: number): SafeHtml {
+  if (edit >= FIRST_EDIT_ID) return html`<a href="/edit/${edit}">edit #${edit}</a>`;
+  if (edit > 0) return html`<a href="${urls.listing.musicBrainzUrl}/edit/${edit}">MusicBrainz edit #${edit}</a>`;
+  return html`<span class="muted">no edit recorded</span>`;
+}
+
 function imageCard(urls: ImageUrls, release: string, image: GalleryImage, position: number, all: GalleryImage[], editor: boolean): SafeHtml {
   const { row, entry } = image;
   const original = { id: row.id, suffix: row.suffix };
@@ -57,7 +68,7 @@ ${roleText(image, position, all)}
 <dt>Types</dt><dd>${row.types.length > 0 ? row.types.join(', ') : html`<span class="muted">none</span>`}</dd>
 <dt>Comment</dt><dd>${row.comment !== '' ? row.comment : html`<span class="muted">none</span>`}</dd>
 <dt>Approved</dt><dd>${entry.approved ? 'Yes' : 'No (pending)'}</dd>
-<dt>Added by</dt><dd>${entry.edit > 0 ? html`<a href="/edit/${entry.edit}">edit #${entry.edit}</a>` : html`<span class="muted">no edit recorded</span>`}</dd>
+<dt>Added by</dt><dd>${addedBy(urls, entry.edit)}</dd>
 <dt>Size</dt><dd>${dims}, ${size}</dd>
 <dt>Files</dt><dd class="files"><a href="${entry.image}">original</a> <a href="${entry.thumbnails['250']}">250 px</a> <a href="${entry.thumbnails['500']}">500 px</a> <a href="${entry.thumbnails['1200']}">1200 px</a></dd>
 </dl>
