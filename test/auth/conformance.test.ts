@@ -361,6 +361,32 @@ describe(`OpenID Connect conformance: Basic OP and Config OP (${DIALECT})`, () =
     assert.equal(quiet.refresh_token, undefined);
   });
 
+  it("the README's openid-client example, run twice in a row, ends each time with a working refresh", async () => {
+    const config = await discover(rp);
+    for (const run of [1, 2]) {
+      // As README.md, "OpenID Connect", writes it (its redirect URI is this test's).
+      const verifier = client.randomPKCECodeVerifier(),
+        nonce = client.randomNonce();
+      const url = client.buildAuthorizationUrl(config, {
+        redirect_uri: WEB_URI,
+        scope: 'openid profile offline_access',
+        prompt: 'consent',
+        nonce,
+        code_challenge: await client.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      });
+      const page = await alice.fetch(url.href);
+      assert.ok(isConsent(page), `run ${run}: the consent page`);
+      const back = callback(await alice.fetch(url.href, { form: { csrf_token: Browser.csrf(page), decision: 'allow' } }));
+      const tokens = await client.authorizationCodeGrant(config, back, { pkceCodeVerifier: verifier, expectedNonce: nonce });
+      const claims = tokens.claims();
+      assert.ok(claims !== undefined);
+      assert.equal((await client.fetchUserInfo(config, tokens.access_token, claims.sub)).sub, 'alice');
+      const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token as string);
+      assert.equal((await client.fetchUserInfo(config, refreshed.access_token, claims.sub)).sub, 'alice', `run ${run}: the refreshed token works`);
+    }
+  });
+
   it('PKCE: the right verifier succeeds, a wrong or missing one is refused [ensure-request-with-valid-pkce-succeeds, pkce]', async () => {
     const config = await discover(rp);
     const started = await start(config);
