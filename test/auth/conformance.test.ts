@@ -161,6 +161,7 @@ describe(`OpenID Connect conformance: Basic OP and Config OP (${DIALECT})`, () =
     assert.equal(device.status, 200, device.body);
     const end = await request(String(m.end_session_endpoint));
     assert.equal(end.status, 303);
+    assert.equal((await request(String(m.service_documentation))).status, 200, 'service_documentation: the home page');
     // Every advertised scope is taken (the consent page, not an invalid_scope redirect).
     for (const scope of m.scopes_supported ?? []) {
       const res = await alice.fetch(`${m.authorization_endpoint}?${new URLSearchParams({ client_id: rp.client_id, response_type: 'code', scope, redirect_uri: WEB_URI, prompt: 'consent' })}`);
