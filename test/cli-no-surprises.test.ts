@@ -1,5 +1,5 @@
 /*
- * The operator's CLI cannot surprise, through the real binary (README, "Managing the catalogue"):
+ * The operator's CLI cannot surprise, through the real binary (docs/cli.md):
  * a command other than serve, migrate and demo never makes a database, and says which folder it
  * looked in and how to point elsewhere (--data-dir, SLEEVE_DATA_DIR); a PostgreSQL database that
  * is missing, unreachable or never migrated, a listen address in use and a missing file are one

@@ -1,6 +1,7 @@
 import type { AuthDeps } from './deps.js';
 import { findAppByClientId, redirectUriRefusal, type Application } from './applications.js';
-import { OAuthError } from './errors.js';
+import { OAuthError, type OAuthErrorCode } from './errors.js';
+import { MAX_ID_TOKEN_HINT_LENGTH } from './id-token.js';
 import { parseScope } from './scopes.js';
 
 /*
@@ -10,7 +11,27 @@ import { parseScope } from './scopes.js';
  * (authorizeRequest returns it).
  */
 
-const PARAMS = ['client_id', 'scope', 'response_type', 'redirect_uri', 'access_type', 'approval_prompt', 'state', 'code_challenge', 'code_challenge_method', 'response_mode', 'nonce'];
+const PARAMS = [
+  'client_id',
+  'scope',
+  'response_type',
+  'redirect_uri',
+  'access_type',
+  'approval_prompt',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'response_mode',
+  'nonce',
+  // OpenID Connect Core §3.1.2.1 (display, ui_locales, claims_locales, acr_values and claims are read by nothing, so may repeat).
+  'prompt',
+  'max_age',
+  'id_token_hint',
+  'login_hint',
+  'request',
+  'request_uri',
+  'registration',
+];
 const REQUIRED = new Set(['client_id', 'scope', 'response_type', 'redirect_uri']);
 
 /** Where the answer to an authorization request may go: a known client and a redirect URI it may use. */
@@ -58,7 +79,37 @@ export interface AuthorizeRequest extends AuthorizeTarget {
   forcePrompt: boolean;
   /** OpenID Connect's nonce, for the id_token (optional, as in OpenID Connect Core's code flow). */
   nonce: string | undefined;
+  /** OpenID Connect's prompt values (Core §3.1.2.1): `consent` is also in forcePrompt. */
+  prompt: ReadonlySet<Prompt>;
+  /** max_age (seconds): a sign-in older than this is done again. */
+  maxAge: number | undefined;
+  /** id_token_hint as sent (checked by the endpoint, which has the keys). */
+  idTokenHint: string | undefined;
+  /** login_hint: the user name the sign-in form starts with. */
+  loginHint: string | undefined;
 }
+
+export type Prompt = 'none' | 'login' | 'consent' | 'select_account';
+const PROMPTS: ReadonlySet<string> = new Set<Prompt>(['none', 'login', 'consent', 'select_account']);
+
+/** The prompt values, or why they cannot be taken. */
+function parsePrompt(text: string | undefined): Set<Prompt> | string {
+  const values = new Set<Prompt>();
+  for (const v of (text ?? '').split(' ')) {
+    if (v === '') continue;
+    if (!PROMPTS.has(v)) return `Unsupported prompt value: ${v.slice(0, 40)}`;
+    values.add(v as Prompt);
+  }
+  if (values.has('none') && values.size > 1) return 'The prompt value none cannot be combined with other values';
+  return values;
+}
+
+/** Request objects (Core §6) and dynamic registration are not supported: each is refused with its own error. */
+const UNSUPPORTED: readonly (readonly [string, OAuthErrorCode])[] = [
+  ['request', 'request_not_supported'],
+  ['request_uri', 'request_uri_not_supported'],
+  ['registration', 'registration_not_supported'],
+];
 
 /** The longest nonce kept: far above any client's (openid-client's are 43 characters), far below a row's worth. */
 const MAX_NONCE_LENGTH = 512;
@@ -66,8 +117,9 @@ const MAX_NONCE_LENGTH = 512;
 /** The rest of the request's checks; a refusal is to be sent back to the redirect URI (RFC 6749 §4.1.2.1). */
 export function authorizeRequest(target: AuthorizeTarget, pkce: AuthDeps['pkce'] = 'optional'): AuthorizeRequest | { refused: OAuthError } {
   const { params, client } = target;
-  const refuse = (error: 'invalid_request' | 'unsupported_response_type' | 'invalid_scope', description: string) => ({ refused: new OAuthError(error, description) });
+  const refuse = (error: OAuthErrorCode, description: string) => ({ refused: new OAuthError(error, description) });
   if (params.get('response_type') !== 'code') return refuse('unsupported_response_type', 'Unsupported response type');
+  for (const [name, error] of UNSUPPORTED) if (params.has(name)) return refuse(error, `The ${name} parameter is not supported`);
   const responseMode = params.get('response_mode');
   if (responseMode !== undefined && responseMode !== 'form_post' && responseMode !== 'query') return refuse('invalid_request', 'Unsupported response mode');
   const scope = parseScope(params.get('scope') as string);
@@ -85,6 +137,13 @@ export function authorizeRequest(target: AuthorizeTarget, pkce: AuthDeps['pkce']
   }
   const nonce = params.get('nonce');
   if (nonce !== undefined && (nonce.length > MAX_NONCE_LENGTH || /[^\x20-\x7e]/.test(nonce))) return refuse('invalid_request', `Invalid nonce: at most ${MAX_NONCE_LENGTH} printable ASCII characters`);
+  const prompt = parsePrompt(params.get('prompt'));
+  if (typeof prompt === 'string') return refuse('invalid_request', prompt);
+  const maxAgeText = params.get('max_age');
+  if (maxAgeText !== undefined && !/^\d{1,10}$/.test(maxAgeText)) return refuse('invalid_request', 'Invalid max_age: a number of seconds (0 or more)');
+  const idTokenHint = params.get('id_token_hint');
+  if (idTokenHint !== undefined && idTokenHint.length > MAX_ID_TOKEN_HINT_LENGTH) return refuse('invalid_request', 'Invalid id_token_hint');
+  const loginHint = params.get('login_hint');
   const installed = client.kind === 'public';
   return {
     ...target,
@@ -94,8 +153,13 @@ export function authorizeRequest(target: AuthorizeTarget, pkce: AuthDeps['pkce']
     codeChallenge: challenge,
     codeChallengeMethod: method,
     installed,
-    offline: installed || params.get('access_type') === 'offline',
-    forcePrompt: params.get('approval_prompt') === 'force',
+    offline: installed || params.get('access_type') === 'offline' || scope.offline,
+    forcePrompt: params.get('approval_prompt') === 'force' || prompt.has('consent'),
     nonce,
+    prompt,
+    maxAge: maxAgeText === undefined ? undefined : Number(maxAgeText),
+    idTokenHint,
+    // A hint only prefills a field: one longer than any user name is not one.
+    loginHint: loginHint !== undefined && loginHint.length <= 255 ? loginHint : undefined,
   };
 }

@@ -17,7 +17,15 @@ export type OAuthErrorCode =
   | 'server_error'
   | 'temporarily_unavailable'
   /** RFC 9449: a DPoP proof that is missing where required, malformed, or fails a check. */
-  | 'invalid_dpop_proof';
+  | 'invalid_dpop_proof'
+  /** OpenID Connect Core §3.1.2.6: prompt=none, and a page would be needed. */
+  | 'login_required'
+  | 'consent_required'
+  | 'interaction_required'
+  /** OpenID Connect Core §3.1.2.6: request objects and dynamic registration are not supported. */
+  | 'request_not_supported'
+  | 'request_uri_not_supported'
+  | 'registration_not_supported';
 
 /** An OAuth protocol error: the wire code, the description shown, and the HTTP status. */
 export class OAuthError extends Error {

@@ -4,8 +4,8 @@
  * "Signing keys".
  */
 import { hash } from 'node:crypto';
-import { CompactSign, type CompactJWSHeaderParameters } from 'jose';
-import { MAX_SIGNED_LIFETIME_SECONDS, type SigningAlg, type SigningKey, type SigningKeys } from './signing-keys.js';
+import { CompactSign, compactVerify, createLocalJWKSet, type CompactJWSHeaderParameters } from 'jose';
+import { MAX_SIGNED_LIFETIME_SECONDS, SIGNING_ALGS, type SigningAlg, type SigningKey, type SigningKeys } from './signing-keys.js';
 
 /** How long an id_token is valid (seconds): it proves a sign-in to the client once, at the code exchange. */
 export const ID_TOKEN_LIFETIME_SECONDS = MAX_SIGNED_LIFETIME_SECONDS;
@@ -75,4 +75,36 @@ export async function signIdToken(keys: SigningKeys, claims: IdTokenClaims): Pro
   if (claims.nonce !== undefined) payload.nonce = claims.nonce;
   if (claims.accessToken !== undefined) payload.at_hash = atHash(claims.accessToken);
   return new CompactSign(utf8.encode(JSON.stringify(payload))).setProtectedHeader(header).sign(key.key);
+}
+
+/** What an id_token_hint says: who signed in, and to which client(s). */
+export interface IdTokenHint {
+  sub: string;
+  aud: string[];
+}
+
+/** The longest id_token_hint looked at: far above any id_token sleeve signs (under 1 KiB). */
+export const MAX_ID_TOKEN_HINT_LENGTH = 4096;
+
+/**
+ * An id_token_hint (OpenID Connect Core §3.1.2.1, RP-Initiated Logout §2): an id_token this
+ * service signed, with a key still in its JWKS, for its issuer; undefined for anything else.
+ * Its `exp` is not checked: a hint names a user of a past sign-in, and RP-Initiated Logout asks
+ * OPs to take expired ones (docs/decisions.md, "OpenID Connect conformance").
+ */
+export async function verifyIdTokenHint(keys: SigningKeys, issuer: string, hint: string): Promise<IdTokenHint | undefined> {
+  if (hint.length > MAX_ID_TOKEN_HINT_LENGTH || !/^[\w-]+\.[\w-]+\.[\w-]+$/.test(hint)) return undefined;
+  const jwks = createLocalJWKSet(await keys.publicJwks());
+  let payload: unknown;
+  try {
+    const verified = await compactVerify(hint, jwks, { algorithms: [...SIGNING_ALGS] });
+    payload = JSON.parse(new TextDecoder().decode(verified.payload));
+  } catch {
+    return undefined;
+  }
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const { iss, sub, aud } = payload as Record<string, unknown>;
+  const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) && aud.every((a) => typeof a === 'string') ? (aud as string[]) : undefined;
+  if (iss !== issuer || typeof sub !== 'string' || audiences === undefined) return undefined;
+  return { sub, aud: audiences };
 }

@@ -34,17 +34,36 @@ export const SCOPE_ALIASES: Readonly<Record<string, (typeof SCOPES)[number]['nam
 };
 
 /**
+ * OpenID Connect scope values that are no scope of sleeve's own: `offline_access` (Core §11)
+ * asks for a refresh token, as `access_type=offline` does; `address` and `phone` (Core §5.4) ask
+ * for claims sleeve does not hold, so in an OpenID Connect request (one with `openid`) they grant
+ * nothing and are otherwise ignored; in a classic one they stay unknown, as on musicbrainz.org
+ * (docs/decisions.md, "OpenID Connect conformance"). None is a bit of the grant's scope, and none
+ * is echoed.
+ */
+export const OFFLINE_ACCESS = 'offline_access';
+const IGNORED_SCOPES: ReadonlySet<string> = new Set(['address', 'phone']);
+
+/**
  * Parses a space-delimited scope list into a bitmask, or names the first unknown scope.
  * `spelled`: when the list uses a MetaBrainz name, the names as the client wrote them (each
  * once, in its order), which the token response then echoes; null for classic names only.
+ * `offline`: whether it holds `offline_access`.
  */
-export function parseScope(text: string): { mask: number; spelled: string | null } | { unknown: string } {
+export function parseScope(text: string): { mask: number; spelled: string | null; offline: boolean } | { unknown: string } {
   let mask = 0;
   let aliased = false;
+  let offline = false;
   const asked: string[] = [];
   const names = text.split(/\s+/);
+  const openid = names.includes('openid');
   for (const [i, name] of names.entries()) {
     if (name === '' && (i === 0 || i === names.length - 1)) continue;
+    if (name === OFFLINE_ACCESS) {
+      offline = true;
+      continue;
+    }
+    if (openid && IGNORED_SCOPES.has(name)) continue;
     const alias = Object.hasOwn(SCOPE_ALIASES, name) ? SCOPE_ALIASES[name] : undefined;
     const scope = SCOPES.find((s) => s.name === (alias ?? name));
     if (scope === undefined) return { unknown: name };
@@ -52,7 +71,7 @@ export function parseScope(text: string): { mask: number; spelled: string | null
     aliased ||= alias !== undefined;
     if (!asked.includes(name)) asked.push(name);
   }
-  return { mask, spelled: aliased ? asked.join(' ') : null };
+  return { mask, spelled: aliased ? asked.join(' ') : null, offline };
 }
 
 export function scopeNames(mask: number): string[] {

@@ -44,7 +44,7 @@ export async function afterChange(config: Readonly<Config>, db: Db, before: numb
 /**
  * Opens the runtime for a command that works on an existing database: every command but
  * serve, migrate and demo. A missing SQLite file is never made: the message names the folder
- * looked in and how to point elsewhere (README, "Managing the catalogue").
+ * looked in and how to point elsewhere (docs/cli.md).
  */
 export async function openExisting(ctx: CommandContext, options: Parameters<typeof openRuntime>[1] = {}): Promise<Runtime> {
   const config = ctx.config();

@@ -41,7 +41,7 @@ export function reportError(err: unknown, json: boolean): number {
   let exit: number;
   if (err instanceof ConfigError) {
     code = 'CONFIG';
-    message = `${err.message}\nSee the README for the variables: ${Object.keys(VARIABLES).join(', ')}`;
+    message = `${err.message}\nSee docs/configuration.md for the variables: ${Object.keys(VARIABLES).join(', ')}`;
     exit = 2;
   } else if (isAppError(err)) {
     code = err.code;

@@ -41,11 +41,11 @@ export const USAGE = `usage: sleeve [--config FILE] [--data-dir DIR] [--json] CO
   keys list                             the id_token signing keys (never a private key)
   keys rotate                           new signing keys; the old stay published until their tokens expire
   import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
-                                        load a MusicBrainz dump (resumable; see README)
+                                        load a MusicBrainz dump (resumable; see docs/import.md)
   mirror images [RELEASE_MBID...] [--all] [--sizes 250,500,1200,original] [--concurrency N] [--rate R]
                                         fetch the imported images the store lacks from SLEEVE_UPSTREAM_URL
 
-Configuration comes from SLEEVE_* environment variables (see README), --config FILE and --data-dir DIR.
+Configuration comes from SLEEVE_* environment variables (docs/configuration.md), --config FILE and --data-dir DIR.
 Only serve, migrate and demo make a new database; the other commands need an existing one.
 `;
 
@@ -230,7 +230,7 @@ const HELP: Record<string, CommandHelp> = {
   },
   'import musicbrainz': {
     usage: 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]',
-    about: 'Loads releases, release groups, merged MBIDs and the Cover Art Archive tables from a MusicBrainz dump\n(resumable after an interruption; see the README).',
+    about: 'Loads releases, release groups, merged MBIDs and the Cover Art Archive tables from a MusicBrainz dump\n(resumable after an interruption; see docs/import.md).',
     options: {
       'skip-malformed': 'skip and count malformed rows instead of stopping at the first',
       restart: 'discard staged rows of an earlier run and start over',

@@ -341,7 +341,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
       assert.equal(m.userinfo_endpoint, `${s.base}/oauth2/userinfo`);
       // The interface's scopes, OpenID Connect's openid and today's MetaBrainz names of the classic ones.
       const mb = ['tag', 'rating', 'collection', 'submit_isrc', 'submit_barcode'].map((n) => `musicbrainz:${n}`);
-      assert.deepEqual([...m.scopes_supported].sort(), [...ALL.split(' '), 'openid', 'cover_art', ...mb].sort());
+      assert.deepEqual([...m.scopes_supported].sort(), [...ALL.split(' '), 'openid', 'offline_access', 'cover_art', ...mb].sort());
       assert.deepEqual(m.response_types_supported, ['code']);
       assert.deepEqual([...m.grant_types_supported].sort(), ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code']);
       assert.equal(m.device_authorization_endpoint, `${s.base}/oauth2/device_authorization`);

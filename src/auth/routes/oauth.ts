@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { authorizeEndpoint } from './oauth/authorize.js';
 import { deviceAuthorizationEndpoint } from './oauth/device.js';
 import { introspectEndpoint } from './oauth/introspect.js';
+import { endSessionEndpoint } from './oauth/logout.js';
 import { metadataEndpoint } from './oauth/metadata.js';
 import { oobEndpoint } from './oauth/oob.js';
 import { oauthErrors } from './oauth/shared.js';
@@ -23,6 +24,7 @@ export async function oauthRoutes(app: FastifyInstance, ctx: PageContext): Promi
     pages.setErrorHandler(pageErrors);
     authorizeEndpoint(pages, ctx);
     oobEndpoint(pages, ctx);
+    endSessionEndpoint(pages, ctx);
     devicePages(pages, ctx);
   });
   await app.register(async function oauthJson(json) {

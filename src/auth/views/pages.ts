@@ -9,7 +9,7 @@ export interface Viewer {
   csrf: string;
 }
 
-export function loginPage(opts: { csrf: string; returnTo: string; error?: string; notice?: string; name?: string }): string {
+export function loginPage(opts: { csrf: string; returnTo: string; error?: string; notice?: string; name?: string | undefined }): string {
   const body = html`${opts.notice ? html`<p>${opts.notice}</p>` : ''}
 ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 <form class="stack" method="post" action="/login">
@@ -65,6 +65,34 @@ export function declinedPage(opts: { appName: string; viewer: Viewer }): string 
   const body = html`<p role="status">You did not give <strong>${opts.appName}</strong> access to your account, and nothing was shared with it.</p>
 <p>You can close this page. If you change your mind, start again from ${opts.appName}.</p>`;
   return page({ title: 'Authorization declined', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
+
+/**
+ * "Sign out of sleeve?" for a client's logout request that does not show it is this user's
+ * (RP-Initiated Logout §2): its form POSTs to the end_session_endpoint with the CSRF token and
+ * where to go after.
+ */
+export function logoutConfirmPage(opts: { viewer: Viewer; appName: string | undefined; fields: Record<string, string | undefined>; error?: string | undefined }): string {
+  const hidden = Object.entries(opts.fields)
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`);
+  const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<p>${opts.appName !== undefined ? html`<strong>${opts.appName}</strong> asks to sign you out of sleeve.` : 'A request asks to sign you out of sleeve.'} Do you want to sign out?</p>
+<p class="muted">You are signed in as <strong>${opts.viewer.name}</strong>. Applications you authorized keep their access; revoke it on your <a href="/account/applications">applications page</a>.</p>
+<form method="post" action="/oauth2/logout">
+<input type="hidden" name="csrf_token" value="${opts.viewer.csrf}">${hidden}
+<div class="actions"><button type="submit">Sign out</button><a class="action" href="/account/applications">Stay signed in</a></div>
+</form>`;
+  return page({ title: 'Sign out', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
+}
+
+/** After a client's logout request without a place to return to. */
+export function signedOutPage(opts: { viewer: Viewer | undefined }): string {
+  const body =
+    opts.viewer === undefined
+      ? html`<p role="status">You are signed out of sleeve.</p><p><a href="/login">Sign in again</a></p>`
+      : html`<p role="status">You are signed in as <strong>${opts.viewer.name}</strong>.</p>`;
+  return page({ title: opts.viewer === undefined ? 'Signed out' : 'Signed in', body, user: opts.viewer?.name, csrf: opts.viewer?.csrf });
 }
 
 /** The inline script of the form_post page; its hash goes in that page's CSP. */

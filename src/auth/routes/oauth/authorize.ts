@@ -4,7 +4,9 @@ import { findAccount, type Account } from '../../accounts.js';
 import { OOB_URI } from '../../applications.js';
 import { audit } from '../../audit.js';
 import { authorizeRequest, authorizeTarget, type AuthorizeRequest, type AuthorizeTarget } from '../../authorize.js';
+import { OAuthError } from '../../errors.js';
 import { hasActiveGrant, issueCode } from '../../grants.js';
+import { verifyIdTokenHint } from '../../id-token.js';
 import { csrfValid, formParams, queryParams, withParams } from '../../http-util.js';
 import { scopeNames } from '../../scopes.js';
 import { consentPage, errorPage, FORM_POST_SCRIPT, formPostPage } from '../../views/pages.js';
@@ -18,24 +20,80 @@ type Fields = Record<string, string | undefined>;
  * The authorization endpoint (RFC 6749 §3.1), a website page: GET shows the consent page
  * (or grants at once what the user already granted), POST is that page's form. Errors of
  * the request itself are error pages (by the pages' error mapping); once the client and its
- * redirect URI are known to be good, errors and codes go back to it.
+ * redirect URI are known to be good, errors and codes go back to it. OpenID Connect's
+ * prompt, max_age and id_token_hint may ask for a sign-in again first (signInReason).
  */
 export function authorizeEndpoint(app: FastifyInstance, ctx: PageContext): void {
   const authorize = async (req: FastifyRequest, reply: FastifyReply) => {
     reply.header('referrer-policy', 'strict-origin-when-cross-origin');
     const viewer = await currentViewer(ctx, req, reply);
-    if (viewer === undefined) return ctx.loginInterstitial(req, reply);
+    if (viewer === undefined) return signedOut(ctx, req, reply);
     // Only the query carries the authorization request; a POST body is the consent form.
     const target = await authorizeTarget(ctx.deps, queryParams(req));
     const back = (fields: Fields, mode: 'query' | 'form_post') => sendBack(ctx, reply, viewer, target, fields, mode);
     const request = authorizeRequest(target, ctx.deps.pkce);
     if ('refused' in request) return back({ error: request.refused.error, error_description: request.refused.message, state: target.state }, 'query');
+    const again = await signInReason(ctx, viewer, request);
+    if (again instanceof OAuthError) return back({ error: again.error, error_description: again.message, state: target.state }, 'query');
+    if (again !== undefined) {
+      if (request.prompt.has('none')) return back({ error: 'login_required', error_description: again.reason, state: target.state }, 'query');
+      return ctx.loginInterstitial(req, reply, { name: request.loginHint ?? again.name, returnTo: afterSignIn(request), notice: `Sign in again to continue to ${request.client.name}.` });
+    }
     const account = await findAccount(ctx.deps, viewer.accountId);
     if (account === undefined) return ctx.loginInterstitial(req, reply);
     return consent(ctx, req, reply, viewer, account, request, back);
   };
   app.get('/oauth2/authorize', authorize);
   app.post('/oauth2/authorize', authorize);
+}
+
+/**
+ * A request with no signed-in user: the sign-in form at the same URL (its name field holding
+ * login_hint); with prompt=none, once the client and redirect URI are known to be good,
+ * `login_required` back to the client (or the request's own error), and no page.
+ */
+async function signedOut(ctx: PageContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const query = queryParams(req);
+  if (query.get('prompt') !== 'none') {
+    const hint = query.get('login_hint') ?? undefined;
+    return ctx.loginInterstitial(req, reply, { name: hint !== undefined && hint.length <= 255 ? hint : undefined });
+  }
+  const target = await authorizeTarget(ctx.deps, query);
+  const request = authorizeRequest(target, ctx.deps.pkce);
+  const error = 'refused' in request ? request.refused : new OAuthError('login_required', 'The user is not signed in');
+  return sendBack(ctx, reply, undefined, target, { error: error.error, error_description: error.message, state: target.state }, 'query');
+}
+
+/**
+ * Why the user must sign in (again) before this request goes on, if they must (OpenID Connect
+ * Core §3.1.2.3): prompt=login; a sign-in older than max_age (in whole seconds); an
+ * id_token_hint naming another user (whose name the form then holds). An id_token_hint that is
+ * not one of this service's id_tokens for this client is the request's error.
+ */
+async function signInReason(ctx: PageContext, viewer: SignedIn, request: AuthorizeRequest): Promise<{ reason: string; name?: string } | OAuthError | undefined> {
+  if (request.idTokenHint !== undefined) {
+    const hint = await verifyIdTokenHint(ctx.deps.signingKeys, ctx.deps.authUrl, request.idTokenHint);
+    if (hint === undefined || !hint.aud.includes(request.client.client_id)) return new OAuthError('invalid_request', 'Invalid id_token_hint: not an id_token of this service for this client');
+    if (hint.sub !== viewer.name) return { reason: 'The id_token_hint names another user than the one signed in', name: hint.sub };
+  }
+  if (request.prompt.has('login')) return { reason: 'The client asked for a new sign-in' };
+  if (request.maxAge !== undefined && Math.floor((ctx.deps.clock.now() - viewer.signedInAt) / 1000) > request.maxAge) {
+    return { reason: 'The sign-in is older than the client allows (max_age)' };
+  }
+  return undefined;
+}
+
+/**
+ * Where the sign-in form asked for by signInReason returns: the same request without what asked
+ * for it (prompt's `login`, max_age), which the new sign-in has just met, so it does not ask again.
+ */
+function afterSignIn(request: AuthorizeRequest): string {
+  const query = new URLSearchParams([...request.params]);
+  query.delete('max_age');
+  const prompt = [...request.prompt].filter((p) => p !== 'login');
+  if (prompt.length > 0) query.set('prompt', prompt.join(' '));
+  else query.delete('prompt');
+  return `/oauth2/authorize?${query}`;
 }
 
 /** Asks for consent, or takes the answer; web applications that already hold this exact grant are not asked (such a code is online). */
@@ -65,6 +123,8 @@ async function consent(
     return back({ code, state }, request.responseMode);
   };
   if (!request.installed && !request.forcePrompt && (await hasActiveGrant(ctx.deps, account.id, client.id, scope, request.offline))) return grantCode(false);
+  // prompt=none: the consent page would be needed, so the client hears why instead.
+  if (request.prompt.has('none')) return back({ error: 'consent_required', error_description: 'The user has not authorized this application for this request', state }, 'query');
   const ask = (status: number, error?: string) =>
     sendPage(reply, status, consentPage({ viewer, app: client, scope, offlineBullet: !request.installed && request.offline, redirectHost: describeRedirect(request.redirectUri), error }));
   if (req.method !== 'POST') return ask(200);
@@ -81,7 +141,7 @@ async function consent(
 }
 
 /** Sends a code or an error back to the client: by redirect, by a self-submitting form, or on sleeve's out-of-band page. */
-function sendBack(ctx: PageContext, reply: FastifyReply, viewer: SignedIn, target: AuthorizeTarget, fields: Fields, mode: 'query' | 'form_post'): FastifyReply {
+function sendBack(ctx: PageContext, reply: FastifyReply, viewer: SignedIn | undefined, target: AuthorizeTarget, fields: Fields, mode: 'query' | 'form_post'): FastifyReply {
   const { client, redirectUri } = target;
   if (redirectUri === OOB_URI) {
     if (fields.error === 'access_denied') {

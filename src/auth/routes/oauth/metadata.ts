@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { DEVICE_CODE_GRANT } from '../../device.js';
 import { DPOP_ALGS } from '../../dpop.js';
-import { SCOPE_ALIASES, SCOPES } from '../../scopes.js';
+import { OFFLINE_ACCESS, SCOPE_ALIASES, SCOPES } from '../../scopes.js';
 import { SIGNING_ALGS } from '../../signing-keys.js';
 import { JWKS_PATH } from '../jwks.js';
 import type { PageContext } from '../pages/shared.js';
+import { END_SESSION_PATH } from './logout.js';
 import { CORS } from './shared.js';
 
 const CLIENT_AUTH = ['client_secret_basic', 'client_secret_post'];
@@ -46,7 +47,8 @@ function describe(base: string): Record<string, unknown> {
     device_authorization_endpoint: `${base}/oauth2/device_authorization`,
     userinfo_endpoint: `${base}/oauth2/userinfo`,
     jwks_uri: `${base}${JWKS_PATH}`,
-    scopes_supported: [...SCOPES.map((s) => s.name), ...Object.keys(SCOPE_ALIASES)],
+    end_session_endpoint: `${base}${END_SESSION_PATH}`,
+    scopes_supported: [...SCOPES.map((s) => s.name), OFFLINE_ACCESS, ...Object.keys(SCOPE_ALIASES)],
     response_types_supported: ['code'],
     response_modes_supported: ['query', 'form_post'],
     grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT],
@@ -61,6 +63,7 @@ function describe(base: string): Record<string, unknown> {
     dpop_signing_alg_values_supported: [...DPOP_ALGS],
     claims_supported: CLAIMS,
     claims_parameter_supported: false,
+    prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
     service_documentation: `${base}/`,

@@ -11,8 +11,8 @@ export interface PageContext {
   deps: AuthDeps;
   /** The client's address, for login throttling. */
   clientAddress(req: Pick<RequestView, 'raw' | 'headers'>): string;
-  /** Answers a request that needs a signed-in user with the login form, at the same URL. */
-  loginInterstitial(req: FastifyRequest, reply: FastifyReply): FastifyReply;
+  /** Answers a request that needs a signed-in user with the login form, at the same URL (or returning to `opts.returnTo`), the name field holding `opts.name`. */
+  loginInterstitial(req: FastifyRequest, reply: FastifyReply, opts?: { name?: string | undefined; returnTo?: string; notice?: string }): FastifyReply;
 }
 
 export interface SignedIn extends Viewer {
@@ -54,8 +54,9 @@ export async function requireViewer(ctx: PageContext, req: FastifyRequest, reply
   return viewer;
 }
 
-export function renderLoginInterstitial(req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return sendPage(reply, 200, loginPage({ csrf: csrfToken(req, reply), returnTo: req.url, notice: 'You need to be logged in to view this page.' }));
+export function renderLoginInterstitial(req: FastifyRequest, reply: FastifyReply, opts: { name?: string | undefined; returnTo?: string; notice?: string } = {}): FastifyReply {
+  const notice = opts.notice ?? 'You need to be logged in to view this page.';
+  return sendPage(reply, 200, loginPage({ csrf: csrfToken(req, reply), returnTo: opts.returnTo ?? req.url, notice, name: opts.name }));
 }
 
 export const EXPIRED = 'The form you submitted has expired. Please try again.';

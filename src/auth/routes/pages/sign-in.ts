@@ -41,16 +41,22 @@ export function signInPages(app: FastifyInstance, ctx: PageContext): void {
   });
 
   app.post('/logout', async function logout(req, reply) {
-    if (csrfValid(req)) {
-      const token = cookies(req).get(SESSION_COOKIE);
-      const account = await sessionAccount(ctx.deps, token);
-      await endSession(ctx.deps, token);
-      if (account !== undefined) audit(req.log, 'signout', { user: account.name, address: ctx.clientAddress(req) });
-      setCookie(reply, SESSION_COOKIE, '', { maxAge: 0 });
-      clearFlash(reply);
-    }
+    if (csrfValid(req)) await signOut(ctx, req, reply, {});
     return reply.redirect('/', 303);
   });
+}
+
+/**
+ * Ends this browser's session: its row, its cookie and any flash message left unread, with
+ * the `signout` audit line (`facts`: how, and for which client, when not the header's button).
+ */
+export async function signOut(ctx: PageContext, req: FastifyRequest, reply: FastifyReply, facts: { via?: string; clientId?: string | undefined }): Promise<void> {
+  const token = cookies(req).get(SESSION_COOKIE);
+  const account = await sessionAccount(ctx.deps, token);
+  await endSession(ctx.deps, token);
+  if (account !== undefined) audit(req.log, 'signout', { user: account.name, address: ctx.clientAddress(req), ...facts });
+  setCookie(reply, SESSION_COOKIE, '', { maxAge: 0 });
+  clearFlash(reply);
 }
 
 /** The sign-in form's post: a new session, or the form again saying why not. */
