@@ -1,10 +1,11 @@
 // A node:test reporter that prints, at the end of a pass, the test files that took longest
 // (the sum of their top-level tests and suites), so a slower suite shows where it went; and any
-// file whose process outlived its last test by more than LINGER_MS (a timer or handle left
-// behind keeps a file's process alive, and its worker slot busy, after its tests are done).
+// file whose process lived more than LINGER_MS longer than its tests (a timer or handle left
+// behind keeps a file's process alive, and its worker slot busy, after its tests are done; the
+// figure includes the process's start-up, a few seconds on a loaded machine).
 import path from 'node:path';
 
-const LINGER_MS = 3000;
+const LINGER_MS = 10_000;
 
 export default async function* slowestFiles(source) {
   const perFile = new Map();
@@ -21,7 +22,6 @@ export default async function* slowestFiles(source) {
   const total = [...perFile.values()].reduce((a, b) => a + b, 0);
   yield `\nslowest test files (of ${perFile.size}, ${(total / 1000).toFixed(0)} s summed over both workers):\n`;
   for (const [file, ms] of rows) yield `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${path.relative(process.cwd(), file)}\n`;
-  // Start-up (compiling, importing) is a second or so; more than LINGER_MS past the tests is something left running.
   const lingering = [...wall].map(([file, ms]) => [file, ms, ms - (perFile.get(file) ?? 0)]).filter(([, , extra]) => extra > LINGER_MS).sort((a, b) => b[2] - a[2]);
   if (lingering.length > 0) {
     yield `\ntest files whose process outlived their tests by more than ${LINGER_MS / 1000} s (a timer or handle left behind?):\n`;

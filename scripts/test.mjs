@@ -28,10 +28,10 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-// A hang fails its own file instead of holding the run (docs/decisions.md, "Tests"). On Node 20
+// A hang fails its own file instead of holding the run (docs/decisions.md, "Platform", on tests). On Node 20
 // --test-timeout bounds each test file's process as a whole (the runner's unit when every file is
-// a process of its own). 10 minutes: the longest file took 5.5 minutes on this two-core machine
-// with a load average of 30 (another suite and benchmarks beside it), about 1 on an idle one.
+// a process of its own). 10 minutes: far above any honest file; the longest took about 5.5
+// minutes on a two-core machine at a load average near 30 (several suites beside it).
 const FILE_TIMEOUT_MS = 600_000;
 
 function pass(dialect) {
