@@ -277,7 +277,7 @@ describe(`the server's sweep, with its clock (${DIALECT})`, () => {
     // Sweeps run meanwhile (every 20 ms); none may take it. That they ran is seen from uploads
     // whose heartbeat stopped 31 s ago, put beside it one after the other: each is taken.
     for (let i = 0; i < 3; i++) {
-      const stale = path.join(filesRoot(t), 'uploads', `4600000000${i}-00112233445566778899aabb`);
+      const stale = path.join(filesRoot(t), 'uploads', `4700000000${i}-00112233445566778899aabb`);
       await mkdir(stale, { recursive: true });
       await writeFile(path.join(stale, 'lease.json'), JSON.stringify({ host: 'another-machine', pid: 4243, heartbeat: now - 31_000 }));
       const lease = path.join(stale, 'lease.json');
