@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /**
- * The layers of src/, bottom-up (docs/decisions.md, "Layers"): a layer imports only from the
+ * The layers of src/, bottom-up (docs/decisions.md, "Layering"): a layer imports only from the
  * layers before it in this list. Each entry is a folder of src/ (or top-level files) and the
  * layers above it that it may still import, where the design says so.
  */
@@ -33,7 +33,8 @@ function importsOf(layer) {
 }
 
 /**
- * TODO(lead): remove once the dpop fix is merged. Two known faults, fixed on another branch:
+ * TODO(lead): delete when merging this branch into a main that has the dpop fix (main at
+ * 200080b has it: auth/dpop.ts no longer imports src/cluster). Two known faults, fixed on another branch:
  * auth/dpop.ts imports cluster/redis.ts (auth may not import cluster once that fix lands) and the
  * auth/deps.ts <-> auth/dpop.ts type cycle (inside one folder, so no rule here sees it).
  * Until then auth may import cluster; afterwards put cluster in auth's forbidden list by deleting
@@ -48,7 +49,7 @@ function layerRules() {
     const refused = LAYERS.filter((l, j) => (j > i && !allowed.includes(l.name)) || (layer.peers ?? []).includes(l.name));
     const patterns = refused.map((above) => ({
       group: importsOf(above),
-      message: `layers (docs/decisions.md, "Layers"): src/${layer.name} must not import ${above.name}, which is ${(layer.peers ?? []).includes(above.name) ? 'a peer module' : 'above it'}; move the shared piece down or pass it in`,
+      message: `layers (docs/decisions.md, "Layering"): src/${layer.name} must not import ${above.name}, which is ${(layer.peers ?? []).includes(above.name) ? 'a peer module' : 'above it'}; move the shared piece down or pass it in`,
     }));
     return { files: layer.files, rules: { 'no-restricted-imports': patterns.length === 0 ? 'off' : ['error', { patterns }] } };
   });

@@ -28,7 +28,7 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-// A hang fails its own file instead of holding the run (docs/decisions.md, "Platform", on tests). On Node 20
+// A hang fails its own file instead of holding the run (docs/decisions.md, "Tests"). On Node 20
 // --test-timeout bounds each test file's process as a whole (the runner's unit when every file is
 // a process of its own). 10 minutes: far above any honest file; the longest took about 5.5
 // minutes on a two-core machine at a load average near 30 (several suites beside it).

@@ -18,7 +18,7 @@ export interface CatalogueWatchOptions {
   /**
    * Finishes the index.json files a change left dirty more than `ageMs` ago and answers how
    * many (cover-art's finishPendingIndexes, given by the caller: src/cluster sits below the
-   * cover-art module and does not import it; docs/decisions.md, "Layers").
+   * cover-art module and does not import it; docs/decisions.md, "Layering").
    */
   finishDirtyIndexes(ageMs: number): Promise<number>;
   /** Emptied on every change (more can be added with `follow`). */

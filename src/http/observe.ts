@@ -4,7 +4,7 @@ import type { IdentifiedRequest, RequestIds } from './request-id.js';
 /**
  * The counters a listener's requests are counted into (metrics/http-metrics.ts's HttpMetrics
  * is the one in use). Declared here, as what this layer needs, so that src/http does not import
- * src/metrics, which sits above it (docs/decisions.md, "Layers").
+ * src/metrics, which sits above it (docs/decisions.md, "Layering").
  */
 export interface RequestCounters {
   cacheHits: number;

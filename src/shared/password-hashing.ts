@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 /**
  * The default size of the password hashing pool (auth/crypto.ts's PasswordHasher). Here, not in
  * src/auth, because the settings (config/load.ts) give them as defaults and src/config sits
- * below the auth module (docs/decisions.md, "Layers").
+ * below the auth module (docs/decisions.md, "Layering").
  */
 
 /** One thread per two cores (at least one, at most four): the event loop keeps a core. */

@@ -1,6 +1,6 @@
 /**
  * Waiting in tests: on a condition, with a bound, never for a fixed time (docs/decisions.md,
- * "Platform", on tests). A fixed sleep is either too short under load (a flake) or longer than needed (a slow
+ * "Tests"). A fixed sleep is either too short under load (a flake) or longer than needed (a slow
  * suite); a bounded wait is as short as the machine allows and fails with what it waited for.
  */
 
