@@ -1,6 +1,49 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The layers of src/, bottom-up (docs/decisions.md, "Layering"): a layer imports only from the
+ * layers before it in this list. Each entry is a folder of src/ (or top-level files) and the
+ * layers above it that it may still import, where the design says so.
+ */
+const LAYERS = [
+  { name: 'shared', files: ['src/shared/**'] },
+  // Below db and storage: they take their settings' types from config/load.ts.
+  { name: 'config', files: ['src/config/**'] },
+  { name: 'db', files: ['src/db/**'] },
+  { name: 'storage', files: ['src/storage/**'] },
+  // The edge: generic listener plumbing, which knows of no module (each module owns its listener).
+  { name: 'http', files: ['src/http/**'] },
+  { name: 'metrics', files: ['src/metrics/**'] },
+  { name: 'cluster', files: ['src/cluster/**'] },
+  { name: 'import', files: ['src/import/**'] },
+  // The two modules never import each other (docs/decisions.md, "Platform").
+  { name: 'cover-art', files: ['src/cover-art/**'], peers: ['auth'] },
+  { name: 'auth', files: ['src/auth/**'], peers: ['cover-art'] },
+  // The website composes the two modules: it uses both, and neither uses it.
+  { name: 'website', files: ['src/website/**'] },
+  // What builds a process out of the modules (runtime.ts opens their stores for serve and the CLI).
+  { name: 'serve', files: ['src/serve.ts', 'src/runtime.ts'] },
+  { name: 'cli', files: ['src/cli/**'] },
+];
+
+/** How an import of a layer's files is spelled (relative paths; the top-level files by name). */
+function importsOf(layer) {
+  return layer.files.flatMap((f) => (f.endsWith('/**') ? [`**/${layer.name}/**`, `**/${layer.name}/*`] : [`**/${f.slice('src/'.length).replace(/\.ts$/, '.js')}`]));
+}
+
+/** One no-restricted-imports block per layer: everything above it (and its peers) is refused. */
+function layerRules() {
+  return LAYERS.map((layer, i) => {
+    const refused = LAYERS.filter((l, j) => j > i || (layer.peers ?? []).includes(l.name));
+    const patterns = refused.map((above) => ({
+      group: importsOf(above),
+      message: `layers (docs/decisions.md, "Layering"): src/${layer.name} must not import ${above.name}, which is ${(layer.peers ?? []).includes(above.name) ? 'a peer module' : 'above it'}; move the shared piece down or pass it in`,
+    }));
+    return { files: layer.files, rules: { 'no-restricted-imports': patterns.length === 0 ? 'off' : ['error', { patterns }] } };
+  });
+}
+
 export default tseslint.config(
   { ignores: ['dist/', 'dist-*/', 'node_modules/', 'data/', 'bench/.work/'] },
   js.configs.recommended,
@@ -28,45 +71,7 @@ export default tseslint.config(
       'no-control-regex': 'off',
     },
   },
-  {
-    // The two modules never import each other (docs/decisions.md, "Layering").
-    files: ['src/cover-art/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            { group: ['**/auth/**', '**/auth/*'], message: 'cover-art must not import the auth module' },
-            { group: ['**/website/**', '**/website/*'], message: 'the website composes the modules; they do not import it' },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['src/auth/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            { group: ['**/cover-art/**', '**/cover-art/*'], message: 'auth must not import the cover-art module' },
-            { group: ['**/website/**', '**/website/*'], message: 'the website composes the modules; they do not import it' },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    // HTTP plumbing shared by every listener: it knows of no module (each module owns its listener).
-    files: ['src/http/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        { patterns: [{ group: ['**/cover-art/**', '**/cover-art/*', '**/auth/**', '**/auth/*'], message: 'src/http is generic listener plumbing: it must not import the cover-art or auth module' }] },
-      ],
-    },
-  },
+  ...layerRules(),
   {
     // The benchmarks do not import the tests: what both use lives in datagen/.
     files: ['bench/**'],

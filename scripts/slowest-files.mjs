@@ -1,16 +1,30 @@
 // A node:test reporter that prints, at the end of a pass, the test files that took longest
-// (the sum of their top-level tests and suites), so a slower suite shows where it went.
+// (the sum of their top-level tests and suites), so a slower suite shows where it went; and any
+// file whose process lived more than LINGER_MS longer than its tests (a timer or handle left
+// behind keeps a file's process alive, and its worker slot busy, after its tests are done; the
+// figure includes the process's start-up, a few seconds on a loaded machine).
 import path from 'node:path';
+
+const LINGER_MS = 10_000;
 
 export default async function* slowestFiles(source) {
   const perFile = new Map();
+  const wall = new Map();
   for await (const event of source) {
-    if ((event.type === 'test:pass' || event.type === 'test:fail') && event.data.nesting === 0 && event.data.file !== undefined) {
-      perFile.set(event.data.file, (perFile.get(event.data.file) ?? 0) + (event.data.details?.duration_ms ?? 0));
+    const { data } = event;
+    if ((event.type === 'test:pass' || event.type === 'test:fail') && data.nesting === 0 && data.file !== undefined && data.name !== data.file) {
+      perFile.set(data.file, (perFile.get(data.file) ?? 0) + (data.details?.duration_ms ?? 0));
     }
+    // The file's own entry: its process's whole life (Node 20 reports it as test:complete).
+    if (event.type === 'test:complete' && data.nesting === 0 && data.file !== undefined && data.name === data.file) wall.set(data.file, data.details?.duration_ms ?? 0);
   }
   const rows = [...perFile].sort((a, b) => b[1] - a[1]).slice(0, 12);
   const total = [...perFile.values()].reduce((a, b) => a + b, 0);
   yield `\nslowest test files (of ${perFile.size}, ${(total / 1000).toFixed(0)} s summed over both workers):\n`;
   for (const [file, ms] of rows) yield `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${path.relative(process.cwd(), file)}\n`;
+  const lingering = [...wall].map(([file, ms]) => [file, ms, ms - (perFile.get(file) ?? 0)]).filter(([, , extra]) => extra > LINGER_MS).sort((a, b) => b[2] - a[2]);
+  if (lingering.length > 0) {
+    yield `\ntest files whose process outlived their tests by more than ${LINGER_MS / 1000} s (a timer or handle left behind?):\n`;
+    for (const [file, ms, extra] of lingering) yield `  ${(extra / 1000).toFixed(1).padStart(7)} s  past ${(((ms - extra) / 1000).toFixed(1))} s of tests  ${path.relative(process.cwd(), file)}\n`;
+  }
 }

@@ -28,12 +28,18 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+// A hang fails its own file instead of holding the run (docs/decisions.md, "Tests"). On Node 20
+// --test-timeout bounds each test file's process as a whole (the runner's unit when every file is
+// a process of its own). 10 minutes: far above any honest file; the longest took about 5.5
+// minutes on a two-core machine at a load average near 30 (several suites beside it).
+const FILE_TIMEOUT_MS = 600_000;
+
 function pass(dialect) {
   console.log(`\n=== test pass: ${dialect} (${files.length} files) ===\n`);
   const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout'];
   // With several files, where the time went (at the end of the pass).
   if (files.length > 1) reporters.push(`--test-reporter=${path.join(root, 'scripts', 'slowest-files.mjs')}`, '--test-reporter-destination=stdout');
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...files], {
+  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', `--test-timeout=${FILE_TIMEOUT_MS}`, ...reporters, ...files], {
     stdio: 'inherit',
     env: { ...process.env, SLEEVE_TEST_DB: dialect },
   });

@@ -293,7 +293,8 @@ function coverArtChecks(s: Serving, commands: RedisConnection | undefined, notif
 async function startClusterParts(s: Serving, followers: [ResponseCache, FileCache], log: FastifyBaseLogger): Promise<ServingRegistration> {
   const { config, runtime, cluster } = s;
   const watch = new CatalogueWatch({
-    coverArt: runtime.coverArt,
+    db: runtime.coverArt.db,
+    finishDirtyIndexes: (ageMs) => finishPendingIndexes(runtime.coverArt, runtime.coverArt.clock.now() - ageMs),
     followers,
     pollMs: config.changePollMs,
     announcedPollMs: config.changePollRedisMs,

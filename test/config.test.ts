@@ -181,7 +181,7 @@ describe(`configuration (${DIALECT})`, () => {
       let res: Response | undefined;
       while (res === undefined && Date.now() < deadline) {
         res = await fetch(`http://127.0.0.1:${envPort}/robots.txt`).catch(() => undefined);
-        if (res === undefined) await new Promise((r) => setTimeout(r, 100));
+        if (res === undefined) await new Promise((r) => setTimeout(r, 50));
       }
       assert.ok(res !== undefined, 'serve listens on the port the environment gives');
       assert.equal(res.status, 200);

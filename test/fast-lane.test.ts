@@ -16,6 +16,7 @@ import path from 'node:path';
 import { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from './helpers/env.js';
+import { waitFor, within } from './helpers/wait.js';
 import { makeJpeg } from './helpers/images.js';
 import { countOf, scrape } from './metrics/support.js';
 import { loadConfig } from '../src/config/load.js';
@@ -77,7 +78,9 @@ async function exchange(port: number, parts: (string | Buffer)[], count: number,
     else if (i > 0) await new Promise((r) => setTimeout(r, 30));
     socket.write(part);
   }
-  await Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error(`fewer than ${count} answers in 10 s: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`)), 10_000))]);
+  await within(done, 10_000, `fewer than ${count} answers`).catch((err: Error) => {
+    throw new Error(`${err.message}: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`);
+  });
   const raw = Buffer.concat(chunks);
   socket.destroy();
   return { answers: splitAnswers(raw, opts.headOnly), closed };
@@ -276,9 +279,11 @@ describe(`the fast lane (${DIALECT})`, () => {
   it('stops reading a client that does not read, and answers everything once it does', async () => {
     const socket = await tcp(port);
     const n = 400;
+    const before = countOf(await scrape(server.metricsAddress), 'sleeve_http_fast_lane_total');
     // ~1.2 MB of answers (and the 1.2 MB original at the end) to a client reading nothing yet.
     socket.write(get(thumb).repeat(n) + get(original));
-    await new Promise((r) => setTimeout(r, 300));
+    // Until the lane has answered into a read of them (it answers a read's requests at once, up to where the client stops it).
+    await waitFor(async () => countOf(await scrape(server.metricsAddress), 'sleeve_http_fast_lane_total') > before, { what: 'the lane to answer' });
     const chunks: Buffer[] = [];
     const all = new Promise<Answer[]>((resolve) => {
       socket.on('data', (c: Buffer) => {
@@ -297,9 +302,10 @@ describe(`the fast lane (${DIALECT})`, () => {
     const socket = await tcp(port);
     const n = 40;
     const one = (await exchange(port, [get(large)], 1)).answers[0] as Answer;
+    const before = countOf(await scrape(server.metricsAddress), 'sleeve_http_fast_lane_total');
     // More answers than the socket takes at once: the lane stops with most requests unanswered.
     socket.write(get(large).repeat(n) + get(thumb));
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(async () => countOf(await scrape(server.metricsAddress), 'sleeve_http_fast_lane_total') > before, { what: 'the lane to answer' });
     // Meanwhile other connections' requests are read, into the memory the lane reads every
     // plain connection into: what the first left unanswered must still be its own requests.
     const other = await exchange(port, [get(index, `X-Pad: ${'b'.repeat(500)}\r\n`).repeat(100) + get(`/download/mbid-${UNKNOWN}/index.json`)], 101);
@@ -364,8 +370,10 @@ describe(`the fast lane (${DIALECT})`, () => {
     socket.write(get(thumb));
     const ms = await closed;
     assert.match(data, /^HTTP\/1\.1 200 /);
-    // node:http keeps an idle connection 1 s past the Keep-Alive it announces; the lane too.
-    assert.ok(ms >= KEEPALIVE_MS + 800 && ms < KEEPALIVE_MS + 1000 + LATE_MS, `closed after ${ms.toFixed(0)} ms`);
+    // node:http keeps an idle connection 1 s past the Keep-Alive it announces; the lane too (the
+    // timer it sets is checked below, "gives a client whose answers wait unread ...": no lower
+    // bound on the wall clock here).
+    assert.ok(ms < KEEPALIVE_MS + 1000 + LATE_MS, `closed after ${ms.toFixed(0)} ms`);
   });
 
   it('closes its idle connections when the server closes, at once', async () => {
@@ -485,10 +493,20 @@ describe("the lane's reads, declined", () => {
 describe('LaneReply', () => {
   /** A connection whose writes are taken by the system `ms` later, as a slow client's are. */
   function slowSocket(ms: number): Socket {
+    // Destroyed, it drops the writes it holds (their timers would keep the test file alive).
+    const held = new Set<NodeJS.Timeout>();
     const stream = new Duplex({
       read() {},
       write(_chunk, _encoding, cb) {
-        setTimeout(cb, ms);
+        const timer = setTimeout(() => {
+          held.delete(timer);
+          cb();
+        }, ms);
+        held.add(timer);
+      },
+      destroy(err, cb) {
+        for (const timer of held) clearTimeout(timer);
+        cb(err);
       },
     });
     return stream as unknown as Socket;
@@ -538,7 +556,7 @@ describe('LaneReply', () => {
       reply.end(i % 2 === 0 ? body : body.toString('latin1'));
       expected.push(Buffer.concat([head, i % 2 === 0 ? body : Buffer.from(body.toString('latin1'), 'utf8')]));
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => chunks.length >= 20, { what: '20 chunks' });
     assert.equal(chunks.length, 20, 'one chunk per answer');
     for (let i = 0; i < 20; i++) assert.ok((chunks[i] as Buffer).equals(expected[i] as Buffer), `answer ${i} as written`);
   });
@@ -789,8 +807,10 @@ describe('LaneReply', () => {
     const socket = sockets[0] as Socket;
     assert.ok(socket.writableLength > 0, 'the system is full');
     // One read of 64 more: not all of them answered into memory (~1 MB), only up to the high-water mark or so.
+    const written = client.bytesWritten + get('/f').length * 64;
     client.write(get('/f').repeat(64));
-    await new Promise((r) => setTimeout(r, 200));
+    // Until the lane has read them (and answered what it will, in that read) or stopped reading.
+    await waitFor(() => socket.bytesRead >= written || socket.isPaused(), { what: 'the lane to read or stop' });
     assert.ok(socket.writableLength < 4 * socket.writableHighWaterMark, `${socket.writableLength} bytes held for a client that does not read`);
     client.destroy();
   });
@@ -798,6 +818,11 @@ describe('LaneReply', () => {
   it('gives a client whose answers wait unread the request timeout, not the keep-alive one', async () => {
     // Keep-alive 0.3 s (idle connections go at 1.3 s), request timeout 10 s.
     const { port, sockets } = await laneServer(answerWith(Buffer.alloc(16_000, 3)), { keepAliveTimeoutMs: 300 });
+    // A connection idle after its answer: the keep-alive timeout and the second node:http adds to it.
+    const idle = await answersTo(port, get('/f'), 1);
+    assert.equal(idle.bodies.length, 1);
+    assert.equal(sockets[0]?.timeout, 1300, 'an idle connection: keep-alive + 1 s');
+    sockets.splice(0);
     const client = await tcp(port);
     client.pause();
     let sent = 0;
@@ -806,8 +831,9 @@ describe('LaneReply', () => {
       sent += 16;
       await new Promise((r) => setTimeout(r, 10));
     }
-    await new Promise((r) => setTimeout(r, 2000));
-    assert.equal(sockets[0]?.destroyed, false, 'still open past the keep-alive timeout');
+    // The connection's timer is the request timeout's (10 s), not the keep-alive's (1.3 s).
+    assert.equal(sockets[0]?.timeout, 10_000, 'the request timeout, not the keep-alive one');
+    assert.equal(sockets[0]?.destroyed, false);
     const chunks: Buffer[] = [];
     client.on('data', (c: Buffer) => chunks.push(c));
     client.resume();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { CLI, DIALECT, freePort, makeTestEnv, type TestEnv } from './helpers/env.js';
+import { within } from './helpers/wait.js';
 
 describe(`sleeve serve: start-up and graceful shutdown (${DIALECT})`, () => {
   let t: TestEnv;
@@ -41,7 +42,7 @@ describe(`sleeve serve: start-up and graceful shutdown (${DIALECT})`, () => {
       assert.ok((await image.arrayBuffer()).byteLength > 0);
 
       child.kill(signal);
-      const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 15_000))]);
+      const code = await within(exited, 15_000, `exit after ${signal}`).catch(() => 'timeout');
       assert.equal(code, 0, `${stderr}\n${stdout}`);
       assert.match(stderr, new RegExp(`${signal}, finishing requests in flight and stopping`));
       await assert.rejects(fetch(`http://127.0.0.1:${port}/`), 'the listener is closed');

@@ -1,6 +1,6 @@
 import { createHash, hash, randomBytes, randomFillSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../shared/password-hashing.js';
 
 /**
  * Random bytes for tokens, drawn from the CSPRNG a block at a time and each handed out once
@@ -74,12 +74,7 @@ export interface PasswordHashingLimits {
   queue: number;
 }
 
-/** One thread per two cores (at least one, at most four): the event loop keeps a core. */
-export function defaultHashThreads(cores = availableParallelism()): number {
-  return Math.max(1, Math.min(4, Math.floor(cores / 2)));
-}
-
-export const DEFAULT_HASH_QUEUE = 64;
+export { DEFAULT_HASH_QUEUE, defaultHashThreads };
 
 interface Job {
   password: string;

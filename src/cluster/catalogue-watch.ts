@@ -1,4 +1,4 @@
-import { finishPendingIndexes, type CoverArtDeps } from '../cover-art/index.js';
+import type { Db } from '../db/schema.js';
 import { isStoreUnavailable } from '../shared/errors.js';
 import { publishCatalogue, readCatalogueMark } from './mark.js';
 import type { Log } from './redis.js';
@@ -14,7 +14,13 @@ export interface ChangeFollower {
 }
 
 export interface CatalogueWatchOptions {
-  coverArt: CoverArtDeps;
+  db: Db;
+  /**
+   * Finishes the index.json files a change left dirty more than `ageMs` ago and answers how
+   * many (cover-art's finishPendingIndexes, given by the caller: src/cluster sits below the
+   * cover-art module and does not import it; docs/decisions.md, "Layering").
+   */
+  finishDirtyIndexes(ageMs: number): Promise<number>;
   /** Emptied on every change (more can be added with `follow`). */
   followers: ChangeFollower[];
   /** Poll interval while no announcements arrive (no Redis, or Redis away). */
@@ -129,7 +135,7 @@ export class CatalogueWatch {
 
   private check(): Promise<number> {
     const run = (async () => {
-      const mark = await readCatalogueMark(this.opts.coverArt.db);
+      const mark = await readCatalogueMark(this.opts.db);
       if (this.last === undefined || mark > this.last) {
         if (this.last !== undefined) this.clearAll();
         this.advance(mark);
@@ -166,10 +172,10 @@ export class CatalogueWatch {
    * once per spell.
    */
   private async sweep(): Promise<void> {
-    const { coverArt, log } = this.opts;
+    const { db, log } = this.opts;
     try {
-      const finished = await finishPendingIndexes(coverArt, coverArt.clock.now() - SWEEP_AGE_MS);
-      if (finished > 0) await publishCatalogue(coverArt.db);
+      const finished = await this.opts.finishDirtyIndexes(SWEEP_AGE_MS);
+      if (finished > 0) await publishCatalogue(db);
       if (this.storeFailing) {
         this.storeFailing = false;
         log.info({}, 'catalogue watch: index.json files left to rewrite are finished');

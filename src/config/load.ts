@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isIP } from 'node:net';
-import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../auth/crypto.js';
+import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../shared/password-hashing.js';
 import { UPSTREAM_VARIABLES, upstreamConfig, type UpstreamConfig } from './upstream.js';
 
 /** One listener address. */

@@ -1,6 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HttpMetrics, ListenerMetrics } from '../metrics/http-metrics.js';
 import type { IdentifiedRequest, RequestIds } from './request-id.js';
+
+/**
+ * The counters a listener's requests are counted into (metrics/http-metrics.ts's HttpMetrics
+ * is the one in use). Declared here, as what this layer needs, so that src/http does not import
+ * src/metrics, which sits above it (docs/decisions.md, "Layering").
+ */
+export interface RequestCounters {
+  cacheHits: number;
+  cacheMisses: number;
+  fastLane: number;
+  rateLimited: number;
+  listener(name: string): ListenerCounters;
+}
+
+/** One listener's request counts and durations. */
+export interface ListenerCounters {
+  record(route: string, method: string | undefined, status: number, seconds: number): void;
+}
 
 /**
  * What a listener does for every request besides answering it: give it an id
@@ -8,10 +25,10 @@ import type { IdentifiedRequest, RequestIds } from './request-id.js';
  */
 export class RequestObserver {
   readonly ids: RequestIds;
-  private readonly http: HttpMetrics | undefined;
-  private readonly requests: ListenerMetrics | undefined;
+  private readonly http: RequestCounters | undefined;
+  private readonly requests: ListenerCounters | undefined;
 
-  constructor(listener: string, ids: RequestIds, metrics: HttpMetrics | undefined) {
+  constructor(listener: string, ids: RequestIds, metrics: RequestCounters | undefined) {
     this.ids = ids;
     this.http = metrics;
     this.requests = metrics?.listener(listener);

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/connect.js';
 import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe(`the PostgreSQL pool survives a session ended by the server (${DIALECT})`, { skip: DIALECT !== 'postgres' && 'runs on the PostgreSQL pass' }, () => {
   let t: TestEnv;
@@ -32,9 +33,9 @@ describe(`the PostgreSQL pool survives a session ended by the server (${DIALECT}
       const admin = new pg.Client({ connectionString: t.env.SLEEVE_DATABASE_URL });
       await admin.connect();
       await admin.query('select pg_terminate_backend($1)', [rows[0]?.pid]);
+      // Until the session is gone on the server (its end then reaches the client while it runs no query).
+      await waitFor(async () => Number((await admin.query('select count(*) as n from pg_stat_activity where pid = $1', [rows[0]?.pid])).rows[0].n) === 0, { what: 'the session to end' });
       await admin.end();
-      // Time for the termination to reach the client while it runs no query.
-      await new Promise((r) => setTimeout(r, 300));
       return sql`select 1`.execute(conn).then(
         () => 'answered',
         (err: Error) => err.message,

@@ -17,6 +17,7 @@ import { request } from '../helpers/auth.js';
 import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { logLines, startServe, type ServeProcess } from '../helpers/serve-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const R = 'b0570000-0000-4000-8000-000000000001';
 const G = 'b0570000-0000-4000-8000-0000000000aa';
@@ -185,8 +186,13 @@ describe(`sleeve serve through a PostgreSQL restart under load (${DIALECT})`, { 
       return r;
     };
 
+    const failedAt = (from: number) => outcomes.filter((o) => o.at >= from && (o.answer.startsWith('500') || o.answer.startsWith('503')));
+    /** Every URL answered as expected at least `n` times since `from` (ms from the start). */
+    const allAnswered = (from: number, n: number) => Object.keys(expected).every((url) => outcomes.filter((o) => o.at >= from && o.url === url && o.answer === expected[url]).length >= n);
+    const warned = (re: RegExp) => logLines(s).some((l) => l.level >= 40 && re.test(l.msg));
     try {
-      await sleep(1000);
+      // Load first: every URL answered right a few times.
+      await waitFor(() => allAnswered(0, 3), { timeoutMs: 15_000, what: 'every URL answered before the outage' });
       const stoppedAt = performance.now() - start;
       await cluster.stop('fast');
       const down = await pollUntil(probeReady, (r) => r.status === 503, 5000);
@@ -195,13 +201,21 @@ describe(`sleeve serve through a PostgreSQL restart under load (${DIALECT})`, { 
       const authDown = await request(`${s.authBase}/readyz`);
       assert.equal(authDown.status, 503);
       assert.deepEqual(authDown.json(), { status: 'unavailable', checks: { database: 'failing' } });
-      await sleep(1500);
+      // The outage felt on both listeners, and by the catalogue watch.
+      await waitFor(() => failedAt(stoppedAt).some((o) => o.url === TOKEN) && failedAt(stoppedAt).some((o) => o.url !== TOKEN) && warned(/catalogue watch: cannot read the catalogue version/), {
+        timeoutMs: 15_000,
+        what: 'the outage to be felt',
+      });
       const restartedAt = performance.now() - start;
       await cluster.start();
       const up = await pollUntil(probeReady, (r) => r.status === 200, 15_000);
       assert.equal(up.value.status, 200, 'ready again once the database is back');
       const readyAt = up.value.at;
-      await sleep(1500);
+      // Then load again: more than 50 requests answered after recovery, every URL among them, and the watch back.
+      await waitFor(() => outcomes.filter((o) => o.at > readyAt + 500).length > 50 && allAnswered(readyAt + 500, 2) && logLines(s).some((l) => /catalogue watch: the database answers again/.test(l.msg)), {
+        timeoutMs: 15_000,
+        what: 'answers after recovery',
+      });
       running = false;
       await Promise.all(workers);
 

@@ -79,8 +79,8 @@ describe(`the response cache follows CLI changes (${DIALECT})`, () => {
     await before.arrayBuffer();
 
     await add('b', await makePng(180, 180), 'png', ['Front']);
-    // Added last, b is not the front yet.
-    await new Promise((r) => setTimeout(r, 600));
+    // Added last, b is not the front yet (asked once the server's caches follow the change).
+    await s.server.refreshCaches();
     assert.equal(await probe(`/release/${R}/front`), `307 ${dl(`${id.a}.jpg`)}`);
     assert.equal(await probe(`/release/${R}/${id.b}`), `307 ${dl(`${id.b}.png`)}`);
 

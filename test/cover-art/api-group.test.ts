@@ -131,8 +131,8 @@ describe(`release-group choice order over HTTP (${DIALECT})`, () => {
 
   it('an editor-chosen release without a front image is passed over', async () => {
     await cliOk(t.env, ['release-group', 'set-cover', G, mbid('backonly1980')]);
-    // Nothing the answer depends on changed; ask until the change has surely been seen, then check.
-    await new Promise((r) => setTimeout(r, 600));
+    // Nothing the answer depends on changed; asked once the server's caches follow the change.
+    await s.server.refreshCaches();
     await expectChosen('nodate', false);
   });
 

@@ -691,8 +691,8 @@ describe(`the built-in file server under /download/ (${DIALECT})`, () => {
           const res = await fetch(i % 2 === 0 ? originals.jpg.url : (originals.png.thumbs[0] as string), { headers: i % 3 === 0 ? { range: 'bytes=10-500' } : {} });
           await res.arrayBuffer();
         }
-        await new Promise((r) => setTimeout(r, 100));
-        const leaked = openFds() - before;
+        // Descriptors close as the answers' streams end: until they have, or 2 s.
+        const { value: leaked } = await pollUntil(async () => openFds() - before, (n) => n < 10, 2000, 10);
         assert.ok(leaked < 10, `${leaked} file descriptors left open after 100 downloads`);
         assert.deepEqual(collected, [], 'no file was left for the garbage collector to close');
       } finally {

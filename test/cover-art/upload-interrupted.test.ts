@@ -10,6 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -273,8 +274,16 @@ describe(`the server's sweep, with its clock (${DIALECT})`, () => {
     await writeFile(path.join(folder, 'lease.json'), JSON.stringify({ host: 'another-machine', pid: 4242, heartbeat: now }));
     await writeFile(path.join(folder, 'thumb250.jpg'), 'x');
     now += 25_000;
-    // Many sweeps run meanwhile (every 20 ms); none may take it.
-    await new Promise((r) => setTimeout(r, 300));
+    // Sweeps run meanwhile (every 20 ms); none may take it. That they ran is seen from uploads
+    // whose heartbeat stopped 31 s ago, put beside it one after the other: each is taken.
+    for (let i = 0; i < 3; i++) {
+      const stale = path.join(filesRoot(t), 'uploads', `4700000000${i}-00112233445566778899aabb`);
+      await mkdir(stale, { recursive: true });
+      await writeFile(path.join(stale, 'lease.json'), JSON.stringify({ host: 'another-machine', pid: 4243, heartbeat: now - 31_000 }));
+      const lease = path.join(stale, 'lease.json');
+      await pollUntil(async () => existsSync(lease), (there) => !there, 5000, 10);
+      assert.equal(existsSync(lease), false, 'a sweep ran');
+    }
     assert.deepEqual((await readdir(folder)).sort(), ['lease.json', 'thumb250.jpg']);
     now += 6_000;
     const gone = await pollUntil(

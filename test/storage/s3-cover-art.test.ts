@@ -37,7 +37,7 @@ async function startServe(env: Record<string, string>): Promise<ServeProcess> {
       const r = await done;
       throw new Error(`sleeve serve did not come up (exit ${r.code})\n${r.stderr}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 50));
   }
   return {
     base,

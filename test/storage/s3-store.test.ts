@@ -215,7 +215,8 @@ describe('S3ObjectStore while the store is away', () => {
         return true;
       });
       const took = Date.now() - started;
-      assert.ok(took >= 5_000 && took < 20_000, `took ${took} ms`);
+      // Its retries are in the message (3 attempts); only the upper bound is the clock's.
+      assert.ok(took < 20_000, `took ${took} ms`);
     } finally {
       await hung.close();
       for (const socket of sockets) socket.destroy();
