@@ -6,7 +6,7 @@ import { isAppError } from '../shared/errors.js';
 import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
 import type { FileResponse } from './file-server.js';
-import { originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
+import { imageKey, originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
 import { discard, readBody, UpstreamCall, upstreamGet } from './upstream-http.js';
 import { processImage, verifyImage } from './thumbnails.js';
 
@@ -108,7 +108,8 @@ export class Upstream {
 
   /**
    * What the catalogue says of a storage key: an imported image of a known release (an
-   * original with the catalogue's suffix, or a thumbnail), else undefined. Only such keys
+   * original with the catalogue's suffix, or a thumbnail), under the catalogue's own spelling
+   * of its name (keys.ts: an id without leading zeros), else undefined. Only such keys
    * are ever fetched, so nothing a client makes up reaches the upstream. Images made here
    * are never fetched: their files come from their upload.
    */
@@ -124,8 +125,9 @@ export class Upstream {
       .where('r.gid', '=', parsed.mbid)
       .where('ca.imported', '=', 1)
       .executeTakeFirst();
-    if (row === undefined) return undefined;
-    if (parsed.size === undefined && key !== originalKey(parsed.mbid, parsed.id, row.suffix)) return undefined;
+    // The catalogue's own name of the file, nothing else: an original with another suffix names
+    // none (nor, to be sure, does a key spelled otherwise than keys.ts spells it).
+    if (row === undefined || key !== imageKey(parsed.mbid, parsed.id, row.suffix, parsed.size)) return undefined;
     return { key, mbid: parsed.mbid, id: parsed.id, size: parsed.size, mime: row.mime_type, suffix: row.suffix };
   }
 

@@ -246,6 +246,54 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
     assert.equal(up.total(), total);
   });
 
+  it("fetches and makes files only under the catalogue's own spelling of an id (no leading zeros, no other release's id)", async () => {
+    // R2's original and its 500 thumbnail are in the store by now (the test above); the upstream lacks its thumbnails.
+    const folder = path.join(t.dir, 'files', `mbid-${R2}`);
+    const files = async () => (await readdir(folder)).sort();
+    const before = await files();
+    const total = up.total();
+    const spelled = (id: string, tail: string) => `mbid-${R2}/mbid-${R2}-${id}${tail}`;
+    const variants: string[] = [];
+    for (const id of ['0201', '00201', '0000000000000000201', `${'0'.repeat(16)}201`, '000201']) {
+      variants.push(spelled(id, '.jpg'), ...[250, 500, 1200].map((size) => spelled(id, `_thumb${size}.jpg`)));
+    }
+    variants.push(
+      // Over long: 20 digits, and one past 2^53 (a double would make it 2^53).
+      spelled('12345678901234567890', '_thumb250.jpg'),
+      spelled('9007199254740993', '_thumb250.jpg'),
+      // Ids of another release (R1's), original and thumbnail, plain and zero-padded.
+      spelled('101', '.jpg'),
+      spelled('101', '_thumb250.jpg'),
+      spelled('0101', '_thumb500.jpg'),
+    );
+    for (const key of variants) {
+      const res = await fetch(`${s.base}/download/${key}`);
+      assert.equal(res.status, 404, key);
+      assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
+      await res.arrayBuffer();
+    }
+    assert.equal(up.total(), total, `no upstream request: ${up.paths.slice(total).join(', ')}`);
+    assert.deepEqual(await files(), before, 'no file stored');
+    // The canonical names still work, and the API answers as coverartarchive.org does
+    // (leading zeros dropped), pointing at the canonical name.
+    const thumbnail = await fetch(`${s.base}/download/${thumb(R2, 201, 250)}`);
+    assert.equal(thumbnail.status, 200);
+    assert.deepEqual(await dimensions(Buffer.from(await thumbnail.arrayBuffer())), { format: 'jpeg', width: 250, height: 167 });
+    assert.deepEqual(await files(), [...before, `mbid-${R2}-201_thumb250.jpg`].sort());
+    for (const [name, key] of [
+      ['00201', orig(R2, 201)],
+      ['0201-250', thumb(R2, 201, 250)],
+      ['000201.png', orig(R2, 201)],
+    ] as const) {
+      const res = await fetch(`${s.base}/release/${R2}/${name}`, { redirect: 'manual' });
+      assert.equal(res.status, 307, name);
+      assert.equal(res.headers.get('location'), `${s.base}/download/${key}`, name);
+    }
+    const missing = await fetch(`${s.base}/release/${R2}/0101`, { redirect: 'manual' });
+    assert.equal(missing.status, 404);
+    assert.match(await missing.text(), /cover image with id 101 not found/);
+  });
+
   it('makes one upstream request for concurrent requests of one file', async () => {
     const key = orig(R3, FAULT.held);
     const answers = Array.from({ length: 6 }, () => fetch(`${s.base}/download/${key}`));
