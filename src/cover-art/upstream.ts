@@ -7,7 +7,7 @@ import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
 import type { FileResponse } from './file-server.js';
 import { imageKey, originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
-import { discard, readBody, UpstreamCall, upstreamGet } from './upstream-http.js';
+import { discard, readBody, RedirectRefused, UpstreamCall, upstreamGet } from './upstream-http.js';
 import { processImage, verifyImage } from './thumbnails.js';
 
 /*
@@ -330,6 +330,8 @@ export class Upstream {
     } catch (err) {
       if (timedOut !== undefined) return { kind: 'failed', status: 504, code: 'timeout', reason: timedOut, retry: false };
       if (signal?.aborted === true) return { kind: 'failed', status: 502, code: 'interrupted', reason: 'the download was stopped', retry: false };
+      // Where the upstream sends sleeve does not change on a second try.
+      if (err instanceof RedirectRefused) return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream's redirect was not followed: ${err.message}`, retry: false };
       const e = err as NodeJS.ErrnoException;
       return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream could not be read: ${e.code ?? e.message}`, retry: true };
     } finally {
