@@ -5,7 +5,7 @@ import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
 import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
-import type { FileResponse } from './file-server.js';
+import { FILE_SAFETY, type FileResponse } from './file-server.js';
 import { imageKey, originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
 import { discard, readBody, RedirectRefused, UpstreamCall, upstreamGet } from './upstream-http.js';
 import { processImage, verifyImage } from './thumbnails.js';
@@ -379,8 +379,7 @@ function failedResponse(result: { status: number; reason: string }): FileRespons
   return {
     status: result.status,
     headers: {
-      'access-control-allow-origin': '*',
-      'x-content-type-options': 'nosniff',
+      ...FILE_SAFETY,
       'retry-after': String(RETRY_AFTER_S),
       'content-type': 'text/plain; charset=utf-8',
       'cache-control': 'no-store',

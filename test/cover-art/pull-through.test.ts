@@ -371,6 +371,7 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
       assert.equal(res.status, status);
       assert.equal(res.headers.get('retry-after'), '30');
       assert.equal(res.headers.get('access-control-allow-origin'), '*');
+      assert.equal(res.headers.get('content-security-policy'), 'sandbox');
       assert.match(await res.text(), message);
       assert.equal(existsSync(stored(key)), false);
       assert.deepEqual(await tempFiles(t), []);
