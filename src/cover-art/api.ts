@@ -1,5 +1,6 @@
 import { parseMbid } from '../shared/uuid.js';
 import type { ApiDeps } from './deps.js';
+import { parseId } from './ids.js';
 import { imageKey, indexKey, type ThumbnailSize } from './keys.js';
 import { buildListing, serializeListing } from './listing.js';
 import {
@@ -96,9 +97,10 @@ export function parseFilename(filename: string): (Kind & { size: ThumbnailSize |
   else {
     const match = /^[0-9]+/.exec(filename)?.[0];
     if (match === undefined) return undefined;
+    // Leading zeros dropped, as coverartarchive.org drops them: the redirect names the canonical
+    // key, the only one the file server knows (keys.ts). Ids past 2^53 are simply not found.
     const digits = match.replace(/^0+(?=[0-9])/, '');
-    // No stored id has more than 15 digits; longer ones are simply not found.
-    kind = { kind: 'id', digits, id: digits.length > 15 ? undefined : Number(digits) };
+    kind = { kind: 'id', digits, id: parseId(digits) };
   }
   let size: ThumbnailSize | undefined;
   const dash = filename.lastIndexOf('-');

@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { clientAddress, throttleAddress, type TrustedProxies } from '../http/client-address.js';
+import { answerClientErrorAsFastify } from '../http/client-error.js';
 import { installFastLane, type LaneReply, type LaneRequest } from '../http/fast-lane.js';
 import type { ListenerHealth } from '../http/health.js';
 import { buildListener } from '../http/listener.js';
@@ -149,6 +150,8 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     connections: opts.connections,
     fastify: {
       routerOptions: { maxParamLength: 2048 },
+      // A malformed head: Fastify's own answer, after the answers to the requests before it (client-error.ts).
+      clientErrorHandler: answerClientErrorAsFastify,
       // Malformed percent-escapes and the like: the API's own 400 page, with its CORS header.
       frameworkErrors: function badRequest(_err, _req, reply) {
         return sendApiResponse(reply, errorPage(400), undefined);

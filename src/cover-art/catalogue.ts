@@ -1,7 +1,7 @@
 import { AppError, invalidInput, isStoreUnavailable, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { CoverArtDeps } from './deps.js';
-import { idForTime } from './ids.js';
+import { idForTime, parseId } from './ids.js';
 import { writeIndex } from './indexer.js';
 import { folderKey, imageKey, THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
 import { buildListing, type ListingImage } from './listing.js';
@@ -355,8 +355,9 @@ export function expectRevision(release: { gid: string }, expected: number | unde
 }
 
 function parseImageId(text: string): number {
-  if (!/^\d{1,15}$/.test(text)) throw invalidInput(`image id ${JSON.stringify(text)} must be a number`);
-  return Number(text);
+  const id = parseId(text);
+  if (id === undefined) throw invalidInput(`image id ${JSON.stringify(text.slice(0, 40))} must be a number as the listing writes it (digits, no leading zero)`);
+  return id;
 }
 
 export async function requireImage(db: Queryable, release: ReleaseRef, idText: string): Promise<{ id: number; suffix: string }> {

@@ -75,13 +75,18 @@ export const RATIO_WINDOW = 1024;
 /** Once full and missing on most lookups, one in this many files the doorkeeper lets in is kept. */
 export const SPARSE_ONE_IN = 16;
 
-/** The headers of every answer about a file: CORS, validators, caching. */
+/**
+ * The headers of every answer about a file: CORS, never a page (a stored file is as uploaded:
+ * an image may also be HTML; FILE_SAFETY), validators, caching.
+ */
 export function fileHeaders(key: string, info: ObjectInfo): string[] {
   return [
     'access-control-allow-origin',
     '*',
     'x-content-type-options',
     'nosniff',
+    'content-security-policy',
+    'sandbox',
     'etag',
     info.etag,
     'last-modified',
@@ -94,10 +99,10 @@ export function fileHeaders(key: string, info: ObjectInfo): string[] {
 }
 
 /** Where fileHeaders puts the values that differ from file to file, and how many names and values it has. */
-const ETAG_AT = 5;
-const LAST_MODIFIED_AT = 7;
-const CACHE_CONTROL_AT = 9;
-const COMMON_LENGTH = 12;
+const ETAG_AT = 7;
+const LAST_MODIFIED_AT = 9;
+const CACHE_CONTROL_AT = 11;
+const COMMON_LENGTH = 14;
 /** Where a 200 list (okShape) has the length's value. */
 const LENGTH_AT = COMMON_LENGTH + 3;
 

@@ -14,6 +14,15 @@ export interface FileResponse {
   body: Readable | string | undefined;
 }
 
+/**
+ * Headers of every answer of the file server (and of the pull-through's failures): CORS, and
+ * never a page. A stored original is the uploaded bytes, and a GIF can also be an HTML page:
+ * nosniff keeps browsers from guessing, and the sandbox policy gives a document opened from
+ * here no scripts, no forms and an origin of its own, whatever the type (docs/decisions.md,
+ * "Files are never pages").
+ */
+export const FILE_SAFETY: Readonly<Record<string, string>> = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' };
+
 const INDEX_RE = /^mbid-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/index\.json$/;
 
 /**
@@ -68,7 +77,7 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
 export function storeUnavailableResponse(): FileResponse {
   return {
     status: 503,
-    headers: { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff', 'retry-after': '5', 'content-type': 'text/plain; charset=utf-8' },
+    headers: { ...FILE_SAFETY, 'retry-after': '5', 'content-type': 'text/plain; charset=utf-8' },
     body: 'The file store is unavailable; try again later.\n',
   };
 }
@@ -81,7 +90,7 @@ export async function serveFile(
   headers: { ifNoneMatch?: string; ifModifiedSince?: string; range?: string; ifRange?: string },
   attempt = 1,
 ): Promise<FileResponse> {
-  const base = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
+  const base = FILE_SAFETY;
   if (method !== 'GET' && method !== 'HEAD') {
     return { status: 405, headers: { ...base, allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }, body: 'Method Not Allowed\n' };
   }
@@ -149,8 +158,8 @@ const SMALL_FILE = 256 * 1024;
 const PREFIX = '/download/'.length;
 const TEXT = 'text/plain; charset=utf-8';
 const WHOOPS = 'Whoops. Our bad.\n';
-/** Headers of every answer of the file server. */
-const BASE = ['access-control-allow-origin', '*', 'x-content-type-options', 'nosniff'];
+/** Headers of every answer of the file server (FILE_SAFETY's), as a list. */
+const BASE = Object.entries(FILE_SAFETY).flat();
 
 /**
  * The built-in file server on the raw request, in front of the router: a file the cache

@@ -1,6 +1,6 @@
 import type { IndexDeps } from './deps.js';
 import { timeOfId } from './ids.js';
-import { indexKey, parseImageKey } from './keys.js';
+import { indexKey, isMisspelledImageKey, parseImageKey } from './keys.js';
 import { buildListing, serializeListing } from './listing.js';
 import { readPublishedUrls } from './public-urls.js';
 import { coversNeedApproval, listImages, recountCatalogue } from './repo.js';
@@ -42,8 +42,9 @@ const ORPHAN_AGE_MS = 60 * 60 * 1000;
 /**
  * Rebuilds index.json for one release (by internal id) or for all releases that have
  * images (then also recounting releases and images for the metrics), and removes image
- * files no row names whose id and file are more than an hour old (and, in a file store,
- * part-written files an older sleeve left beside them).
+ * files no row names whose id and file are more than an hour old, files named with an id
+ * spelled otherwise than the catalogue spells it (keys.ts, isMisspelledImageKey) and, in a
+ * file store, part-written files an older sleeve left beside them.
  */
 export async function reindex(deps: IndexDeps & { now: number }, releaseIds?: number[]): Promise<{ releases: number; orphansRemoved: number }> {
   const ids =
@@ -58,6 +59,12 @@ export async function reindex(deps: IndexDeps & { now: number }, releaseIds?: nu
     const known = new Set((await deps.db.selectFrom('cover_art').select('id').where('release', '=', id).execute()).map((r) => r.id));
     for (const key of await deps.store.list(`mbid-${release.gid}/`)) {
       const parsed = parseImageKey(key);
+      if (parsed === undefined && isMisspelledImageKey(key)) {
+        // A second name of an image (no file is ever made under one now): nothing reads it.
+        await deps.store.delete(key);
+        orphansRemoved++;
+        continue;
+      }
       if (parsed === undefined || known.has(parsed.id) || deps.now - timeOfId(parsed.id) < ORPHAN_AGE_MS) continue;
       // A merge copies old ids into the folder before its commit: judge by the file's age too.
       const info = await deps.store.head(key);

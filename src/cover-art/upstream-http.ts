@@ -1,5 +1,7 @@
+import dns, { type LookupAddress } from 'node:dns';
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { finished } from 'node:stream/promises';
 
 /*
@@ -10,8 +12,80 @@ import { finished } from 'node:stream/promises';
  */
 
 /** Redirects followed per request (archive.org answers /download/… with one, to the node that holds the item). */
-const MAX_REDIRECTS = 5;
+const MAX_REDIRECTS = 3;
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
+
+/*
+ * Where a redirect may lead (issue 32; docs/decisions.md, "The upstream's redirects"). The
+ * configured upstream (the first URL's origin) is trusted as configured, wherever it is. A
+ * redirect to any other origin is followed only over https (or the configured upstream's own
+ * scheme) and only to a host whose every address is public: checked when the connection is made
+ * (a `lookup` on the request, so a name cannot resolve to one address when checked and to
+ * another when connected), and for an address written in the URL (never looked up) before.
+ */
+
+const NOT_PUBLIC_V4 = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const) {
+  NOT_PUBLIC_V4.addSubnet(net, prefix, 'ipv4');
+}
+/** IPv6's global unicast range, less the parts that are not one host's public address. */
+const GLOBAL_V6 = new BlockList();
+GLOBAL_V6.addSubnet('2000::', 3, 'ipv6');
+const NOT_PUBLIC_V6 = new BlockList();
+// IETF assignments (Teredo among them), documentation, 6to4 (which wraps any IPv4 address).
+NOT_PUBLIC_V6.addSubnet('2001::', 23, 'ipv6');
+NOT_PUBLIC_V6.addSubnet('2001:db8::', 32, 'ipv6');
+NOT_PUBLIC_V6.addSubnet('2002::', 16, 'ipv6');
+
+/** Whether `address` (an IP address as text) is a public unicast address: not loopback, private, link-local, shared, reserved, multicast or documentation. */
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return !NOT_PUBLIC_V4.check(address, 'ipv4');
+  if (family !== 6) return false;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped !== null) return isPublicAddress(mapped[1] as string);
+  return GLOBAL_V6.check(address, 'ipv6') && !NOT_PUBLIC_V6.check(address, 'ipv6');
+}
+
+/**
+ * The check of the addresses a redirect off the configured upstream may reach: isPublicAddress.
+ * A test seam and nothing else: tests replace `allowed` (their "storage node" is on loopback)
+ * and put it back; nothing in sleeve sets it.
+ */
+export const redirectAddresses: { allowed: (address: string) => boolean } = { allowed: isPublicAddress };
+
+/** A redirect sleeve does not follow: not an error of the network, not to be tried again. */
+export class RedirectRefused extends Error {}
+
+/**
+ * `dns.lookup` for a redirect's host off the configured upstream: every address it resolves to
+ * must pass redirectAddresses.allowed, else the connection fails with RedirectRefused.
+ */
+const checkedLookup: LookupFunction = (hostname, options, callback) => {
+  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err !== null) return callback(err, '', 0);
+    const refused = addresses.length === 0 ? { address: 'no address' } : addresses.find((a) => !redirectAddresses.allowed(a.address));
+    if (refused !== undefined) return callback(new RedirectRefused(`a redirect to ${hostname}: it resolves to ${refused.address}, not a public address`), '', 0);
+    if (options.all === true) callback(null, addresses);
+    else callback(null, (addresses[0] as LookupAddress).address, (addresses[0] as LookupAddress).family);
+  });
+};
 
 // Idle sockets are unref'd by the agents, so they never keep a command's process alive.
 const AGENTS = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
@@ -22,16 +96,6 @@ export interface UpstreamResponse {
   /** A header's value, lower-case name; undefined when absent. */
   header(name: string): string | undefined;
   body: IncomingMessage;
-}
-
-/** A GET that fails in the network (refused, reset, bad TLS, too many redirects), with the system's code where there is one. */
-export class UpstreamNetworkError extends Error {
-  constructor(
-    message: string,
-    readonly code: string | undefined,
-  ) {
-    super(message);
-  }
 }
 
 /**
@@ -65,7 +129,8 @@ export class UpstreamCall {
   }
 }
 
-function once(url: URL, headers: Record<string, string>, call: UpstreamCall): Promise<IncomingMessage> {
+/** `url`'s request: to the configured upstream as configured, to any other origin with its addresses checked. */
+function once(url: URL, headers: Record<string, string>, call: UpstreamCall, checked: boolean): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     if (call.stopped !== undefined) {
       reject(call.stopped);
@@ -73,7 +138,7 @@ function once(url: URL, headers: Record<string, string>, call: UpstreamCall): Pr
     }
     const get = url.protocol === 'https:' ? https.get : http.get;
     const agent = url.protocol === 'https:' ? AGENTS['https:'] : AGENTS['http:'];
-    const req = get(url, { agent, headers }, (res) => {
+    const req = get(url, { agent, headers, lookup: checked ? checkedLookup : undefined }, (res) => {
       call.answered(res);
       resolve(res);
     });
@@ -83,9 +148,11 @@ function once(url: URL, headers: Record<string, string>, call: UpstreamCall): Pr
 }
 
 /**
- * GETs `url`, following redirects (http and https only), until the answer that is not one;
- * `stop` (a signal or an UpstreamCall) abandons it (the promise rejects with an AbortError, as
- * does a body being read). Network failures reject with UpstreamNetworkError or the system's error.
+ * GETs `url`, following at most 3 redirects (to `url`'s origin as it is; to others over https
+ * or `url`'s scheme, public addresses only), until the answer that is not one; `stop` (a signal
+ * or an UpstreamCall) abandons it (the promise rejects with an AbortError, as does a body being
+ * read). A redirect not followed rejects with RedirectRefused; network failures with the
+ * system's error.
  */
 export async function upstreamGet(url: string, headers: Record<string, string>, stop: AbortSignal | UpstreamCall): Promise<UpstreamResponse> {
   let call: UpstreamCall;
@@ -95,9 +162,10 @@ export async function upstreamGet(url: string, headers: Record<string, string>, 
     if (stop.aborted) call.stop();
     else stop.addEventListener('abort', () => call.stop(), { once: true });
   }
-  let target = new URL(url);
+  const trusted = new URL(url);
+  let target = trusted;
   for (let hop = 0; ; hop++) {
-    const res = await once(target, headers, call);
+    const res = await once(target, headers, call, target.origin !== trusted.origin);
     const status = res.statusCode ?? 0;
     const location = res.headers.location;
     if (!REDIRECT.has(status) || location === undefined) {
@@ -107,11 +175,28 @@ export async function upstreamGet(url: string, headers: Record<string, string>, 
     // request goes on the same connection (archive.org redirects every file to its node).
     const response: UpstreamResponse = { status, header: (name) => headerValue(res.headers[name]), body: res };
     if (discard(response)) await finished(res);
-    if (hop === MAX_REDIRECTS) throw new UpstreamNetworkError(`more than ${MAX_REDIRECTS} redirects`, undefined);
-    const next = new URL(location, target);
-    if (next.protocol !== 'http:' && next.protocol !== 'https:') throw new UpstreamNetworkError(`a redirect to ${next.protocol} (only http and https are followed)`, undefined);
-    target = next;
+    if (hop === MAX_REDIRECTS) throw new RedirectRefused(`more than ${MAX_REDIRECTS} redirects`);
+    target = redirectTarget(location, target, trusted);
   }
+}
+
+/** Where a redirect from `from` to `location` leads, when sleeve follows it there (see above); else RedirectRefused. */
+function redirectTarget(location: string, from: URL, trusted: URL): URL {
+  let next: URL;
+  try {
+    next = new URL(location, from);
+  } catch {
+    throw new RedirectRefused(`a redirect to ${JSON.stringify(location.slice(0, 100))}, not a URL`);
+  }
+  if (next.origin === trusted.origin) return next;
+  if (next.protocol !== 'https:' && next.protocol !== trusted.protocol) {
+    const schemes = trusted.protocol === 'https:' ? 'https' : `https and ${trusted.protocol.slice(0, -1)}`;
+    throw new RedirectRefused(`a redirect to ${next.protocol} (only ${schemes} are followed off the configured upstream)`);
+  }
+  // An address in the URL is never looked up: checked here.
+  const host = next.hostname.startsWith('[') ? next.hostname.slice(1, -1) : next.hostname;
+  if (isIP(host) !== 0 && !redirectAddresses.allowed(host)) throw new RedirectRefused(`a redirect to ${host}: not a public address`);
+  return next;
 }
 
 /**

@@ -5,9 +5,9 @@ import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
 import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
-import type { FileResponse } from './file-server.js';
-import { originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
-import { discard, readBody, UpstreamCall, upstreamGet } from './upstream-http.js';
+import { FILE_SAFETY, type FileResponse } from './file-server.js';
+import { imageKey, originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
+import { discard, readBody, RedirectRefused, UpstreamCall, upstreamGet } from './upstream-http.js';
 import { processImage, verifyImage } from './thumbnails.js';
 
 /*
@@ -108,7 +108,8 @@ export class Upstream {
 
   /**
    * What the catalogue says of a storage key: an imported image of a known release (an
-   * original with the catalogue's suffix, or a thumbnail), else undefined. Only such keys
+   * original with the catalogue's suffix, or a thumbnail), under the catalogue's own spelling
+   * of its name (keys.ts: an id without leading zeros), else undefined. Only such keys
    * are ever fetched, so nothing a client makes up reaches the upstream. Images made here
    * are never fetched: their files come from their upload.
    */
@@ -124,8 +125,9 @@ export class Upstream {
       .where('r.gid', '=', parsed.mbid)
       .where('ca.imported', '=', 1)
       .executeTakeFirst();
-    if (row === undefined) return undefined;
-    if (parsed.size === undefined && key !== originalKey(parsed.mbid, parsed.id, row.suffix)) return undefined;
+    // The catalogue's own name of the file, nothing else: an original with another suffix names
+    // none (nor, to be sure, does a key spelled otherwise than keys.ts spells it).
+    if (row === undefined || key !== imageKey(parsed.mbid, parsed.id, row.suffix, parsed.size)) return undefined;
     return { key, mbid: parsed.mbid, id: parsed.id, size: parsed.size, mime: row.mime_type, suffix: row.suffix };
   }
 
@@ -328,6 +330,8 @@ export class Upstream {
     } catch (err) {
       if (timedOut !== undefined) return { kind: 'failed', status: 504, code: 'timeout', reason: timedOut, retry: false };
       if (signal?.aborted === true) return { kind: 'failed', status: 502, code: 'interrupted', reason: 'the download was stopped', retry: false };
+      // Where the upstream sends sleeve does not change on a second try.
+      if (err instanceof RedirectRefused) return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream's redirect was not followed: ${err.message}`, retry: false };
       const e = err as NodeJS.ErrnoException;
       return { kind: 'failed', status: 502, code: 'upstream_error', reason: `the upstream could not be read: ${e.code ?? e.message}`, retry: true };
     } finally {
@@ -375,8 +379,7 @@ function failedResponse(result: { status: number; reason: string }): FileRespons
   return {
     status: result.status,
     headers: {
-      'access-control-allow-origin': '*',
-      'x-content-type-options': 'nosniff',
+      ...FILE_SAFETY,
       'retry-after': String(RETRY_AFTER_S),
       'content-type': 'text/plain; charset=utf-8',
       'cache-control': 'no-store',

@@ -137,6 +137,10 @@ describe(`sleeve CLI: bad input changes nothing (${DIALECT})`, () => {
     { name: 'art edit of an image of another release', args: async () => ['art', 'edit', other, ids[0] as string, '--comment', 'x'], message: /cover image with id \d+ not found on release/ },
     { name: 'art edit of an id that is not a number', args: async () => ['art', 'edit', release, 'front', '--comment', 'x'], message: /image id "front" must be a number/ },
     { name: 'art remove of an unknown image id', args: async () => ['art', 'remove', release, '99'], message: /cover image with id 99 not found/ },
+    // One spelling per id: the listing's (no leading zeros).
+    { name: 'art edit of an id with a leading zero', args: async () => ['art', 'edit', release, `0${ids[0]}`, '--comment', 'x'], message: /image id "0\d+" must be a number as the listing writes it \(digits, no leading zero\)/ },
+    { name: 'art remove of an id with leading zeros', args: async () => ['art', 'remove', release, `00${ids[0]}`], message: /image id "00\d+" must be a number as the listing writes it/ },
+    { name: 'art reorder naming an id with a leading zero', args: async () => ['art', 'reorder', release, ids[1] as string, `0${ids[0]}`], message: /image id "0\d+" must be a number as the listing writes it/ },
     { name: 'art remove on an unknown release', args: async () => ['art', 'remove', unknown, ids[0] as string], message: /no release / },
     { name: 'art reorder not naming every image', args: async () => ['art', 'reorder', release, ids[1] as string], message: () => new RegExp(`every image of the release must be named; missing: ${ids[0]}$`, 'm') },
     { name: 'art reorder naming an image twice', args: async () => ['art', 'reorder', release, ids[1] as string, ids[1] as string, ids[0] as string], message: /named more than once/ },

@@ -276,6 +276,19 @@ describe(`sleeve CLI: commands, output and stored files (${DIALECT})`, () => {
       assert.equal(human, 'rewrote index.json of 1 release(s); removed 0 orphaned file(s)\n');
       assert.deepEqual(await readIndexBytes(t, release), good);
     });
+
+    it('art reindex removes files named with a second spelling of an id (an older pull-through made them), and only those', async () => {
+      const [id = ''] = ids;
+      const folder = releaseFolder(t, release);
+      const before = await folderFiles(t, release);
+      const jpeg = await readFile(path.join(folder, `mbid-${release}-${id}_thumb250.jpg`));
+      const strays = [`mbid-${release}-0${id}_thumb250.jpg`, `mbid-${release}-00${id}.jpg`, `mbid-${release}-9007199254740993_thumb500.jpg`];
+      for (const name of strays) await writeFile(path.join(folder, name), jpeg);
+      for (const name of strays) assert.equal((await fetchState(`${s.base}/download/mbid-${release}/${name}`)).status, 404, name);
+      const out = await cliOk(t.env, ['--json', 'art', 'reindex', release]);
+      assert.deepEqual(out, { releases: 1, orphansRemoved: strays.length });
+      assert.deepEqual(await folderFiles(t, release), before);
+    });
   });
 
   describe('release add, release merge, release-group set-cover', () => {

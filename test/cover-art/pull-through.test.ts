@@ -7,9 +7,12 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
+import { isPublicAddress, redirectAddresses } from '../../src/cover-art/upstream-http.js';
 import { serve, type Server } from '../../src/serve.js';
 import { cliOk, DIALECT, freePort, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeJpeg, makePng } from '../helpers/images.js';
@@ -246,6 +249,54 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
     assert.equal(up.total(), total);
   });
 
+  it("fetches and makes files only under the catalogue's own spelling of an id (no leading zeros, no other release's id)", async () => {
+    // R2's original and its 500 thumbnail are in the store by now (the test above); the upstream lacks its thumbnails.
+    const folder = path.join(t.dir, 'files', `mbid-${R2}`);
+    const files = async () => (await readdir(folder)).sort();
+    const before = await files();
+    const total = up.total();
+    const spelled = (id: string, tail: string) => `mbid-${R2}/mbid-${R2}-${id}${tail}`;
+    const variants: string[] = [];
+    for (const id of ['0201', '00201', '0000000000000000201', `${'0'.repeat(16)}201`, '000201']) {
+      variants.push(spelled(id, '.jpg'), ...[250, 500, 1200].map((size) => spelled(id, `_thumb${size}.jpg`)));
+    }
+    variants.push(
+      // Over long: 20 digits, and one past 2^53 (a double would make it 2^53).
+      spelled('12345678901234567890', '_thumb250.jpg'),
+      spelled('9007199254740993', '_thumb250.jpg'),
+      // Ids of another release (R1's), original and thumbnail, plain and zero-padded.
+      spelled('101', '.jpg'),
+      spelled('101', '_thumb250.jpg'),
+      spelled('0101', '_thumb500.jpg'),
+    );
+    for (const key of variants) {
+      const res = await fetch(`${s.base}/download/${key}`);
+      assert.equal(res.status, 404, key);
+      assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
+      await res.arrayBuffer();
+    }
+    assert.equal(up.total(), total, `no upstream request: ${up.paths.slice(total).join(', ')}`);
+    assert.deepEqual(await files(), before, 'no file stored');
+    // The canonical names still work, and the API answers as coverartarchive.org does
+    // (leading zeros dropped), pointing at the canonical name.
+    const thumbnail = await fetch(`${s.base}/download/${thumb(R2, 201, 250)}`);
+    assert.equal(thumbnail.status, 200);
+    assert.deepEqual(await dimensions(Buffer.from(await thumbnail.arrayBuffer())), { format: 'jpeg', width: 250, height: 167 });
+    assert.deepEqual(await files(), [...before, `mbid-${R2}-201_thumb250.jpg`].sort());
+    for (const [name, key] of [
+      ['00201', orig(R2, 201)],
+      ['0201-250', thumb(R2, 201, 250)],
+      ['000201.png', orig(R2, 201)],
+    ] as const) {
+      const res = await fetch(`${s.base}/release/${R2}/${name}`, { redirect: 'manual' });
+      assert.equal(res.status, 307, name);
+      assert.equal(res.headers.get('location'), `${s.base}/download/${key}`, name);
+    }
+    const missing = await fetch(`${s.base}/release/${R2}/0101`, { redirect: 'manual' });
+    assert.equal(missing.status, 404);
+    assert.match(await missing.text(), /cover image with id 101 not found/);
+  });
+
   it('makes one upstream request for concurrent requests of one file', async () => {
     const key = orig(R3, FAULT.held);
     const answers = Array.from({ length: 6 }, () => fetch(`${s.base}/download/${key}`));
@@ -320,6 +371,7 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
       assert.equal(res.status, status);
       assert.equal(res.headers.get('retry-after'), '30');
       assert.equal(res.headers.get('access-control-allow-origin'), '*');
+      assert.equal(res.headers.get('content-security-policy'), 'sandbox');
       assert.match(await res.text(), message);
       assert.equal(existsSync(stored(key)), false);
       assert.deepEqual(await tempFiles(t), []);
@@ -458,6 +510,146 @@ describe('pull-through settings', () => {
       assert.match(r.stderr, /SLEEVE_UPSTREAM_MAX_BYTES="-1": must be a whole number/);
     } finally {
       await t.cleanup();
+    }
+  });
+});
+
+describe(`pull-through: the upstream's redirects (${DIALECT})`, () => {
+  let t: TestEnv;
+  let up: FakeUpstream;
+  let s: Running;
+  /** Another service on this machine (as the metrics listener is): it must never be reached through a redirect. */
+  let inner: http.Server;
+  let innerPort = 0;
+  const innerPaths: string[] = [];
+  let jpeg: Buffer;
+  const stored = (key: string) => path.join(t.dir, 'files', key);
+  /** Sends `key` of R3 (an image the catalogue names) to `location`. */
+  const redirect = (id: number, location: string) => {
+    up.put(orig(R3, id), jpeg);
+    up.fault(orig(R3, id), { kind: 'redirect', location });
+  };
+
+  before(async () => {
+    jpeg = await makeJpeg(320, 240, 80);
+    up = await startUpstream();
+    inner = http.createServer((req, res) => {
+      innerPaths.push(req.url ?? '');
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(jpeg.length) });
+      res.end(jpeg);
+    });
+    await new Promise<void>((resolve) => inner.listen(0, '127.0.0.1', resolve));
+    innerPort = (inner.address() as AddressInfo).port;
+    t = await makeTestEnv({ SLEEVE_RESPONSE_CACHE: '0', SLEEVE_UPSTREAM_URL: up.url, SLEEVE_UPSTREAM_TIMEOUT_MS: '2000' });
+    await cliOk(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(path.join(t.dir, 'dump'))]);
+    s = await startWith(t, { now: () => Date.now() });
+  });
+
+  after(async () => {
+    redirectAddresses.allowed = isPublicAddress;
+    await s?.server.close();
+    await up?.close();
+    inner?.closeAllConnections();
+    await new Promise((resolve) => inner?.close(resolve));
+    await t?.cleanup();
+  });
+
+  for (const [name, id, target, reason] of [
+    ['to a loopback address (another port of this machine)', FAULT.slow, () => `http://127.0.0.1:${innerPort}/metrics`, /redirect was not followed: a redirect to 127\.0\.0\.1: not a public address/],
+    ['to a host name that resolves to loopback', FAULT.flaky, () => `http://localhost:${innerPort}/internal.jpg`, /a redirect to localhost: it resolves to (127\.0\.0\.1|::1), not a public address/],
+    ['to a private address', FAULT.missing, () => 'http://10.1.2.3/x.jpg', /a redirect to 10\.1\.2\.3: not a public address/],
+    ['to a link-local address (cloud metadata)', FAULT.truncated, () => 'http://169.254.169.254/latest/meta-data/', /a redirect to 169\.254\.169\.254: not a public address/],
+    ['to IPv6 loopback', FAULT.wrongType, () => `http://[::1]:${innerPort}/x.jpg`, /a redirect to ::1: not a public address/],
+    ['to another scheme', FAULT.notImage, () => 'ftp://example.org/x.jpg', /a redirect to ftp: \(only https and http are followed off the configured upstream\)/],
+  ] as const) {
+    it(`refuses a redirect ${name}: 502, nothing fetched there, nothing stored, not retried`, async () => {
+      redirect(id, target());
+      const before = innerPaths.length;
+      const res = await fetch(`${s.base}/download/${orig(R3, id)}`);
+      const text = await res.text();
+      assert.equal(res.status, 502, text);
+      assert.match(text, reason);
+      assert.equal(res.headers.get('retry-after'), '30');
+      assert.equal(innerPaths.length, before, 'the other service was not reached');
+      assert.equal(up.count(orig(R3, id)), 1, 'a refused redirect is not tried again');
+      assert.equal(existsSync(stored(orig(R3, id))), false);
+    });
+  }
+
+  it("follows the configured upstream's own redirects (as configured), at most 3 of them", async () => {
+    const hop = (n: number) => `mbid-${R3}/hop-${n}`;
+    for (let n = 1; n <= 4; n++) {
+      up.put(hop(n), jpeg);
+      up.fault(hop(n), { kind: 'redirect', location: n === 4 ? `${up.url}/${orig(R3, FAULT.tooLarge)}` : `${up.url}/${hop(n + 1)}` });
+    }
+    up.put(orig(R3, FAULT.tooLarge), jpeg);
+    // original → hop-2 → hop-3 → hop-4 → the file is 4 redirects, one too many; → hop-3 → hop-4 → the file is 3.
+    redirect(FAULT.reset, `${up.url}/${hop(2)}`);
+    const tooMany = await fetch(`${s.base}/download/${orig(R3, FAULT.reset)}`);
+    assert.equal(tooMany.status, 502);
+    assert.match(await tooMany.text(), /more than 3 redirects/);
+    redirect(FAULT.cutImage, `${up.url}/${hop(3)}`);
+    const three = await fetch(`${s.base}/download/${orig(R3, FAULT.cutImage)}`);
+    assert.equal(three.status, 200);
+    assert.deepEqual(Buffer.from(await three.arrayBuffer()), jpeg);
+    assert.equal(up.count(orig(R3, FAULT.tooLarge)), 1, 'the file at the end of 3 hops was fetched');
+    assert.deepEqual(await readFile(stored(orig(R3, FAULT.cutImage))), jpeg);
+  });
+
+  it('follows a redirect to another host when it resolves to addresses the check allows (archive.org to its storage nodes)', async () => {
+    // The test's "storage node" is on loopback: the check is told to allow loopback (a test seam; public addresses only otherwise).
+    redirectAddresses.allowed = (address) => address === '127.0.0.1' || address === '::1';
+    try {
+      redirect(FAULT.held, `http://localhost:${innerPort}/storage-node/x.jpg`);
+      const before = innerPaths.length;
+      const res = await fetch(`${s.base}/download/${orig(R3, FAULT.held)}`);
+      assert.equal(res.status, 200, await res.clone().text());
+      assert.deepEqual(Buffer.from(await res.arrayBuffer()), jpeg);
+      assert.deepEqual(innerPaths.slice(before), ['/storage-node/x.jpg']);
+      assert.deepEqual(await readFile(stored(orig(R3, FAULT.held))), jpeg);
+    } finally {
+      redirectAddresses.allowed = isPublicAddress;
+    }
+  });
+});
+
+describe('isPublicAddress (the redirect check)', () => {
+  it('allows public unicast addresses only', () => {
+    for (const a of ['207.241.224.2', '8.8.8.8', '1.1.1.1', '2620:0:9c0:200::2', '2001:4860:4860::8888', '::ffff:207.241.224.2']) assert.equal(isPublicAddress(a), true, a);
+    for (const a of [
+      '0.0.0.0',
+      '10.0.0.1',
+      '100.64.0.1',
+      '127.0.0.1',
+      '127.8.9.10',
+      '169.254.169.254',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.0.0.8',
+      '192.0.2.1',
+      '192.168.1.1',
+      '198.18.0.1',
+      '198.51.100.7',
+      '203.0.113.9',
+      '224.0.0.1',
+      '240.0.0.1',
+      '255.255.255.255',
+      '::',
+      '::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:10.0.0.1',
+      'fc00::1',
+      'fd12:3456::1',
+      'fe80::1',
+      'ff02::1',
+      '2001:db8::1',
+      '2002:7f00:1::1',
+      '64:ff9b::7f00:1',
+      'localhost',
+      '',
+    ]) {
+      assert.equal(isPublicAddress(a), false, a);
     }
   });
 });

@@ -154,6 +154,7 @@ describe(`deploy/nginx/sleeve.conf against sleeve's /download/ (${DIALECT})`, ()
       const r = await both(k());
       assert.ok(r.sleeve.body.equals(await readFile(path.join(t.dir, 'files', k()))));
       assert.equal(r.sleeve.headers['access-control-allow-origin'], '*');
+      assert.equal(r.sleeve.headers['content-security-policy'], 'sandbox');
       assert.equal(r.sleeve.headers['cache-control'], k().endsWith('.json') ? 'public, no-cache' : 'public, max-age=31536000, immutable');
     });
   }

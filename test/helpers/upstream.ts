@@ -26,7 +26,9 @@ export type Fault =
   /** The answer held back until release() is called (to gather concurrent requests). */
   | { kind: 'held' }
   /** The file served as it is, but its item's `_files.xml` gives another md5 for it. */
-  | { kind: 'wrong-md5' };
+  | { kind: 'wrong-md5' }
+  /** A 302 to `location` (the key must have been put, as for any fault). */
+  | { kind: 'redirect'; location: string };
 
 export interface FakeUpstream {
   /** `http://127.0.0.1:PORT/download`: SLEEVE_UPSTREAM_URL. */
@@ -128,6 +130,10 @@ export async function startUpstream(): Promise<FakeUpstream> {
         return;
       case 'held':
         held.push(() => send(res, file));
+        return;
+      case 'redirect':
+        res.writeHead(302, { location: fault.location, 'content-length': '0' });
+        res.end();
         return;
     }
   };

@@ -240,6 +240,8 @@ describe(`the cover art write API (${DIALECT})`, () => {
     const cases: [string, Promise<{ status: number; body: string }>, number, string, RegExp][] = [
       ['an id of another release (edit)', call(api(`/release/${RELEASE}/images/${otherId}`), { method: 'PATCH', headers: auth(), json: { comment: 'x' } }), 404, 'not_found', /not found on release/],
       ['an id of another release (remove)', call(api(`/release/${RELEASE}/images/${otherId}`), { method: 'DELETE', headers: auth() }), 404, 'not_found', /not found/],
+      ['an id with a leading zero (edit)', call(api(`/release/${RELEASE}/images/0${ids[0]}`), { method: 'PATCH', headers: auth(), json: { comment: 'x' } }), 400, 'invalid_request', /no leading zero/],
+      ['an id with leading zeros (remove)', call(api(`/release/${RELEASE}/images/00${ids[0]}`), { method: 'DELETE', headers: auth() }), 400, 'invalid_request', /no leading zero/],
       ['unknown type (edit)', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { types: ['Nope'] } }), 400, 'invalid_request', /unknown art type/],
       ['unknown member (edit)', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: { approved: true } }), 400, 'invalid_request', /Unknown member/],
       ['empty edit', call(api(`/release/${RELEASE}/images/${ids[0]}`), { method: 'PATCH', headers: auth(), json: {} }), 400, 'invalid_request', /types, comment/],
