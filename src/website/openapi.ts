@@ -14,7 +14,7 @@ const json = (schema: object, description: string) => ({ description, content: {
 const apiError = (description: string) => json(ref('ApiError'), description);
 const oauthError = (description: string) => json(ref('OAuthError'), description);
 const mbid = (name = 'mbid', what = 'release') => ({ name, in: 'path', required: true, description: `The ${what}'s MBID`, schema: { type: 'string', format: 'uuid' } });
-const imageId = { name: 'id', in: 'path', required: true, description: 'The image id', schema: { type: 'string', pattern: '^[0-9]+$' } };
+const imageId = { name: 'id', in: 'path', required: true, description: 'The image id, in its one spelling (no leading zeros)', schema: { type: 'string', pattern: '^(0|[1-9][0-9]{0,15})$' } };
 const ifMatch = {
   name: 'If-Match',
   in: 'header',
@@ -282,7 +282,7 @@ const SCHEMAS = {
       comment: { type: 'string' },
       edit: { type: 'integer', minimum: 0 },
       front: { type: 'boolean' },
-      id: { type: 'string', pattern: '^[0-9]+$' },
+      id: { type: 'string', pattern: '^(0|[1-9][0-9]{0,15})$' },
       image: { type: 'string', format: 'uri' },
       thumbnails: {
         type: 'object',
