@@ -36,11 +36,11 @@ export async function openRuntime(
 ): Promise<Runtime> {
   const database = await openDatabase(config.database, { durability: options.durability });
   const store = createObjectStore(config.storage);
-  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl };
+  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl, fields: config.listingFields };
   try {
     // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
     if ((await pendingMigrations(database.db)).length > 0) await migrateToLatest(database);
-    if (options.urls === 'published') urls = (await readPublishedUrls(database.db))?.urls ?? urls;
+    if (options.urls === 'published') urls = { ...((await readPublishedUrls(database.db))?.urls ?? urls), fields: config.listingFields };
   } catch (err) {
     await database.close().catch(() => {});
     throw err;
