@@ -10,7 +10,7 @@ import { writeIndex } from './indexer.js';
 import { readImageHeader } from './image-header.js';
 import { originalKey, parseImageKey, THUMBNAIL_SIZES, thumbnailKey } from './keys.js';
 import { parseThumbnailDimensions } from './listing.js';
-import { listImages, type ImageRow } from './repo.js';
+import { bumpCatalogueVersion, listImages, type ImageRow } from './repo.js';
 import { sharpModule } from './thumbnails.js';
 
 /** The columns measure writes. */
@@ -122,8 +122,9 @@ function sameMeasures(row: ImageRow, m: ImageMeasures): boolean {
 
 /**
  * After a file was fetched into the store by pull-through (cover-art/current.ts): records what it
- * says of its image, under the image's row lock (two thumbnails stored at once both land), and
- * rewrites the release's index.json when that changed. The file is read back from the store.
+ * says of its image, under the image's row lock (two thumbnails stored at once both land), moves
+ * the catalogue mark (the serving processes' caches are emptied: docs/decisions.md, "Listings that
+ * describe the images") and rewrites the release's index.json. The file is read back from the store.
  */
 export async function recordStoredFile(deps: IndexDeps, key: string): Promise<void> {
   const parsed = parseImageKey(key);
@@ -153,9 +154,13 @@ export async function recordStoredFile(deps: IndexDeps, key: string): Promise<vo
     // A write first: the row's lock (PostgreSQL) or the write lock (SQLite) before the read.
     await trx.updateTable('cover_art').set((eb) => ({ thumbnail_dimensions: eb.ref('thumbnail_dimensions') })).where('id', '=', parsed.id).execute();
     const current = await trx.selectFrom('cover_art').select('thumbnail_dimensions').where('id', '=', parsed.id).executeTakeFirst();
-    if (current !== undefined) await trx.updateTable('cover_art').set(change(current)).where('id', '=', parsed.id).execute();
+    if (current === undefined) return;
+    await trx.updateTable('cover_art').set(change(current)).where('id', '=', parsed.id).execute();
   });
   await writeIndex(deps, row.release);
+  // The listings changed: every serving process empties its caches at its next look (once per file
+  // ever), after the new index.json is in the store, so none keeps the old one again.
+  await bumpCatalogueVersion(deps.db);
 }
 
 /**
