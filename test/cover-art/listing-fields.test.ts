@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir } from 'node:fs/promises';
+import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
@@ -45,6 +46,20 @@ function python(script: string, args: string[], stdin = ''): Promise<string> {
 /** The real indexer's serialization (Python's json.dumps with sort_keys), of the value given. */
 function pythonDumps(value: unknown): Promise<string> {
   return python('import json, sys; sys.stdout.write(json.dumps(json.load(sys.stdin), sort_keys=True))', [], JSON.stringify(value));
+}
+
+/** A page of the website (the auth listener, with its generated self-signed certificate). */
+function page(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, { rejectUnauthorized: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
 }
 
 async function listing(base: string, path_: string): Promise<any> {
@@ -111,6 +126,11 @@ describe(`listings that describe the images (${DIALECT})`, () => {
     assert.deepEqual(index.images, [rotated, added]);
     const group = await listing(s.base, `/release-group/${G3}/`);
     assert.deepEqual(group.images, [rotated, added]);
+    // The website's gallery shows the image as displayed (the stored JPEG is 640×480).
+    const gallery = await page(`${s.authBase}/release/${R3}/cover-art`);
+    assert.equal(gallery.status, 200);
+    assert.match(gallery.body, /480 × 640 px, \d+\.\d kB/);
+    assert.doesNotMatch(gallery.body, /640 × 480 px/);
     // The thumbnails really are those sizes.
     const t250 = await sharp(Buffer.from(await (await fetch(`${s.base}/release/${R3}/front-250`)).arrayBuffer())).metadata();
     assert.deepEqual([t250.width, t250.height], [188, 250]);
