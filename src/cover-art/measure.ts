@@ -121,7 +121,7 @@ function sameMeasures(row: ImageRow, m: ImageMeasures): boolean {
 }
 
 /**
- * After a file was fetched into the store by pull-through (cover-art/current.ts): records what it
+ * After a file was fetched into the store by pull-through (cover-art/fill.ts): records what it
  * says of its image, under the image's row lock (two thumbnails stored at once both land), moves
  * the catalogue mark (the serving processes' caches are emptied: docs/decisions.md, "Listings that
  * describe the images") and rewrites the release's index.json. The file is read back from the store.
