@@ -25,6 +25,7 @@ export const USAGE = `usage: sleeve [--config FILE] [--data-dir DIR] [--json] CO
   art remove RELEASE_MBID IMAGE_ID [--expect-revision N]
   art reorder RELEASE_MBID IMAGE_ID... [--expect-revision N]
   art reindex [RELEASE_MBID]            rewrite index.json from the database
+  art measure [RELEASE_MBID...]         fill the listings' width, height, size, mime_type and thumbnail_dimensions from the stored files
   art list RELEASE_MBID                 the images of a release, in order, its revision and pending edits
   edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]
                                         the cover art edits, newest first
@@ -130,6 +131,13 @@ const HELP: Record<string, CommandHelp> = {
   'art reindex': {
     usage: 'art reindex [RELEASE_MBID]',
     about: 'Rewrites index.json from the database (of one release, or of all), and removes files no image names any more.',
+  },
+  'art measure': {
+    usage: 'art measure [RELEASE_MBID...]',
+    about:
+      "Measures the stored files of these releases' images (of every release with images when none is named): the original's\n" +
+      'width, height (as displayed), size and type, and the thumbnails\' dimensions, which listings then carry; rewrites\n' +
+      'index.json where they changed. One line per release; exit 1 when an image could not be measured.',
   },
   'art list': {
     usage: 'art list RELEASE_MBID',

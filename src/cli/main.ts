@@ -8,10 +8,11 @@ import { commandHelp, groupHelp, USAGE, version } from './help.js';
 import { EDIT_COMMANDS } from './edit-command.js';
 import { KEYS_COMMANDS } from './keys-command.js';
 import { LIST_COMMANDS } from './list-commands.js';
+import { MEASURE_COMMANDS } from './measure-command.js';
 import { MIRROR_COMMANDS } from './mirror-command.js';
 
-/** Every command: the catalogue and account commands, the read-only listings, the edits', the signing keys' and the mirror's. */
-const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...EDIT_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS };
+/** Every command: the catalogue and account commands, the read-only listings, the edits', the signing keys', the mirror's and `art measure`. */
+const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...EDIT_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS, ...MEASURE_COMMANDS };
 
 /**
  * A bad option as one line naming it and where its command's help is, instead of

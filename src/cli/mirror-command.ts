@@ -8,7 +8,9 @@ import { ConfigError } from '../config/load.js';
 import type { MirrorProgress, MirrorSummary } from '../cover-art/mirror.js';
 import { systemClock } from '../shared/clock.js';
 import { invalidInput } from '../shared/errors.js';
-import { openExisting, type Command, type CommandContext } from './command.js';
+import { readCatalogueMark } from '../cluster/mark.js';
+import { parseMbid } from '../shared/uuid.js';
+import { afterChange, openExisting, type Command, type CommandContext } from './command.js';
 import { CommandInterrupted } from './errors.js';
 
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -127,6 +129,11 @@ async function run(ctx: CommandContext): Promise<number> {
       { releases: all ? 'all' : ctx.args, sizes, concurrency, rate, signal: controller.signal, progress: (p) => reporter.update(p) },
     );
     reporter.end();
+    // The listings then say what the fetched files are (docs/interface.md, "Image entry").
+    const { measureUnmeasured } = await import('../cover-art/measure.js');
+    const measured = await measureUnmeasured(deps, all ? 'all' : ctx.args.map((a) => parseMbid(a) ?? a));
+    if (measured.failed > 0) process.stderr.write(`sleeve: warning: ${measured.failed} mirrored image(s) could not be measured for the listings; see: sleeve art measure\n`);
+    if (measured.releases > 0) await afterChange(config, deps.db, await readCatalogueMark(deps.db), true, (m) => process.stderr.write(`sleeve: warning: ${m}\n`));
     if (summary.interrupted) {
       const message = `stopped by ${caught ?? 'a signal'}: ${n(summary.fetched)} files fetched so far, each stored whole. Run the same command again to carry on.`;
       throw new CommandInterrupted(message, SIGNAL_EXIT[caught ?? ''] ?? 130);

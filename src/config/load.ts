@@ -86,6 +86,8 @@ export interface Config {
   demo: boolean;
   /** Whether ordinary editors' cover art changes wait for an approver (`review`) or apply at once (`auto`). */
   approval: 'auto' | 'review';
+  /** SLEEVE_LISTING_FIELDS: listings with sleeve's measured fields (`full`) or exactly the real indexer's (`caa`). */
+  listingFields: 'full' | 'caa';
   /** How often a serving process looks for catalogue changes made elsewhere, in ms. */
   changePollMs: number;
   /** The same while Redis notifies it of changes (the poll is then only the safety net), in ms. */
@@ -145,6 +147,7 @@ export const VARIABLES = {
   SLEEVE_UPLOAD_MAX_PIXELS: 'largest accepted image in pixels, width×height (default 100000000)',
   SLEEVE_DEMO: 'load the demo catalogue when the database is empty: on|off (default on)',
   SLEEVE_APPROVAL: "cover art changes by editors without the approver role: auto (applied at once) or review (pending until an approver decides) (default auto)",
+  SLEEVE_LISTING_FIELDS: "listing entries: full (with width, height, size, mime_type and thumbnail_dimensions when known) or caa (exactly the real indexer's) (default full)",
   SLEEVE_CHANGE_POLL_MS: 'how often a server checks for catalogue changes, ms (default 250)',
   SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
@@ -223,6 +226,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const logLevel = readLogLevel(r);
   const demo = readDemo(r);
   const approval = readApproval(r);
+  const listingFields = readListingFields(r);
   const imageResponse = readImageResponse(r);
   const fastLane = r.onOff('SLEEVE_FAST_LANE', true);
   r.checkUnknown();
@@ -247,6 +251,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     uploadMaxPixels: serving.uploadMaxPixels,
     demo,
     approval,
+    listingFields,
     changePollMs: serving.changePollMs,
     changePollRedisMs: serving.changePollRedisMs,
     shutdownDelayMs: serving.shutdownDelayMs,
@@ -472,6 +477,13 @@ function readApproval(r: SettingsReader): Config['approval'] {
   const raw = (r.get('SLEEVE_APPROVAL') ?? 'auto').toLowerCase();
   if (raw !== 'auto' && raw !== 'review') r.bad('SLEEVE_APPROVAL', 'must be auto or review');
   return raw === 'review' ? 'review' : 'auto';
+}
+
+function readListingFields(r: SettingsReader): Config['listingFields'] {
+  const raw = (r.get('SLEEVE_LISTING_FIELDS') ?? 'full').toLowerCase();
+  if (raw === 'full' || raw === 'caa') return raw;
+  r.bad('SLEEVE_LISTING_FIELDS', 'must be full or caa');
+  return 'full';
 }
 
 function readImageResponse(r: SettingsReader): Config['imageResponse'] {

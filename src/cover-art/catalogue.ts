@@ -5,6 +5,7 @@ import { idForTime, parseId } from './ids.js';
 import { writeIndex } from './indexer.js';
 import { folderKey, imageKey, THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
 import { buildListing, type ListingImage } from './listing.js';
+import { thumbnailDimensionsOf } from './measure.js';
 import {
   addToCounters,
   allocateImageId,
@@ -252,6 +253,11 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput, options: Ch
           thumb_250_filesize: image.thumbnails.get(250)?.length ?? null,
           thumb_500_filesize: image.thumbnails.get(500)?.length ?? null,
           thumb_1200_filesize: image.thumbnails.get(1200)?.length ?? null,
+          // The listing's additive fields (cover-art/measure.ts): as displayed, and the thumbnails as made.
+          width: image.width,
+          height: image.height,
+          stored_size: input.bytes.length,
+          thumbnail_dimensions: thumbnailDimensionsOf(image.thumbnails),
         })
         .execute();
       if (typeIds.length > 0) await trx.insertInto('cover_art_type').values(typeIds.map((type_id) => ({ id, type_id }))).execute();

@@ -2,7 +2,20 @@ import type { UpstreamConfig } from '../config/upstream.js';
 import type { CoverArtDeps } from './deps.js';
 import type { FileFill } from './file-server.js';
 import { ListingsOnDemand } from './listing-on-demand.js';
-import { Upstream } from './upstream.js';
+import { recordStoredFile } from './measure.js';
+import { Upstream, type UpstreamLog } from './upstream.js';
+
+/**
+ * A file fetched through: what it says of its image goes into the listings (cover-art/measure.ts).
+ * A failure to measure it is logged, not answered: the file is stored and is served.
+ */
+async function recordFetched(deps: CoverArtDeps, key: string, log: UpstreamLog): Promise<void> {
+  try {
+    await recordStoredFile(deps, key);
+  } catch (err) {
+    log.warn({ key, err: (err as Error).message }, 'the fetched file could not be measured for the listings');
+  }
+}
 
 /** What a serving process does about files its store lacks. */
 export interface StoreMisses {
@@ -22,6 +35,11 @@ export function storeMisses(deps: CoverArtDeps, upstream: UpstreamConfig | undef
     listings,
     upstream: through,
     // index.json is never fetched: sleeve writes it from its database.
-    fill: async (key, log) => (key.endsWith('/index.json') ? listings.fill(key) : through?.fill(key, log)),
+    fill: async (key, log) => {
+      if (key.endsWith('/index.json')) return listings.fill(key);
+      const filled = await through?.fill(key, log);
+      if (filled === 'stored') await recordFetched(deps, key, log);
+      return filled;
+    },
   };
 }

@@ -11,6 +11,18 @@ export interface ListingImage {
   image: string;
   thumbnails: { '1200': string; '250': string; '500': string; large: string; small: string };
   types: string[];
+  /*
+   * sleeve's additive fields (docs/interface.md, "Image entry"), each present only when known
+   * (sleeve has measured the stored file) and never with SLEEVE_LISTING_FIELDS=caa.
+   */
+  /** The original as displayed: after EXIF orientation 5–8 swaps width and height. */
+  width?: number;
+  height?: number;
+  /** Bytes of the original. */
+  size?: number;
+  mime_type?: string;
+  /** The thumbnails that exist, by nominal size: a small original's are smaller (never upscaled). */
+  thumbnail_dimensions?: Record<string, { width: number; height: number }>;
 }
 
 export interface Listing {
@@ -22,7 +34,14 @@ export interface ListingUrls {
   /** {base_url}: the URLs in a listing point back at the cover art service. */
   baseUrl: string;
   musicBrainzUrl: string;
+  /**
+   * SLEEVE_LISTING_FIELDS: `caa` writes the real indexer's entries byte for byte; `full` (the
+   * default, also when absent) adds what sleeve measured of the files.
+   */
+  fields?: ListingFields;
 }
+
+export type ListingFields = 'full' | 'caa';
 
 /**
  * The listing of a release from its images (in ordering order). Every image is listed; `front`
@@ -47,10 +66,38 @@ export function buildListing(urls: ListingUrls, mbid: string, images: ImageWithT
         image: `${prefix}${i.id}.${i.suffix}`,
         thumbnails: { '1200': thumb(1200), '250': thumb(250), '500': thumb(500), large: thumb(500), small: thumb(250) },
         types: i.types,
+        ...(urls.fields === 'caa' ? {} : measuredFields(i)),
       };
     }),
     release: `${urls.musicBrainzUrl}/release/${mbid}`,
   };
+}
+
+/** The additive fields of an image sleeve measured (none of one it did not). */
+function measuredFields(i: ImageWithTypes): Partial<ListingImage> {
+  const out: Partial<ListingImage> = {};
+  if (i.width != null && i.height != null) {
+    out.width = i.width;
+    out.height = i.height;
+  }
+  if (i.stored_size != null) {
+    out.size = Number(i.stored_size);
+    out.mime_type = i.mime_type;
+  }
+  const thumbs = parseThumbnailDimensions(i.thumbnail_dimensions);
+  if (thumbs !== undefined) out.thumbnail_dimensions = thumbs;
+  return out;
+}
+
+/** The thumbnail_dimensions column (JSON); undefined when none were measured or it does not parse. */
+export function parseThumbnailDimensions(text: string | null | undefined): Record<string, { width: number; height: number }> | undefined {
+  if (text == null) return undefined;
+  try {
+    const value = JSON.parse(text) as Record<string, { width: number; height: number }>;
+    return Object.keys(value).length > 0 ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -26,6 +26,11 @@ export interface ImageRow {
   suffix: string;
   /** Bytes of the original, when recorded. */
   filesize?: number | null;
+  /** What sleeve measured of the stored files (cover-art/measure.ts); null or absent: unknown. */
+  width?: number | null;
+  height?: number | null;
+  stored_size?: number | null;
+  thumbnail_dimensions?: string | null;
 }
 
 export interface ImageWithTypes extends ImageRow {
@@ -172,7 +177,7 @@ export async function listImages(db: Queryable, releaseId: number): Promise<Imag
   const rows = await db
     .selectFrom('cover_art as ca')
     .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
-    .select(['ca.id', 'ca.ordering', 'ca.comment', 'ca.edit', 'ca.approved', 'ca.mime_type', 'it.suffix', 'ca.filesize'])
+    .select(['ca.id', 'ca.ordering', 'ca.comment', 'ca.edit', 'ca.approved', 'ca.mime_type', 'it.suffix', 'ca.filesize', 'ca.width', 'ca.height', 'ca.stored_size', 'ca.thumbnail_dimensions'])
     .where('ca.release', '=', releaseId)
     .orderBy('ca.ordering')
     .orderBy('ca.id')

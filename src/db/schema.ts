@@ -1,4 +1,4 @@
-import type { Generated, Kysely } from 'kysely';
+import type { ColumnType, Generated, Kysely } from 'kysely';
 
 /*
  * Stored forms are the same on SQLite and PostgreSQL: booleans are 0/1 integers,
@@ -71,6 +71,12 @@ export interface CoverArtTable {
   thumb_500_filesize: number | null;
   thumb_1200_filesize: number | null;
   imported: Generated<number>;
+  /** Measured by sleeve from the stored files (null: not measured; db/migrations/20261206T0200_image_measures.ts). */
+  width: ColumnType<number | null, number | null | undefined, number | null>;
+  height: ColumnType<number | null, number | null | undefined, number | null>;
+  stored_size: ColumnType<number | null, number | null | undefined, number | null>;
+  /** JSON: `{"250": {"width": w, "height": h}, …}` of the thumbnails measured. */
+  thumbnail_dimensions: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface CoverArtTypeTable {

@@ -291,6 +291,21 @@ const SCHEMAS = {
         properties: Object.fromEntries(['1200', '250', '500', 'large', 'small'].map((k) => [k, { type: 'string', format: 'uri' }])),
       },
       types: { type: 'array', items: { type: 'string' } },
+      // sleeve's additive fields (docs/interface.md, "Additive fields"): present only when known, never with SLEEVE_LISTING_FIELDS=caa.
+      width: { type: 'integer', minimum: 1, description: 'The original as displayed (after EXIF orientation); absent when unknown' },
+      height: { type: 'integer', minimum: 1, description: 'The original as displayed (after EXIF orientation); absent when unknown' },
+      size: { type: 'integer', minimum: 0, description: 'Bytes of the original as stored; absent when unknown' },
+      mime_type: { type: 'string', enum: ['image/jpeg', 'image/png', 'image/gif', 'application/pdf'], description: 'Absent when unknown' },
+      thumbnail_dimensions: {
+        type: 'object',
+        description: 'The thumbnails that exist, by nominal size; never upscaled, so a small original\'s are smaller. Absent when unknown',
+        additionalProperties: {
+          type: 'object',
+          required: ['width', 'height'],
+          additionalProperties: false,
+          properties: { width: { type: 'integer', minimum: 1 }, height: { type: 'integer', minimum: 1 } },
+        },
+      },
     },
   },
   Listing: {

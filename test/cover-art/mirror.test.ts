@@ -156,6 +156,15 @@ describe(`sleeve mirror images (${DIALECT})`, () => {
     assert.equal(typeof s.seconds, 'number');
     for (const k of keys) assert.deepEqual(await readFile(stored(k)), files.get(k), k);
     assert.equal(existsSync(stored(thumb(R1, 101, 500))), false, 'only the sizes asked for');
+    // The listing then describes the mirrored files (docs/interface.md, "Additive fields").
+    const listing = JSON.parse((await readFile(stored(`mbid-${R1}/index.json`))).toString('utf8')) as { images: { id: string; size?: number; thumbnail_dimensions?: Record<string, unknown> }[] };
+    assert.deepEqual(
+      listing.images.map((i) => [i.id, i.size, Object.keys(i.thumbnail_dimensions ?? {})]),
+      [
+        ['101', (files.get(orig(R1, 101)) as Buffer).length, ['250']],
+        ['102', (files.get(orig(R1, 102, 'png')) as Buffer).length, ['250']],
+      ],
+    );
     assert.equal(up.count(`mbid-${R1}/mbid-${R1}_files.xml`), 1, "one _files.xml per release");
 
     const port = await freePort();
@@ -264,7 +273,8 @@ describe(`sleeve mirror images into an S3 bucket (${DIALECT})`, () => {
     const first = await runCli(t.env, ['--json', 'mirror', 'images', R2, '--sizes', 'original,500']);
     assert.equal(first.code, 0, first.stderr);
     assert.deepEqual([JSON.parse(first.stdout).fetched, JSON.parse(first.stdout).unverified], [2, 1]);
-    assert.deepEqual(await s3.listKeys(`mbid-${R2}/`), [orig(R2, 201), thumb(R2, 201, 500)]);
+    // index.json too: rewritten to describe the mirrored files.
+    assert.deepEqual(await s3.listKeys(`mbid-${R2}/`), [`mbid-${R2}/index.json`, orig(R2, 201), thumb(R2, 201, 500)]);
     const again = await runCli(t.env, ['--json', 'mirror', 'images', R2, '--sizes', 'original,500']);
     assert.deepEqual([JSON.parse(again.stdout).fetched, JSON.parse(again.stdout).skipped], [0, 2]);
     assert.equal(up.count(orig(R2, 201)), 1);
@@ -278,7 +288,7 @@ describe(`sleeve mirror images into an S3 bucket (${DIALECT})`, () => {
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual([JSON.parse(r.stdout).fetched, JSON.parse(r.stdout).unverified], [2, 2]);
     assert.equal(up.count(`mbid-${R1}/mbid-${R1}_files.xml`), 1);
-    assert.deepEqual(await s3.listKeys(`mbid-${R1}/`), [orig(R1, 101), orig(R1, 102, 'png')]);
+    assert.deepEqual(await s3.listKeys(`mbid-${R1}/`), [`mbid-${R1}/index.json`, orig(R1, 101), orig(R1, 102, 'png')]);
   });
 
   it("checks the original's md5 when it makes a thumbnail the upstream lacks", async () => {

@@ -58,8 +58,11 @@ function addedBy(urls: ImageUrls, edit: number): SafeHtml {
 function imageCard(urls: ImageUrls, release: string, image: GalleryImage, position: number, all: GalleryImage[], editor: boolean): SafeHtml {
   const { row, entry } = image;
   const original = { id: row.id, suffix: row.suffix };
-  const size = row.filesize === null || row.filesize === undefined ? 'unknown' : formatBytes(row.filesize);
-  const dims = image.dimensions === undefined ? 'unknown' : `${image.dimensions.width} × ${image.dimensions.height} px`;
+  // The listing's measured fields first (as displayed, the stored size), else what the page read itself.
+  const bytes = entry.size ?? row.filesize;
+  const size = bytes === null || bytes === undefined ? 'unknown' : formatBytes(bytes);
+  const shown = entry.width !== undefined && entry.height !== undefined ? { width: entry.width, height: entry.height } : image.dimensions;
+  const dims = shown === undefined ? 'unknown' : `${shown.width} × ${shown.height} px`;
   return html`<li class="art" id="image-${row.id}">
 <a class="thumb" href="${fileUrl(urls, release, original)}">${picture(urls, release, original, altText(image, position))}</a>
 <h2>Image ${position}</h2>

@@ -1,0 +1,192 @@
+/*
+ * What the listings' additive fields say of an image (docs/interface.md, "Image entry"), measured
+ * from its stored files: the original's width and height as displayed (sharp's header read, which
+ * applies the EXIF orientation without decoding a pixel), its size in bytes, and each stored
+ * thumbnail's width and height from its JPEG header (image-header.ts). Recorded in the image's
+ * row (db/migrations/20261206T0200_image_measures.ts); index.json is then rewritten.
+ */
+import type { IndexDeps } from './deps.js';
+import { writeIndex } from './indexer.js';
+import { readImageHeader } from './image-header.js';
+import { originalKey, parseImageKey, THUMBNAIL_SIZES, thumbnailKey } from './keys.js';
+import { parseThumbnailDimensions } from './listing.js';
+import { bumpCatalogueVersion, listImages, type ImageRow } from './repo.js';
+import { sharpModule } from './thumbnails.js';
+
+/** The columns measure writes. */
+export interface ImageMeasures {
+  width: number | null;
+  height: number | null;
+  stored_size: number;
+  thumbnail_dimensions: string | null;
+}
+
+/** Larger originals are not read to be measured (the upload limit's ceiling). */
+const MAX_ORIGINAL_BYTES = 1024 * 1024 * 1024;
+/** A thumbnail is at most 1200 px a side: its header is in its first bytes, and the whole file is small. */
+const MAX_THUMBNAIL_BYTES = 16 * 1024 * 1024;
+
+const FORMAT_OF_MIME: Record<string, string> = { 'image/jpeg': 'jpeg', 'image/png': 'png', 'image/gif': 'gif' };
+
+/** `{"250": {"width": w, "height": h}, …}` of the thumbnails given (their JPEG headers), as stored in the column; null for none. */
+export function thumbnailDimensionsOf(thumbnails: Iterable<[number, Buffer]>): string | null {
+  const out: Record<string, { width: number; height: number }> = {};
+  for (const [size, bytes] of thumbnails) {
+    const header = readImageHeader(bytes);
+    if (header !== undefined) out[String(size)] = { width: header.width, height: header.height };
+  }
+  return Object.keys(out).length > 0 ? JSON.stringify(out) : null;
+}
+
+/**
+ * The original's width and height as displayed (EXIF orientation 5–8 swaps them), from its
+ * header; undefined for a PDF. Throws when the bytes are not the image the row says.
+ */
+export async function displayedSize(bytes: Buffer, mime: string): Promise<{ width: number; height: number } | undefined> {
+  if (mime === 'application/pdf') {
+    if (bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw new Error('the stored original is not a PDF');
+    return undefined;
+  }
+  const sharp = await sharpModule();
+  const meta = await sharp(bytes, { limitInputPixels: false }).metadata();
+  if (meta.format !== FORMAT_OF_MIME[mime]) throw new Error(`the stored original is ${meta.format ?? 'not an image'}, not ${mime}`);
+  const width = meta.autoOrient?.width ?? meta.width;
+  const height = meta.autoOrient?.height ?? meta.height;
+  if (!width || !height) throw new Error('the stored original has no dimensions');
+  return { width, height };
+}
+
+/** Measures an image's stored files; undefined when the store has no original of it (nothing known). */
+export async function measureStoredImage(deps: Pick<IndexDeps, 'store'>, release: string, image: Pick<ImageRow, 'id' | 'suffix' | 'mime_type'>): Promise<ImageMeasures | undefined> {
+  const original = await deps.store.read(originalKey(release, image.id, image.suffix), MAX_ORIGINAL_BYTES);
+  if (original === undefined) return undefined;
+  if (original.bytes === undefined) throw new Error(`the stored original is over ${MAX_ORIGINAL_BYTES} bytes`);
+  const size = await displayedSize(original.bytes, image.mime_type);
+  const thumbnails: [number, Buffer][] = [];
+  for (const n of THUMBNAIL_SIZES) {
+    const read = await deps.store.read(thumbnailKey(release, image.id, n), MAX_THUMBNAIL_BYTES);
+    if (read?.bytes !== undefined) thumbnails.push([n, read.bytes]);
+  }
+  return { width: size?.width ?? null, height: size?.height ?? null, stored_size: original.bytes.length, thumbnail_dimensions: thumbnailDimensionsOf(thumbnails) };
+}
+
+/** One release's measuring: images measured, those whose original the store lacks, and per-image failures. */
+export interface ReleaseMeasured {
+  release: string;
+  images: number;
+  measured: number;
+  missing: number;
+  /** Whether any row changed (index.json was then rewritten). */
+  changed: boolean;
+  errors: { image: number; message: string }[];
+}
+
+/**
+ * Measures every image of a release from its stored files, records what changed and rewrites
+ * index.json when anything did. An image whose original is not stored keeps its fields unknown;
+ * one whose file cannot be read as its row says is reported and left as it was.
+ */
+export async function measureRelease(deps: IndexDeps, release: { id: number; gid: string }, options: { onlyUnmeasured?: boolean } = {}): Promise<ReleaseMeasured> {
+  // onlyUnmeasured (after a bulk mirror): images already measured with thumbnails are not read again.
+  const images = (await listImages(deps.db, release.id)).filter((i) => !options.onlyUnmeasured || i.stored_size == null || i.thumbnail_dimensions == null);
+  const out: ReleaseMeasured = { release: release.gid, images: images.length, measured: 0, missing: 0, changed: false, errors: [] };
+  for (const image of images) {
+    let measures: ImageMeasures | undefined;
+    try {
+      measures = await measureStoredImage(deps, release.gid, image);
+    } catch (err) {
+      out.errors.push({ image: image.id, message: (err as Error).message });
+      continue;
+    }
+    if (measures === undefined) {
+      out.missing++;
+      continue;
+    }
+    out.measured++;
+    if (sameMeasures(image, measures)) continue;
+    await deps.db.updateTable('cover_art').set(measures).where('id', '=', image.id).execute();
+    out.changed = true;
+  }
+  if (out.changed) await writeIndex(deps, release.id);
+  return out;
+}
+
+function sameMeasures(row: ImageRow, m: ImageMeasures): boolean {
+  return (
+    (row.width ?? null) === m.width &&
+    (row.height ?? null) === m.height &&
+    (row.stored_size == null ? null : Number(row.stored_size)) === m.stored_size &&
+    (row.thumbnail_dimensions ?? null) === m.thumbnail_dimensions
+  );
+}
+
+/**
+ * After a file was fetched into the store by pull-through (cover-art/fill.ts): records what it
+ * says of its image, under the image's row lock (two thumbnails stored at once both land), moves
+ * the catalogue mark (the serving processes' caches are emptied: docs/decisions.md, "Listings that
+ * describe the images") and rewrites the release's index.json. The file is read back from the store.
+ */
+export async function recordStoredFile(deps: IndexDeps, key: string): Promise<void> {
+  const parsed = parseImageKey(key);
+  if (parsed === undefined) return;
+  const row = await deps.db
+    .selectFrom('cover_art as ca')
+    .innerJoin('release as r', 'r.id', 'ca.release')
+    .select(['ca.release', 'ca.mime_type'])
+    .where('ca.id', '=', parsed.id)
+    .where('r.gid', '=', parsed.mbid)
+    .executeTakeFirst();
+  if (row === undefined) return;
+  const read = await deps.store.read(key, parsed.size === undefined ? MAX_ORIGINAL_BYTES : MAX_THUMBNAIL_BYTES);
+  if (read?.bytes === undefined) return;
+  const bytes = read.bytes;
+  let change: (current: { thumbnail_dimensions: string | null }) => Partial<ImageMeasures>;
+  if (parsed.size === undefined) {
+    const size = await displayedSize(bytes, row.mime_type);
+    change = () => ({ width: size?.width ?? null, height: size?.height ?? null, stored_size: bytes.length });
+  } else {
+    const header = readImageHeader(bytes);
+    if (header === undefined) return;
+    const entry = { [String(parsed.size)]: { width: header.width, height: header.height } };
+    change = (current) => ({ thumbnail_dimensions: JSON.stringify({ ...parseThumbnailDimensions(current.thumbnail_dimensions), ...entry }) });
+  }
+  await deps.db.transaction().execute(async (trx) => {
+    // A write first: the row's lock (PostgreSQL) or the write lock (SQLite) before the read.
+    await trx.updateTable('cover_art').set((eb) => ({ thumbnail_dimensions: eb.ref('thumbnail_dimensions') })).where('id', '=', parsed.id).execute();
+    const current = await trx.selectFrom('cover_art').select('thumbnail_dimensions').where('id', '=', parsed.id).executeTakeFirst();
+    if (current === undefined) return;
+    await trx.updateTable('cover_art').set(change(current)).where('id', '=', parsed.id).execute();
+  });
+  await writeIndex(deps, row.release);
+  // The listings changed: every serving process empties its caches at its next look (once per file
+  // ever), after the new index.json is in the store, so none keeps the old one again.
+  await bumpCatalogueVersion(deps.db);
+}
+
+/**
+ * After a bulk mirror (`sleeve mirror images`): measures the images not yet measured (or without
+ * thumbnails) of these releases, or of every release with such images; returns how many releases
+ * were looked at and how many images failed. Unknown MBIDs are the mirror's to report.
+ */
+export async function measureUnmeasured(deps: IndexDeps, releases: string[] | 'all'): Promise<{ releases: number; failed: number }> {
+  let q = deps.db
+    .selectFrom('release')
+    .select(['id', 'gid'])
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('cover_art')
+          .select('id')
+          .whereRef('cover_art.release', '=', 'release.id')
+          .where((w) => w.or([w('stored_size', 'is', null), w('thumbnail_dimensions', 'is', null)])),
+      ),
+    );
+  if (releases !== 'all') {
+    if (releases.length === 0) return { releases: 0, failed: 0 };
+    q = q.where('gid', 'in', releases);
+  }
+  let failed = 0;
+  const rows = await q.orderBy('id').execute();
+  for (const release of rows) failed += (await measureRelease(deps, release, { onlyUnmeasured: true })).errors.length;
+  return { releases: rows.length, failed };
+}
