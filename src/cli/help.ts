@@ -40,6 +40,7 @@ export const USAGE = `usage: sleeve [--config FILE] [--json] COMMAND ...
   app list [--owner NAME]
   keys list                             the id_token signing keys (never a private key)
   keys rotate                           new signing keys; the old stay published until their tokens expire
+  tls init --name NAME...               a local CA and a server certificate for the names (docs/clients.md)
   import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
                                         load a MusicBrainz dump (resumable; see README)
   mirror images [RELEASE_MBID...] [--all] [--sizes 250,500,1200,original] [--concurrency N] [--rate R]
@@ -227,6 +228,14 @@ const HELP: Record<string, CommandHelp> = {
     about:
       'Makes new ES256 and RS256 signing keys and prints their kids. The keys they replace stop signing (within a\n' +
       'minute in running servers) and stay in the JWKS until every token they signed has expired.',
+  },
+  'tls init': {
+    usage: 'tls init --name NAME... [--json]',
+    about:
+      'Writes a local CA (ca.crt, ca.key) and a server certificate it signs for the names (server.crt, server.key) under\n' +
+      '{SLEEVE_DATA_DIR}/tls/, and prints how to trust the CA. Run again, it keeps the CA and renews the certificate.\n' +
+      'The auth listener uses server.crt and server.key when SLEEVE_TLS_CERT is unset.',
+    options: { name: ['NAME', 'a host name or IP address the certificate is for (repeat for several), e.g. musicbrainz.lan, coverartarchive.org'] },
   },
   'import musicbrainz': {
     usage: 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]',

@@ -7,9 +7,10 @@ import { EDIT_COMMANDS } from './edit-command.js';
 import { KEYS_COMMANDS } from './keys-command.js';
 import { LIST_COMMANDS } from './list-commands.js';
 import { MIRROR_COMMANDS } from './mirror-command.js';
+import { TLS_COMMANDS } from './tls-command.js';
 
 /** Every command: the catalogue and account commands, the read-only listings, the edits', the signing keys' and the mirror's. */
-const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...EDIT_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS };
+const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...EDIT_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS, ...TLS_COMMANDS };
 
 /**
  * A bad option as one line naming it and where its command's help is, instead of
