@@ -119,7 +119,7 @@ describe('the front door beside a MusicBrainz mirror, and the clients through it
     assert.equal(listing.headers.get('location'), `${CAA}/download/mbid-${RELEASE}/index.json`);
     const body = (await (await fetch(`${CAA}/release/${RELEASE}/`)).json()) as { release: string; images: { image: string }[] };
     assert.equal(body.release, `${MB}/release/${RELEASE}`);
-    assert.match(body.images[0]?.image ?? '', new RegExp(`^${CAA}/release/${RELEASE}/[0-9]+\.jpg$`));
+    assert.match(body.images[0]?.image ?? '', new RegExp(`^${CAA}/release/${RELEASE}/[0-9]+[.]jpg$`));
     const front = await fetch(`${CAA}/release/${RELEASE}/front-250`);
     assert.equal(front.status, 200);
     assert.equal(front.headers.get('content-type'), 'image/jpeg');
