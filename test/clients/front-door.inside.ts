@@ -7,7 +7,8 @@
  * this namespace only. Then the real clients, unchanged, against it.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import http from 'node:http';
 import { readFile, writeFile, mkdtemp, cp, appendFile, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,8 +23,10 @@ import { codeOf } from '../auth/support.js';
 
 const DATA = process.env.FRONT_DOOR_DATA as string;
 const RELEASE = process.env.FRONT_DOOR_RELEASE as string;
+const GROUP = process.env.FRONT_DOOR_GROUP as string;
 const MB = 'https://musicbrainz.lan';
 const CAA = 'https://coverartarchive.org';
+const run = promisify(execFile);
 const INTERNAL = /:8443|:8080|:5000|127\.0\.0\.1/;
 
 function sh(cmd: string, args: string[]): void {
@@ -135,6 +138,20 @@ describe('the front door beside a MusicBrainz mirror, and the clients through it
         assert.ok(r.status < 500, `${base}${p}: ${r.status}`);
       }
     }
+  });
+
+  it("musicbrainzngs' CAA module and beets' fetchart (coverart source) read the listing and the front from sleeve", async () => {
+    const out = await mkdtemp(path.join(tmpdir(), 'caa-clients-'));
+    // Asynchronous: sleeve answers in this process, so its event loop must keep turning.
+    const r = await run('/usr/bin/python3', [path.join(ROOT, 'test', 'clients', 'caa_clients.py'), RELEASE, GROUP, out], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HOME: out } }).catch(
+      (err: { code?: unknown; stderr?: string; stdout?: string }) => assert.fail(`exit ${String(err.code)}\n${err.stderr ?? ''}\n${err.stdout ?? ''}`),
+    );
+    const got = JSON.parse(r.stdout) as { musicbrainzngs: Record<string, unknown>; beets: Record<string, unknown> };
+    const ngs = got.musicbrainzngs;
+    assert.deepEqual([ngs.release, ngs.types, ngs.front_250_jpeg], [`${MB}/release/${RELEASE}`, ['Front'], true], r.stdout);
+    assert.ok((ngs.front_250_bytes as number) > 500);
+    assert.match(got.beets.url as string, new RegExp(`^${CAA}/release/${RELEASE}/[0-9]+[.]jpg$`));
+    assert.equal(got.beets.jpeg, true, `beets saved ${String(got.beets.path)}`);
   });
 
   it("Picard's own OAuthManager signs in on port 443, fetches the user name, refreshes, and is logged in", async () => {

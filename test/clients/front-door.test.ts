@@ -44,6 +44,7 @@ const INSIDE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'front-do
 describe(`the clients through deploy/nginx/musicbrainz-mirror.conf (sqlite; this pass: ${DIALECT})`, { skip: unavailable }, () => {
   let t: TestEnv;
   const release = newMbid();
+  const group = newMbid();
 
   before(async () => {
     // SQLite whatever the pass: see the header.
@@ -65,7 +66,7 @@ describe(`the clients through deploy/nginx/musicbrainz-mirror.conf (sqlite; this
     await cliOk(t.env, ['user', 'add', 'alice', '--email', 'alice@example.com', '--password-stdin'], { stdin: `${PASSWORD}\n` });
     // The documented command (docs/clients.md), Picard's id and secret as its source has them.
     await cliOk(t.env, ['app', 'add', '--owner', 'alice', '--name', 'MusicBrainz Picard', '--type', 'public', '--client-id', 'ACa9wsDX19cLp-AeEP-vVw', '--client-secret-stdin'], { stdin: 'xIsvXbIuntaLuRRhzuazOA\n' });
-    await cliOk(t.env, ['release', 'add', release, '--release-group', newMbid(), '--title', 'Through the front door']);
+    await cliOk(t.env, ['release', 'add', release, '--release-group', group, '--title', 'Through the front door']);
     const cover = path.join(t.dir, 'cover.jpg');
     await writeFile(cover, await makeJpeg(600, 600));
     await cliOk(t.env, ['art', 'add', release, cover, '--type', 'Front', '--approved']);
@@ -76,14 +77,17 @@ describe(`the clients through deploy/nginx/musicbrainz-mirror.conf (sqlite; this
   });
 
   it('passes every check run inside the namespaces (see front-door.inside.ts)', async () => {
-    const env: Record<string, string | undefined> = { ...process.env, ...t.env, FRONT_DOOR_DATA: t.dir, FRONT_DOOR_RELEASE: release, NODE_EXTRA_CA_CERTS: path.join(t.dir, 'tls', 'ca.crt') };
+    const env: Record<string, string | undefined> = { ...process.env, ...t.env, FRONT_DOOR_DATA: t.dir, FRONT_DOOR_RELEASE: release, FRONT_DOOR_GROUP: group, NODE_EXTRA_CA_CERTS: path.join(t.dir, 'tls', 'ca.crt') };
     // A test run of its own, not a child of this one.
     delete env.NODE_TEST_CONTEXT;
     const child = spawn('unshare', ['--net', '--mount', '--', process.execPath, '--test', '--test-reporter=spec', INSIDE], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    // Bounded: a client that hangs fails the test with what was written so far.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    clearTimeout(timer);
     process.stdout.write(out.replace(/^/gm, '    '));
     assert.equal(code, 0, `inside the namespaces:\n${out}`);
     assert.match(out, /ℹ pass [1-9]/);
