@@ -1,5 +1,5 @@
 import { preparedQuery } from '../db/prepared.js';
-import { invalidInput, notFound } from '../shared/errors.js';
+import { AppError, invalidInput, notFound } from '../shared/errors.js';
 import type { AuthDeps } from './deps.js';
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
 import { SIGNING_ALGS, type SigningAlg } from './signing-keys.js';
@@ -12,6 +12,7 @@ export interface Application {
   name: string;
   kind: AppKind;
   client_id: string;
+  /** The registered redirect URIs, one per line (registeredRedirectUris), or null for none. */
   redirect_uri: string | null;
   created_at: number;
   /** 1 when the operator lets it introspect every application's tokens (`sleeve app edit --resource-server`). */
@@ -34,10 +35,19 @@ function checkIdTokenAlg(alg: string): SigningAlg {
 
 export const OOB_URI = 'urn:ietf:wg:oauth:2.0:oob';
 const LOOPBACK_RE = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?(\/[^#]*)?$/;
+/** A loopback redirect URI split around its port: host, then everything after the port. */
+const LOOPBACK_PARTS_RE = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?([/?][^#]*)?$/;
 const REVERSE_DNS_RE = /^(?![_-])[\w-]+(?:\.(?![_-])[\w-]+)+:/;
+/** At most this many redirect URIs per application. */
+export const MAX_REDIRECT_URIS = 10;
 
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
+}
+
+/** The application's registered redirect URIs (the column holds them one per line). */
+export function registeredRedirectUris(app: Pick<Application, 'redirect_uri'>): string[] {
+  return app.redirect_uri === null || app.redirect_uri === '' ? [] : app.redirect_uri.split('\n');
 }
 
 /**
@@ -65,37 +75,62 @@ export function redirectUriProblem(uri: string): string | undefined {
 }
 
 /**
- * Checks a redirect URI for registration: confidential (web) applications need an
- * https URL (http only on loopback); public (installed) ones may leave it empty or use
- * a reverse-DNS custom scheme such as org.example.app://auth. Returns it trimmed.
+ * Checks one redirect URI for registration: confidential (web) applications need an https
+ * URL (http only on loopback); public (installed) ones a reverse-DNS custom scheme such as
+ * org.example.app://auth. Either may register out-of-band and loopback URIs (a public
+ * application may also use those unregistered). Returns it trimmed.
  */
-export function checkRedirectUri(kind: AppKind, raw: string | undefined): string | null {
-  const uri = raw?.trim() ?? '';
-  if (uri === '') {
-    if (kind === 'confidential') throw invalidInput('a redirect URL must be entered for confidential (web) applications');
-    return null;
-  }
+function checkOneRedirectUri(kind: AppKind, raw: string): string {
+  const uri = raw.trim();
+  if (uri === OOB_URI) return uri;
   const problem = redirectUriProblem(uri);
   if (problem !== undefined) throw invalidInput(problem);
   const parsed = new URL(uri);
+  if (parsed.protocol === 'http:' && isLoopbackHost(parsed.hostname)) return uri;
   if (kind === 'confidential') {
     if (parsed.protocol === 'https:') return uri;
-    if (parsed.protocol === 'http:' && isLoopbackHost(parsed.hostname)) return uri;
     throw invalidInput('the redirect URL of a confidential (web) application must use https (http is allowed only for localhost, 127.0.0.1 and [::1])');
   }
   if (REVERSE_DNS_RE.test(uri)) return uri;
-  throw invalidInput('the redirect URL of a public (installed) application must use a reverse-DNS custom scheme, as in org.example.app://auth; out-of-band and loopback URLs need no registration');
+  throw invalidInput('the redirect URL of a public (installed) application must use a reverse-DNS custom scheme, as in org.example.app://auth, or be out-of-band or loopback');
 }
 
 /**
- * Why `requested` may not be used with this application, or undefined when it may: the
- * registered URI exactly, plus, for public applications, out-of-band and loopback URLs
- * on any port (each a valid redirect target).
+ * Checks the redirect URIs to register (given as a list, or as one text of URIs separated by
+ * white space, as the application form sends them; repeats are dropped) and returns the
+ * column's value: one per line, or null for none. Confidential applications need at least one.
+ */
+export function checkRedirectUris(kind: AppKind, raw: string | readonly string[] | undefined): string | null {
+  const given = (typeof raw === 'string' ? raw.split(/\s+/) : (raw ?? [])).filter((u) => u.trim() !== '');
+  if (given.length > MAX_REDIRECT_URIS) throw invalidInput(`at most ${MAX_REDIRECT_URIS} redirect URLs may be registered`);
+  const uris = [...new Set(given.map((u) => checkOneRedirectUri(kind, u)))];
+  if (uris.length === 0) {
+    if (kind === 'confidential') throw invalidInput('a redirect URL must be entered for confidential (web) applications');
+    return null;
+  }
+  return uris.join('\n');
+}
+
+/** Whether `requested` is the loopback URI `registered` on some port (RFC 8252 §7.3): the same host, path and query. */
+function sameLoopbackUri(registered: string, requested: string): boolean {
+  const a = LOOPBACK_PARTS_RE.exec(registered);
+  if (a === null) return false;
+  const b = LOOPBACK_PARTS_RE.exec(requested);
+  return b !== null && a[1] === b[1] && (a[2] ?? '') === (b[2] ?? '');
+}
+
+/**
+ * Why `requested` may not be used with this application, or undefined when it may: one of
+ * the registered URIs exactly, or a registered loopback URI (http://127.0.0.1, http://[::1],
+ * http://localhost) on any port; plus, for public applications, out-of-band and loopback
+ * URLs that were not registered (each a valid redirect target).
  */
 export function redirectUriRefusal(app: Pick<Application, 'kind' | 'redirect_uri'>, requested: string): string | undefined {
   if (requested === OOB_URI && app.kind === 'public') return undefined;
-  const allowed = (app.redirect_uri !== null && requested === app.redirect_uri) || (app.kind === 'public' && LOOPBACK_RE.test(requested));
+  const registered = registeredRedirectUris(app);
+  const allowed = registered.includes(requested) || registered.some((r) => sameLoopbackUri(r, requested)) || (app.kind === 'public' && LOOPBACK_RE.test(requested));
   if (!allowed) return 'Mismatched redirect URI';
+  if (requested === OOB_URI) return undefined;
   const problem = redirectUriProblem(requested);
   return problem === undefined ? undefined : `Invalid redirect URI: ${problem}`;
 }
@@ -112,6 +147,44 @@ function checkName(raw: string | undefined): string {
   return name;
 }
 
+/** The longest client_id an operator may choose (findAppByClientId looks up nothing longer). */
+export const MAX_CLIENT_ID_LENGTH = 200;
+
+/**
+ * Checks a client_id the operator chose (`sleeve app add --client-id`), for a client that
+ * carries its own, such as Picard's: RFC 3986's unreserved characters only (letters, digits,
+ * `-` `.` `_` `~`), so that it travels in a URL, a form and HTTP Basic unchanged, and it cannot
+ * be a URL (those are Client ID Metadata Documents); not starting with `-`, so that it can be
+ * given to other commands without being read as an option.
+ */
+export function checkClientId(raw: string): string {
+  if (raw === '') throw invalidInput('the client_id must not be empty');
+  if (raw.length > MAX_CLIENT_ID_LENGTH) throw invalidInput(`the client_id must be at most ${MAX_CLIENT_ID_LENGTH} characters, not ${raw.length}`);
+  if (raw.startsWith('-')) throw invalidInput('the client_id must not start with "-"');
+  const bad = /[^A-Za-z0-9._~-]/u.exec(raw)?.[0];
+  if (bad !== undefined) {
+    const shown = bad === ' ' ? 'a space' : /^[\x21-\x7e]$/.test(bad) ? JSON.stringify(bad) : `U+${(bad.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+    throw invalidInput(`the client_id may contain only letters A-Z and a-z, digits and - . _ ~ (not ${shown})`);
+  }
+  return raw;
+}
+
+/** The longest client secret an operator may give (authenticateClient checks nothing longer). */
+const MAX_SECRET_LENGTH = 200;
+
+/**
+ * Checks a client secret the operator gave (`--client-secret-stdin`, for a client with a
+ * built-in one): printable ASCII without spaces, at most 200 characters; a confidential
+ * application's at least 16 characters (it is what guards its tokens).
+ */
+export function checkClientSecret(kind: AppKind, secret: string): string {
+  if (secret === '') throw invalidInput('the client secret must not be empty');
+  if (secret.length > MAX_SECRET_LENGTH) throw invalidInput(`the client secret must be at most ${MAX_SECRET_LENGTH} characters`);
+  if (/[^\x21-\x7e]/.test(secret)) throw invalidInput('the client secret may contain only printable ASCII characters, without spaces');
+  if (kind === 'confidential' && secret.length < 16) throw invalidInput('the client secret of a confidential application must have at least 16 characters');
+  return secret;
+}
+
 export interface Registered {
   app: Application;
   clientSecret: string;
@@ -124,7 +197,11 @@ export async function registerApp(
     ownerId: number;
     name: string | undefined;
     kind: string | undefined;
-    redirectUri?: string | undefined;
+    /** One URI, one per line, or a list. */
+    redirectUri?: string | readonly string[] | undefined;
+    /** The operator's client_id and secret (`--client-id`, `--client-secret-stdin`); generated when not given. */
+    clientId?: string | undefined;
+    clientSecret?: string | undefined;
     resourceServer?: boolean;
     idTokenAlg?: string | undefined;
     rotateRefresh?: boolean;
@@ -134,15 +211,18 @@ export async function registerApp(
   const kind = input.kind;
   if (kind !== 'confidential' && kind !== 'public') throw invalidInput('the application type must be confidential or public');
   const name = checkName(input.name);
-  const redirect_uri = checkRedirectUri(kind, input.redirectUri);
-  const clientSecret = randomToken();
-  const app = await deps.db
+  const redirect_uri = checkRedirectUris(kind, input.redirectUri);
+  const chosenId = input.clientId === undefined ? undefined : checkClientId(input.clientId);
+  const clientSecret = input.clientSecret === undefined ? randomToken() : checkClientSecret(kind, input.clientSecret);
+  const clash = async () => chosenId !== undefined && (await findAppByClientId(deps, chosenId)) !== undefined;
+  if (await clash()) throw new AppError('CONFLICT', `an application with client_id ${chosenId} already exists`);
+  const insert = deps.db
     .insertInto('oauth_application')
     .values({
       owner_id: input.ownerId,
       name,
       kind,
-      client_id: newClientId(),
+      client_id: chosenId ?? newClientId(),
       secret_hash: tokenHash(clientSecret),
       redirect_uri,
       created_at: deps.clock.now(),
@@ -153,6 +233,11 @@ export async function registerApp(
     })
     .returning(APP_COLUMNS)
     .executeTakeFirstOrThrow();
+  const app = await insert.catch(async (err: unknown) => {
+    // Two registrations of the same id at once: the unique index decides, the loser hears why.
+    if (await clash()) throw new AppError('CONFLICT', `an application with client_id ${chosenId} already exists`);
+    throw err;
+  });
   return { app, clientSecret };
 }
 
@@ -202,7 +287,7 @@ export async function editApp(
 ): Promise<Application> {
   const app = await ownApp(deps, ownerId, id);
   const name = checkName(input.name);
-  const redirect_uri = checkRedirectUri(app.kind, input.redirectUri);
+  const redirect_uri = checkRedirectUris(app.kind, input.redirectUri);
   const id_token_alg = input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg);
   const rotate_refresh = input.rotateRefresh === undefined ? app.rotate_refresh : input.rotateRefresh ? 1 : 0;
   return deps.db
@@ -227,7 +312,7 @@ function newClientId(): string {
 
 /**
  * The operator's change of any application, named by its client_id (`sleeve app edit`):
- * name, redirect URI, whether it is a resource server, its id_token algorithm and whether
+ * name, redirect URIs (the list replaced), whether it is a resource server, its id_token algorithm and whether
  * it must use DPoP; what is not given stays.
  */
 export async function operatorEditApp(
@@ -235,7 +320,8 @@ export async function operatorEditApp(
   clientId: string,
   input: {
     name?: string | undefined;
-    redirectUri?: string | undefined;
+    /** Replaces the registered list. */
+    redirectUri?: string | readonly string[] | undefined;
     resourceServer?: boolean | undefined;
     idTokenAlg?: string | undefined;
     rotateRefresh?: boolean | undefined;
@@ -248,7 +334,7 @@ export async function operatorEditApp(
     .updateTable('oauth_application')
     .set({
       name: input.name === undefined ? app.name : checkName(input.name),
-      redirect_uri: input.redirectUri === undefined ? app.redirect_uri : checkRedirectUri(app.kind, input.redirectUri),
+      redirect_uri: input.redirectUri === undefined ? app.redirect_uri : checkRedirectUris(app.kind, input.redirectUri),
       resource_server: input.resourceServer === undefined ? app.resource_server : input.resourceServer ? 1 : 0,
       id_token_alg: input.idTokenAlg === undefined ? app.id_token_alg : checkIdTokenAlg(input.idTokenAlg),
       rotate_refresh: input.rotateRefresh === undefined ? app.rotate_refresh : input.rotateRefresh ? 1 : 0,

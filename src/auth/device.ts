@@ -7,7 +7,7 @@
 import { randomInt } from 'node:crypto';
 import { findAccount, giveBackAll, reserveAttempts } from './accounts.js';
 import { throttleAddress } from '../http/client-address.js';
-import { findAppByClientId, OOB_URI, type Application } from './applications.js';
+import { findAppByClientId, OOB_URI, registeredRedirectUris, type Application } from './applications.js';
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
 import type { AuthDeps } from './deps.js';
 import { OAuthError } from './errors.js';
@@ -283,7 +283,7 @@ export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: s
   const account = row.account_id === null ? undefined : await findAccount(deps, row.account_id);
   if (account === undefined) throw invalid();
   // A redirect URI the exchange accepts for this client; nothing is ever sent to it.
-  const redirectUri = app.redirect_uri ?? OOB_URI;
+  const redirectUri = registeredRedirectUris(app)[0] ?? OOB_URI;
   const code = await issueCode(deps, {
     account,
     app,

@@ -4,7 +4,7 @@
  * of here so that a command loads neither Fastify nor the certificate maker.
  */
 export { accountRoles, addUser, findAccountByName, findAccount, setUserRole, ROLES, type Account, type AddUserInput, type Role } from './accounts.js';
-export { registerApp, operatorEditApp, type Application, type Registered } from './applications.js';
+export { checkClientId, registerApp, operatorEditApp, registeredRedirectUris, type Application, type Registered } from './applications.js';
 export { audit, type AuditEvent, type AuditFields, type AuditLogger } from './audit.js';
 export { PasswordHasher, DEFAULT_HASH_QUEUE, defaultHashThreads, type PasswordHashingLimits } from './crypto.js';
 export type { AuthDeps } from './deps.js';

@@ -11,14 +11,17 @@ export interface TlsMaterial {
 }
 
 /**
- * The auth listener's certificate: the operator's PEM files when configured, else a
- * self-signed pair kept in the data directory (made on first start, reused after).
+ * The auth listener's certificate: the operator's PEM files when configured, else the pair
+ * `sleeve tls init` wrote (server.crt, server.key) when there is one, else a self-signed pair
+ * kept in the data directory (made on first start, reused after).
  */
 export async function loadTlsMaterial(opts: { certFile?: string; keyFile?: string; dataDir: string; hostnames: string[] }): Promise<TlsMaterial> {
   if (opts.certFile !== undefined && opts.keyFile !== undefined) {
     return { cert: await readFile(opts.certFile, 'utf8'), key: await readFile(opts.keyFile, 'utf8'), generated: false };
   }
   const dir = path.join(opts.dataDir, 'tls');
+  const fromInit = await localCaPair(path.join(dir, 'server.crt'), path.join(dir, 'server.key'));
+  if (fromInit !== undefined) return { ...fromInit, generated: false };
   const certFile = path.join(dir, 'self-signed-cert.pem');
   const keyFile = path.join(dir, 'self-signed-key.pem');
   // Several processes may start at once on one data directory: what is served is always
@@ -40,6 +43,32 @@ export async function loadTlsMaterial(opts: { certFile?: string; keyFile?: strin
     await writeAtomic(certFile, pems.cert, 0o644);
   }
   throw new Error(`could not settle on a self-signed certificate in ${dir}; set SLEEVE_TLS_CERT and SLEEVE_TLS_KEY`);
+}
+
+/**
+ * The pair `sleeve tls init` wrote, when there is one. Unlike the self-signed pair it is never
+ * replaced here (clients trust its CA): one that does not belong together or has expired stops
+ * the start with a line saying how to renew it.
+ */
+async function localCaPair(certFile: string, keyFile: string): Promise<{ cert: string; key: string } | undefined> {
+  let cert: string;
+  let key: string;
+  try {
+    cert = await readFile(certFile, 'utf8');
+    key = await readFile(keyFile, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return undefined;
+  }
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+    if (!x509.checkPrivateKey(createPrivateKey(key))) throw new Error(`${keyFile} is not the key of ${certFile}`);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; run sleeve tls init --name NAME... again`);
+  }
+  if (Date.parse(x509.validTo) <= Date.now()) throw new Error(`${certFile} expired on ${new Date(x509.validTo).toISOString()}; run sleeve tls init --name NAME... again`);
+  return { cert, key };
 }
 
 /** The pair on disk when there is one whose halves belong together and that is not near its end. */

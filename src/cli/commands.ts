@@ -385,18 +385,26 @@ const artReindex: Command = {
   },
 };
 
-async function readPassword(): Promise<string> {
+/**
+ * The first line of standard input (without its line ending; a CRLF's CR goes too), for a
+ * secret that must not appear on the command line. `what` names it in the messages.
+ */
+async function readStdinLine(what: string, example: string): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of process.stdin) {
     size += (chunk as Buffer).length;
-    if (size > 4096) throw invalidInput('the password on standard input is too long');
+    if (size > 4096) throw invalidInput(`the ${what} on standard input is too long`);
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8');
   const line = text.split(/\r?\n/)[0] ?? '';
-  if (line === '') throw invalidInput('no password on standard input (use: printf %s "$PASSWORD" | sleeve user add NAME --email E --password-stdin)');
+  if (line === '') throw invalidInput(`no ${what} on standard input (use: ${example})`);
   return line;
+}
+
+function readPassword(): Promise<string> {
+  return readStdinLine('password', 'printf %s "$PASSWORD" | sleeve user add NAME --email E --password-stdin');
 }
 
 /**
@@ -484,23 +492,32 @@ const userEdit: Command = {
   },
 };
 
+const APP_ADD_USAGE =
+  'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]... [--client-id ID] [--client-secret-stdin] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]';
+
 const appAdd: Command = {
   name: 'app add',
   options: {
     owner: { type: 'string' },
     name: { type: 'string' },
     type: { type: 'string' },
-    'redirect-uri': { type: 'string' },
+    'redirect-uri': { type: 'string', multiple: true },
+    'client-id': { type: 'string' },
+    'client-secret-stdin': { type: 'boolean' },
     'resource-server': { type: 'boolean' },
     'id-token-alg': { type: 'string' },
     'rotate-refresh-tokens': { type: 'boolean' },
     'require-dpop': { type: 'boolean' },
   },
   async run(ctx) {
-    want(ctx, 0, 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]');
+    want(ctx, 0, APP_ADD_USAGE);
     const ownerName = str(ctx, 'owner');
     if (ownerName === undefined) throw invalidInput('--owner NAME is required');
-    const { findAccountByName, registerApp } = await import('../auth/index.js');
+    const { checkClientId, findAccountByName, registerApp } = await import('../auth/index.js');
+    const clientId = str(ctx, 'client-id');
+    // Checked before standard input is read: a bad id is refused without waiting for a secret.
+    if (clientId !== undefined) checkClientId(clientId);
+    const clientSecret = ctx.options['client-secret-stdin'] === true ? await readStdinLine('client secret', 'printf %s "$SECRET" | sleeve app add … --client-secret-stdin') : undefined;
     const result = await withRuntime(ctx, async (rt) => {
       const owner = await findAccountByName(rt.auth, ownerName);
       if (owner === undefined) throw notFound(`no user ${ownerName}; add one with: sleeve user add NAME --email E --password-stdin`);
@@ -508,7 +525,9 @@ const appAdd: Command = {
         ownerId: owner.id,
         name: str(ctx, 'name'),
         kind: str(ctx, 'type'),
-        redirectUri: str(ctx, 'redirect-uri'),
+        redirectUri: list(ctx, 'redirect-uri'),
+        clientId,
+        clientSecret,
         resourceServer: ctx.options['resource-server'] === true,
         idTokenAlg: str(ctx, 'id-token-alg'),
         rotateRefresh: ctx.options['rotate-refresh-tokens'] === true,
@@ -516,8 +535,10 @@ const appAdd: Command = {
       });
     });
     await cliAudit(ctx, 'app.registered', { user: ownerName, clientId: result.app.client_id, reason: result.app.resource_server === 1 ? 'resource_server' : undefined });
+    // A secret the operator gave is not printed back (they have it); a generated one is shown once.
+    const secretLine = clientSecret === undefined ? `${result.clientSecret}  (shown once; stored hashed)` : '(the one given on standard input; stored hashed)';
     ctx.out(
-      `registered ${result.app.kind} application ${result.app.name}${result.app.rotate_refresh === 1 ? ' (refresh tokens rotate)' : ''}\n  client_id:     ${result.app.client_id}\n  client_secret: ${result.clientSecret}  (shown once; stored hashed)`,
+      `registered ${result.app.kind} application ${result.app.name}${result.app.rotate_refresh === 1 ? ' (refresh tokens rotate)' : ''}\n  client_id:     ${result.app.client_id}\n  client_secret: ${secretLine}`,
       { client_id: result.app.client_id, client_secret: result.clientSecret, ...(result.app.rotate_refresh === 1 ? { rotate_refresh_tokens: true } : {}) },
     );
     return 0;
@@ -528,7 +549,7 @@ const appEdit: Command = {
   name: 'app edit',
   options: {
     name: { type: 'string' },
-    'redirect-uri': { type: 'string' },
+    'redirect-uri': { type: 'string', multiple: true },
     'resource-server': { type: 'boolean' },
     'no-resource-server': { type: 'boolean' },
     'id-token-alg': { type: 'string' },
@@ -541,7 +562,7 @@ const appEdit: Command = {
     const [clientId = ''] = want(
       ctx,
       1,
-      'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]',
+      'app edit CLIENT_ID [--name NAME] [--redirect-uri URI]... [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]',
     );
     const on = ctx.options['resource-server'] === true;
     const off = ctx.options['no-resource-server'] === true;
@@ -550,7 +571,7 @@ const appEdit: Command = {
     const dpopOff = ctx.options['no-require-dpop'] === true;
     if (dpopOn && dpopOff) throw invalidInput('--require-dpop and --no-require-dpop contradict each other');
     const name = str(ctx, 'name');
-    const redirectUri = str(ctx, 'redirect-uri');
+    const redirectUri = list(ctx, 'redirect-uri');
     const idTokenAlg = str(ctx, 'id-token-alg');
     const rotate = ctx.options['rotate-refresh-tokens'] === true;
     const noRotate = ctx.options['no-rotate-refresh-tokens'] === true;
@@ -560,7 +581,7 @@ const appEdit: Command = {
         'nothing to change: give --name, --redirect-uri, --resource-server, --no-resource-server, --id-token-alg, --rotate-refresh-tokens, --no-rotate-refresh-tokens, --require-dpop or --no-require-dpop',
       );
     }
-    const { operatorEditApp } = await import('../auth/index.js');
+    const { operatorEditApp, registeredRedirectUris } = await import('../auth/index.js');
     const rotateRefresh = rotate ? true : noRotate ? false : undefined;
     const requireDpop = dpopOn ? true : dpopOff ? false : undefined;
     const app = await withRuntime(ctx, (rt) =>
@@ -572,6 +593,7 @@ const appEdit: Command = {
       client_id: app.client_id,
       name: app.name,
       redirect_uri: app.redirect_uri,
+      redirect_uris: registeredRedirectUris(app),
       resource_server: resourceServer,
       id_token_alg: app.id_token_alg,
       // Said when asked about, or when on (the output of other edits stays as it was).

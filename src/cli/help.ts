@@ -36,11 +36,12 @@ export const USAGE = `usage: sleeve [--config FILE] [--data-dir DIR] [--json] CO
            [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC] [--role editor|approver]
   user edit NAME --role editor|approver  give a user the approver role, or take it away
   user list
-  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]
-  app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]
+  app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]... [--client-id ID] [--client-secret-stdin] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]
+  app edit CLIENT_ID [--name NAME] [--redirect-uri URI]... [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]
   app list [--owner NAME]
   keys list                             the id_token signing keys (never a private key)
   keys rotate                           new signing keys; the old stay published until their tokens expire
+  tls init --name NAME...               a local CA and a server certificate for the names (docs/clients.md)
   import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]
                                         load a MusicBrainz dump (resumable; see docs/import.md)
   mirror images [RELEASE_MBID...] [--all] [--sizes 250,500,1200,original] [--concurrency N] [--rate R]
@@ -191,13 +192,15 @@ const HELP: Record<string, CommandHelp> = {
   },
   'user list': { usage: 'user list', about: 'Lists the users: id, name, e-mail address, whether it is verified, and role (never a password hash).' },
   'app add': {
-    usage: 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]',
+    usage: 'app add --owner NAME --name NAME --type confidential|public [--redirect-uri URI]... [--client-id ID] [--client-secret-stdin] [--resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens] [--require-dpop]',
     about: 'Registers an OAuth application and prints its client_id and client_secret (the secret only now).',
     options: {
       owner: ['NAME', 'the user who owns the application (required)'],
       name: ['NAME', "the application's name"],
       type: ['confidential|public', 'a web application that keeps its secret, or an installed one (desktop, mobile)'],
-      'redirect-uri': ['URI', 'where the user is sent back; required for confidential applications'],
+      'redirect-uri': ['URI', 'where the user is sent back (repeat for several; loopback ones match on any port); required for confidential applications'],
+      'client-id': ['ID', 'register under this client_id (a client with a built-in one, such as Picard: see docs/clients.md); letters, digits, - . _ ~'],
+      'client-secret-stdin': 'read the client secret from the first line of standard input (its newline is not part of it) instead of generating one',
       'resource-server': 'let this client introspect the tokens of every application (an API that checks tokens)',
       'id-token-alg': 'sign its OpenID Connect id_tokens with ES256 or RS256 (default RS256)',
       'rotate-refresh-tokens': 'give a new refresh token on every refresh; a second use of an old one ends the grant (default: a refresh token lasts until revoked)',
@@ -205,11 +208,11 @@ const HELP: Record<string, CommandHelp> = {
     },
   },
   'app edit': {
-    usage: 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI] [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]',
-    about: "Changes a registered application's name, redirect URI, resource-server mark, id_token algorithm, refresh token rotation or whether it must use DPoP.",
+    usage: 'app edit CLIENT_ID [--name NAME] [--redirect-uri URI]... [--resource-server|--no-resource-server] [--id-token-alg ES256|RS256] [--rotate-refresh-tokens|--no-rotate-refresh-tokens] [--require-dpop|--no-require-dpop]',
+    about: "Changes a registered application's name, redirect URIs, resource-server mark, id_token algorithm, refresh token rotation or whether it must use DPoP.",
     options: {
       name: ['NAME', "the application's new name"],
-      'redirect-uri': ['URI', 'the new redirect URI'],
+      'redirect-uri': ['URI', 'the new redirect URIs (repeat for several): they replace the registered list'],
       'resource-server': 'let this client introspect the tokens of every application',
       'no-resource-server': 'take that back: the client introspects only its own tokens',
       'id-token-alg': 'sign its OpenID Connect id_tokens with ES256 or RS256',
@@ -235,6 +238,14 @@ const HELP: Record<string, CommandHelp> = {
     about:
       'Makes new ES256 and RS256 signing keys and prints their kids. The keys they replace stop signing (within a\n' +
       'minute in running servers) and stay in the JWKS until every token they signed has expired.',
+  },
+  'tls init': {
+    usage: 'tls init --name NAME... [--json]',
+    about:
+      'Writes a local CA (ca.crt, ca.key) and a server certificate it signs for the names (server.crt, server.key) under\n' +
+      '{SLEEVE_DATA_DIR}/tls/, and prints how to trust the CA. Run again, it keeps the CA and renews the certificate.\n' +
+      'The auth listener uses server.crt and server.key when SLEEVE_TLS_CERT is unset.',
+    options: { name: ['NAME', 'a host name or IP address the certificate is for (repeat for several), e.g. musicbrainz.lan, coverartarchive.org'] },
   },
   'import musicbrainz': {
     usage: 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]',

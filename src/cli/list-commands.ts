@@ -152,7 +152,8 @@ const appList: Command = {
       }
       return q.execute();
     });
-    const apps = rows.map((r) => ({ client_id: r.client_id, name: r.name, type: r.kind, owner: r.owner, redirect_uri: r.redirect_uri, id_token_alg: r.id_token_alg, created: isoTime(r.created_at), ...(r.rotate_refresh === 1 ? { rotate_refresh_tokens: true } : {}) }));
+    // The column holds the registered redirect URIs one per line: `redirect_uri` is the first, `redirect_uris` all.
+    const apps = rows.map((r) => ({ client_id: r.client_id, name: r.name, type: r.kind, owner: r.owner, redirect_uri: r.redirect_uri?.split('\n')[0] ?? null, redirect_uris: r.redirect_uri?.split('\n') ?? [], id_token_alg: r.id_token_alg, created: isoTime(r.created_at), ...(r.rotate_refresh === 1 ? { rotate_refresh_tokens: true } : {}) }));
     const human =
       apps.length === 0
         ? 'no applications'
@@ -163,10 +164,10 @@ const appList: Command = {
 };
 
 /** The app list table; its ROTATION column only when some application rotates its refresh tokens. */
-function appRows(apps: { client_id: string; type: string; owner: string; name: string; redirect_uri: string | null; id_token_alg: string; rotate_refresh_tokens?: boolean }[]): string[][] {
+function appRows(apps: { client_id: string; type: string; owner: string; name: string; redirect_uris: string[]; id_token_alg: string; rotate_refresh_tokens?: boolean }[]): string[][] {
   const rotation = apps.some((a) => a.rotate_refresh_tokens === true);
-  const head = ['CLIENT_ID', 'TYPE', 'OWNER', 'NAME', 'REDIRECT URI', 'ID TOKEN', ...(rotation ? ['ROTATION'] : [])];
-  return [head, ...apps.map((a) => [a.client_id, a.type, a.owner, a.name, a.redirect_uri ?? '-', a.id_token_alg, ...(rotation ? [a.rotate_refresh_tokens === true ? 'yes' : 'no'] : [])])];
+  const head = ['CLIENT_ID', 'TYPE', 'OWNER', 'NAME', 'REDIRECT URIS', 'ID TOKEN', ...(rotation ? ['ROTATION'] : [])];
+  return [head, ...apps.map((a) => [a.client_id, a.type, a.owner, a.name, a.redirect_uris.join(' ') || '-', a.id_token_alg, ...(rotation ? [a.rotate_refresh_tokens === true ? 'yes' : 'no'] : [])])];
 }
 
 /** The listing commands by name, merged with the others' in main.ts. */

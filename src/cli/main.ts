@@ -10,9 +10,10 @@ import { KEYS_COMMANDS } from './keys-command.js';
 import { LIST_COMMANDS } from './list-commands.js';
 import { MEASURE_COMMANDS } from './measure-command.js';
 import { MIRROR_COMMANDS } from './mirror-command.js';
+import { TLS_COMMANDS } from './tls-command.js';
 
-/** Every command: the catalogue and account commands, the read-only listings, the edits', the signing keys', the mirror's and `art measure`. */
-const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...EDIT_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS, ...MEASURE_COMMANDS };
+/** Every command: the catalogue and account commands, the read-only listings, the edits', the signing keys', the mirror's, `art measure` and `tls init`. */
+const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...EDIT_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS, ...MEASURE_COMMANDS, ...TLS_COMMANDS };
 
 /**
  * A bad option as one line naming it and where its command's help is, instead of

@@ -1,4 +1,4 @@
-import type { Application } from '../applications.js';
+import { registeredRedirectUris, type Application } from '../applications.js';
 import type { UserGrant } from '../grants.js';
 import { scopeTexts } from '../scopes.js';
 import { html, SafeHtml } from './html.js';
@@ -148,7 +148,7 @@ ${scopeList(g.scope, g.offline)}
           (a) => html`<div class="card"><h3>${a.name}</h3>
 <dl><dt>Type</dt><dd>${a.kind === 'confidential' ? 'Confidential (web application)' : 'Public (installed application)'}</dd>
 <dt>Client ID</dt><dd><code>${a.client_id}</code></dd>
-<dt>Redirect URL</dt><dd>${a.redirect_uri === null ? html`<span class="muted">none (out-of-band and loopback only)</span>` : html`<code>${a.redirect_uri}</code>`}</dd>
+<dt>Redirect URLs</dt><dd>${a.redirect_uri === null ? html`<span class="muted">none (out-of-band and loopback only)</span>` : registeredRedirectUris(a).map((u, i) => html`${i > 0 ? new SafeHtml('<br>') : ''}<code>${u}</code>`)}</dd>
 <dt>ID tokens</dt><dd>signed ${a.id_token_alg}</dd>
 <dt>Refresh tokens</dt><dd>${a.rotate_refresh === 1 ? 'a new one on every refresh (a reused one ends the authorization)' : 'last until revoked'}</dd>
 ${a.resource_server === 1 ? html`<dt>Resource server</dt><dd>may introspect every application's tokens</dd>` : ''}</dl>
@@ -188,8 +188,8 @@ export function applicationFormPage(opts: {
 <input type="hidden" name="csrf_token" value="${opts.viewer.csrf}">
 <label>Name<input type="text" name="name" required maxlength="100" value="${opts.values.name ?? ''}"></label>
 ${kindField}
-<label>Redirect URL<input type="text" name="redirect_uri" inputmode="url" autocapitalize="none" spellcheck="false" value="${opts.values.redirectUri ?? ''}">
-<span class="hint">Required for confidential applications (https; http only for localhost). Optional for public ones: a reverse-DNS scheme such as org.example.app://auth; out-of-band (urn:ietf:wg:oauth:2.0:oob) and http://localhost, http://127.0.0.1, http://[::1] on any port need no registration.</span></label>
+<label>Redirect URLs<input type="text" name="redirect_uri" inputmode="url" autocapitalize="none" spellcheck="false" value="${opts.values.redirectUri ?? ''}">
+<span class="hint">Several may be given, separated by spaces. Required for confidential applications (https; http only for localhost). Optional for public ones: a reverse-DNS scheme such as org.example.app://auth; out-of-band (urn:ietf:wg:oauth:2.0:oob) and http://localhost, http://127.0.0.1, http://[::1] need no registration. Registered loopback URLs match on any port.</span></label>
 <label>OpenID Connect id_token signing<select name="id_token_alg">
 ${algOption('RS256', 'RS256 (the default OpenID Connect clients expect)')}
 ${algOption('ES256', 'ES256 (as today\'s MetaBrainz signs)')}

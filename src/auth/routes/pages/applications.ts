@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { notFound } from '../../../shared/errors.js';
-import { editApp, findOwnApp, listOwnApps, registerApp } from '../../applications.js';
+import { editApp, findOwnApp, listOwnApps, registeredRedirectUris, registerApp } from '../../applications.js';
 import { audit } from '../../audit.js';
 import { listUserGrants } from '../../grants.js';
 import { csrfValid, formParams } from '../../http-util.js';
@@ -54,7 +54,7 @@ function editForm(app: FastifyInstance, ctx: PageContext): void {
     if (viewer === undefined) return reply;
     const a = await findOwnApp(ctx.deps, viewer.accountId, idParam(req));
     if (a === undefined) throw notFound(NO_APP);
-    return sendPage(reply, 200, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${a.id}`, values: { name: a.name, kind: a.kind, redirectUri: a.redirect_uri ?? '', idTokenAlg: a.id_token_alg, rotateRefresh: a.rotate_refresh === 1 } }));
+    return sendPage(reply, 200, applicationFormPage({ viewer, mode: 'edit', action: `/account/applications/edit/${a.id}`, values: { name: a.name, kind: a.kind, redirectUri: registeredRedirectUris(a).join(' '), idTokenAlg: a.id_token_alg, rotateRefresh: a.rotate_refresh === 1 } }));
   });
 
   app.post('/account/applications/edit/:id', async function edit(req, reply) {
