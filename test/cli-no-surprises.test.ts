@@ -188,7 +188,7 @@ describe(`the CLI never surprises the operator (${DIALECT})`, () => {
     assert.match(bogus.stderr, /^ {2}user list$/m, 'the commands follow');
     const art = await runCli(t.env, ['art']);
     assert.equal(art.code, 2);
-    assert.match(art.stderr, /^sleeve: sleeve art needs a subcommand: one of add, edit, remove, reorder, reindex, list\n/);
+    assert.match(art.stderr, /^sleeve: sleeve art needs a subcommand: one of add, edit, remove, reorder, reindex, list, measure\n/);
     assert.match(art.stderr, /^ {2}art reorder RELEASE_MBID IMAGE_ID\.\.\./m);
     assert.match((await runCli(t.env, ['art', 'paint'])).stderr, /^sleeve: unknown command: art paint: one of add, edit/);
     const v = await runCli(t.env, ['-v']);
