@@ -10,11 +10,13 @@ import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import http from 'node:http';
+import { createHash } from 'node:crypto';
 import { readFile, writeFile, mkdtemp, cp, appendFile, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createInterface } from 'node:readline';
+import { CoverArtArchiveApi } from 'musicbrainz-api';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import { Browser, PASSWORD } from '../helpers/auth.js';
@@ -28,6 +30,10 @@ const MB = 'https://musicbrainz.lan';
 const CAA = 'https://coverartarchive.org';
 const run = promisify(execFile);
 const INTERNAL = /:8443|:8080|:5000|127\.0\.0\.1/;
+
+const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
+/** The md5 of the image front-door.test.ts gave `sleeve art add`. */
+const stored = async () => md5(await readFile(path.join(DATA, 'cover.jpg')));
 
 function sh(cmd: string, args: string[]): void {
   execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -152,6 +158,51 @@ describe('the front door beside a MusicBrainz mirror, and the clients through it
     assert.ok((ngs.front_250_bytes as number) > 500);
     assert.match(got.beets.url as string, new RegExp(`^${CAA}/release/${RELEASE}/[0-9]+[.]jpg$`));
     assert.equal(got.beets.jpeg, true, `beets saved ${String(got.beets.path)}`);
+  });
+
+  it("Picard's cover art (its CoverArt processor and CAA provider, WebService following the 307s) saves the image sleeve stored", async () => {
+    const home = await mkdtemp(path.join(tmpdir(), 'picard-caa-'));
+    // Asynchronous: sleeve answers in this process. What runs: see the header of picard_coverart.py.
+    const r = await run('/usr/bin/python3', [path.join(ROOT, 'test', 'clients', 'picard_coverart.py'), RELEASE, GROUP], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, QT_QPA_PLATFORM: 'offscreen', HOME: home, XDG_RUNTIME_DIR: home },
+    }).catch((err: { code?: unknown; stderr?: string; stdout?: string }) => assert.fail(`exit ${String(err.code)}\n${err.stderr ?? ''}\n${err.stdout ?? ''}`));
+    const got = JSON.parse(r.stdout) as { finished: unknown; errors: string[]; images: { md5: string; types: string[]; url: string; front: boolean }[]; messages: string[] };
+    assert.deepEqual([got.finished, got.errors], [{ error: null }, []], r.stdout);
+    assert.equal(got.images.length, 1, r.stdout);
+    assert.deepEqual([got.images[0]?.types, got.images[0]?.front], [['front'], true]);
+    assert.match(got.images[0]?.url ?? '', new RegExp(`^${CAA}/release/${RELEASE}/[0-9]+[.]jpg$`));
+    assert.equal(got.images[0]?.md5, await stored(), 'Picard saved the bytes sleeve stored');
+    // What Picard followed: the listing and the image are both 307s on coverartarchive.org.
+    for (const u of [`${CAA}/release/${RELEASE}/`, got.images[0]?.url ?? '']) {
+      const r = await get(u);
+      assert.equal(r.status, 307, u);
+      assert.ok(r.headers.get('location')?.startsWith(`${CAA}/`), u);
+    }
+    assert.ok(got.messages.some((m) => m.includes('downloaded')), r.stdout);
+  });
+
+  it("musicbrainz-api's CoverArtArchiveApi (default host coverartarchive.org) reads the listings and follows the front", async () => {
+    const caa = new CoverArtArchiveApi();
+    const covers = await caa.getReleaseCovers(RELEASE);
+    assert.equal(covers.release, `${MB}/release/${RELEASE}`);
+    assert.deepEqual(covers.images.map((i) => [i.types, i.front, i.approved]), [[['Front'], true, true]]);
+    const image = covers.images[0]?.image ?? '';
+    assert.match(image, new RegExp(`^${CAA}/release/${RELEASE}/[0-9]+[.]jpg$`));
+    assert.match(covers.images[0]?.thumbnails['250'] ?? '', new RegExp(`^${CAA}/`));
+    const group = await caa.getReleaseGroupCovers(GROUP);
+    assert.equal(group.release, `${MB}/release/${RELEASE}`);
+    const { url } = await caa.getReleaseCover(RELEASE, 'front');
+    assert.ok(url !== null && url.startsWith(`${CAA}/`), `front → ${String(url)}`);
+    assert.doesNotMatch(url, INTERNAL);
+    assert.equal((await caa.getReleaseGroupCover(GROUP, 'front')).url?.startsWith(`${CAA}/`), true);
+    // The application then fetches the URL it was given, as the library's README does.
+    for (const u of [url, image]) {
+      const r = await fetch(u);
+      assert.equal(r.status, 200, u);
+      assert.equal(md5(new Uint8Array(await r.arrayBuffer())), await stored(), u);
+    }
   });
 
   it("Picard's own OAuthManager signs in on port 443, fetches the user name, refreshes, and is logged in", async () => {
