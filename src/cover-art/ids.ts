@@ -19,7 +19,7 @@ export function timeOfId(id: number): number {
  * digits, no sign, no leading zero ("0" alone is 0: an imported dump may hold it), at most
  * Number.MAX_SAFE_INTEGER (sleeve's ids are JavaScript numbers). Any other spelling names no
  * image, so no file is ever fetched or made under a second name for one (docs/decisions.md,
- * "One spelling per id").
+ * "Pull-through", its entry "One spelling per id").
  */
 export const ID_PATTERN = '(?:0|[1-9][0-9]{0,15})';
 

@@ -22,8 +22,8 @@ export type ErrorAnswer = (err: NodeJS.ErrnoException) => string;
  * Fastify's own handler writes then destroys at once, which over TLS throws the unsent answer
  * away (the client saw a reset, not a 400), and throws away the answers still to be written
  * to the requests that came before it on the connection. Those are answered first, in order,
- * as the fast lane answers them (docs/decisions.md, "A malformed request after pipelined
- * ones"); the ones after it are not read.
+ * as the fast lane answers them (docs/decisions.md, "The fast lane: plain requests answered before
+ * node:http", its paragraph on a malformed request after pipelined ones); the ones after it are not read.
  */
 export function clientErrorHandler(answer: ErrorAnswer): (err: NodeJS.ErrnoException, socket: Duplex) => void {
   return function answerClientError(err, socket) {
