@@ -150,8 +150,8 @@ describe(`the operator's CLI (${DIALECT})`, () => {
     assert.deepEqual(
       apps.applications.map((x: Record<string, unknown>) => ({ ...x, created: typeof x.created })),
       [
-        { client_id: web.client_id, name: 'Web', type: 'confidential', owner: 'alice', redirect_uri: 'https://app.example/cb', id_token_alg: 'RS256', created: 'string' },
-        { client_id: desk.client_id, name: 'Desk', type: 'public', owner: 'bob', redirect_uri: null, id_token_alg: 'RS256', created: 'string' },
+        { client_id: web.client_id, name: 'Web', type: 'confidential', owner: 'alice', redirect_uri: 'https://app.example/cb', redirect_uris: ['https://app.example/cb'], id_token_alg: 'RS256', created: 'string' },
+        { client_id: desk.client_id, name: 'Desk', type: 'public', owner: 'bob', redirect_uri: null, redirect_uris: [], id_token_alg: 'RS256', created: 'string' },
       ],
     );
     assert.deepEqual((await cliOk(t.env, ['app', 'list', '--owner', 'BOB', '--json'])).applications.map((x: { name: string }) => x.name), ['Desk']);

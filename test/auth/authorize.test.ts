@@ -152,10 +152,12 @@ describe(`/oauth2/authorize (${DIALECT})`, () => {
       }
     });
 
-    it('lets a confidential app with a loopback URL use only that port and path', async () => {
-      const ok = await get(base({ redirect_uri: 'http://127.0.0.1:9000/cb' }, webLoopback));
-      assert.ok(isConsent(ok), ok.body.slice(0, 300));
-      for (const uri of ['http://127.0.0.1:9001/cb', 'http://127.0.0.1/cb', 'http://127.0.0.1:9000/cb2', 'http://localhost:9000/cb', 'http://[::1]:9000/cb', OOB]) {
+    it('lets a confidential app with a loopback URL use it on any port (RFC 8252 §7.3), but only its host and path', async () => {
+      for (const uri of ['http://127.0.0.1:9000/cb', 'http://127.0.0.1:9001/cb', 'http://127.0.0.1/cb']) {
+        const ok = await get(base({ redirect_uri: uri }, webLoopback));
+        assert.ok(isConsent(ok), `${uri}: ${ok.body.slice(0, 300)}`);
+      }
+      for (const uri of ['http://127.0.0.1:9000/cb2', 'http://localhost:9000/cb', 'http://[::1]:9000/cb', OOB]) {
         assertErrorPage(await get(base({ redirect_uri: uri }, webLoopback)), 400, 'invalid_request', 'Mismatched redirect URI');
       }
     });

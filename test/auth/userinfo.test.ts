@@ -282,7 +282,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
     it('sleeve app edit CLIENT_ID --resource-server / --no-resource-server changes what a client may introspect, at once', async () => {
       const tok = editor1[ALL] as Tokens;
       const on = await cliOk(t.env, ['--json', 'app', 'edit', web.client_id, '--resource-server']);
-      assert.deepEqual(on, { client_id: web.client_id, name: 'Test Web', redirect_uri: 'https://client.example/cb', resource_server: true, id_token_alg: 'RS256', require_dpop: false });
+      assert.deepEqual(on, { client_id: web.client_id, name: 'Test Web', redirect_uri: 'https://client.example/cb', redirect_uris: ['https://client.example/cb'], resource_server: true, id_token_alg: 'RS256', require_dpop: false });
       assert.equal((await seenBy(tok.access_token, [web]))[0].active, true);
       const off = await cliOk(t.env, ['--json', 'app', 'edit', web.client_id, '--no-resource-server']);
       assert.equal(off.resource_server, false);
