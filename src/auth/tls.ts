@@ -45,21 +45,25 @@ export async function loadTlsMaterial(opts: { certFile?: string; keyFile?: strin
   throw new Error(`could not settle on a self-signed certificate in ${dir}; set SLEEVE_TLS_CERT and SLEEVE_TLS_KEY`);
 }
 
+/** A certificate and its key as PEM text, or undefined when either file is missing. */
+async function readPairFiles(certFile: string, keyFile: string): Promise<{ cert: string; key: string } | undefined> {
+  try {
+    return { cert: await readFile(certFile, 'utf8'), key: await readFile(keyFile, 'utf8') };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return undefined;
+  }
+}
+
 /**
  * The pair `sleeve tls init` wrote, when there is one. Unlike the self-signed pair it is never
  * replaced here (clients trust its CA): one that does not belong together or has expired stops
  * the start with a line saying how to renew it.
  */
 async function localCaPair(certFile: string, keyFile: string): Promise<{ cert: string; key: string } | undefined> {
-  let cert: string;
-  let key: string;
-  try {
-    cert = await readFile(certFile, 'utf8');
-    key = await readFile(keyFile, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    return undefined;
-  }
+  const files = await readPairFiles(certFile, keyFile);
+  if (files === undefined) return undefined;
+  const { cert, key } = files;
   let x509: X509Certificate;
   try {
     x509 = new X509Certificate(cert);
@@ -73,15 +77,9 @@ async function localCaPair(certFile: string, keyFile: string): Promise<{ cert: s
 
 /** The pair on disk when there is one whose halves belong together and that is not near its end. */
 async function readPair(certFile: string, keyFile: string): Promise<{ cert: string; key: string } | undefined> {
-  let cert: string;
-  let key: string;
-  try {
-    cert = await readFile(certFile, 'utf8');
-    key = await readFile(keyFile, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    return undefined;
-  }
+  const files = await readPairFiles(certFile, keyFile);
+  if (files === undefined) return undefined;
+  const { cert, key } = files;
   try {
     const x509 = new X509Certificate(cert);
     // A generated certificate close to its end is replaced rather than served expired.

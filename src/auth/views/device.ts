@@ -2,7 +2,7 @@ import type { Application } from '../applications.js';
 import { scopeTexts } from '../scopes.js';
 import { html } from './html.js';
 import { page } from './layout.js';
-import type { Viewer } from './pages.js';
+import { consentForm, type Viewer } from './pages.js';
 
 /**
  * The consent of the device flow, which a link can lead to (verification_uri_complete): so it
@@ -22,13 +22,7 @@ export function deviceConsentPage(opts: { viewer: Viewer; app: Application; scop
 <ul class="scopes">${items}</ul>
 <p>Check that your device shows the code <code>${opts.userCode}</code>.</p>
 <p>If you allow it, <strong>the access lasts until you revoke it</strong>, on your <a href="/account/applications">applications page</a>: the device does not have to ask you again.</p>
-<form method="post" name="confirm">
-<input type="hidden" name="csrf_token" value="${opts.viewer.csrf}">
-<div class="actions">
-<button type="submit" name="decision" value="allow">Allow access</button>
-<button type="submit" name="decision" value="deny" class="secondary">No thanks</button>
-</div>
-</form>`;
+${consentForm(opts.viewer.csrf)}`;
   return page({ title: 'Connect a device', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
 }
 

@@ -22,25 +22,26 @@ ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
   return page({ title: 'Sign in', body });
 }
 
-/**
- * The consent page of an authorization request (`redirectHost`: where the answer goes), or of a
- * device's request (`userCode`: the code the user entered, to compare with the device's).
- */
-export function consentPage(opts: { viewer: Viewer; app: Application; scope: number; offlineBullet: boolean; redirectHost?: string; userCode?: string; error?: string }): string {
-  const items = scopeTexts(opts.scope).map((t) => html`<li>${t}</li>`);
-  if (opts.offlineBullet) items.push(html`<li>Perform the above operations when I'm not using the application</li>`);
-  const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
-<p><strong>${opts.app.name}</strong> is requesting permission to:</p>
-<ul class="scopes">${items.length > 0 ? items : html`<li class="muted">nothing beyond knowing that you use it</li>`}</ul>
-${opts.userCode !== undefined ? html`<p>Check that your device shows the code <code>${opts.userCode}</code>.</p>` : ''}
-<p class="muted">${opts.redirectHost !== undefined ? html`You will be sent back to <code>${opts.redirectHost}</code>. ` : ''}You can revoke access at any time on your <a href="/account/applications">applications page</a>.</p>
-<form method="post" name="confirm">
-<input type="hidden" name="csrf_token" value="${opts.viewer.csrf}">
+/** A consent page's Allow / No thanks form (the device's consent page has the same). */
+export function consentForm(csrf: string): SafeHtml {
+  return html`<form method="post" name="confirm">
+<input type="hidden" name="csrf_token" value="${csrf}">
 <div class="actions">
 <button type="submit" name="decision" value="allow">Allow access</button>
 <button type="submit" name="decision" value="deny" class="secondary">No thanks</button>
 </div>
 </form>`;
+}
+
+/** The consent page of an authorization request (`redirectHost`: where the answer goes). */
+export function consentPage(opts: { viewer: Viewer; app: Application; scope: number; offlineBullet: boolean; redirectHost?: string; error?: string }): string {
+  const items = scopeTexts(opts.scope).map((t) => html`<li>${t}</li>`);
+  if (opts.offlineBullet) items.push(html`<li>Perform the above operations when I'm not using the application</li>`);
+  const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<p><strong>${opts.app.name}</strong> is requesting permission to:</p>
+<ul class="scopes">${items.length > 0 ? items : html`<li class="muted">nothing beyond knowing that you use it</li>`}</ul>
+<p class="muted">${opts.redirectHost !== undefined ? html`You will be sent back to <code>${opts.redirectHost}</code>. ` : ''}You can revoke access at any time on your <a href="/account/applications">applications page</a>.</p>
+${consentForm(opts.viewer.csrf)}`;
   return page({ title: 'OAuth authorization', body, user: opts.viewer.name, csrf: opts.viewer.csrf });
 }
 
