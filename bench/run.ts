@@ -1,6 +1,6 @@
 /**
  * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs redirect,
- * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery`
+ * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|upload|front-door`
  * runs some; `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
@@ -10,6 +10,7 @@ import os from 'node:os';
 import { authBench } from './auth.js';
 import { clusterBench } from './cluster.js';
 import { filesBench } from './files.js';
+import { frontDoorBench } from './front-door.js';
 import { galleryBench } from './gallery.js';
 import { ingestBench } from './ingest.js';
 import { mirrorBench } from './mirror.js';
@@ -22,7 +23,7 @@ import { soakBench } from './soak.js';
 import { uploadBench } from './upload.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench, 'front-door': frontDoorBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;
