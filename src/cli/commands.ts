@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { appendFile, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/load.js';
@@ -190,10 +191,17 @@ function serveFailure(err: unknown, config: Readonly<Config>): unknown {
   return new OperatorError('CANNOT_LISTEN', `cannot listen on ${listen.host}:${listen.port}: it ${reason} give ${variable} another host:port`, { cause: err });
 }
 
+/** Which certificate the auth listener serves, as loadTlsMaterial chooses it. */
+function certificateSource(config: Readonly<Config>): string {
+  if (config.tlsCert !== undefined) return `certificate ${config.tlsCert}`;
+  const fromInit = path.join(config.dataDir, 'tls', 'server.crt');
+  return existsSync(fromInit) ? `certificate ${fromInit} from sleeve tls init` : 'a self-signed certificate; see sleeve tls init';
+}
+
 function printBanner(config: Readonly<Config>, coverArt: string | undefined, auth: string | undefined, demo: string[], metrics: string | undefined): void {
   const lines = ['', 'sleeve is running.'];
   if (coverArt !== undefined) lines.push(`  cover art:  ${coverArt}  (public URL ${config.baseUrl})`);
-  if (auth !== undefined) lines.push(`  auth:       ${auth}  (public URL ${config.authUrl}; self-signed unless SLEEVE_TLS_CERT is set)`);
+  if (auth !== undefined) lines.push(`  auth:       ${auth}  (public URL ${config.authUrl}; ${certificateSource(config)})`);
   if (metrics !== undefined) lines.push(`  metrics:    ${metrics}/metrics  (Prometheus)`);
   if (coverArt !== undefined) {
     const [first] = DEMO.releases;
