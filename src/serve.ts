@@ -19,7 +19,7 @@ import { openRuntime, type Runtime } from './runtime.js';
 import { WriteBatcher } from './db/write-batch.js';
 import { importLockHeld, type ImportLockPlace } from './import/lock.js';
 import { isStoreUnavailable } from './shared/errors.js';
-import { keepTickShape } from './shared/tick-shape.js';
+import { keepTickShape } from './edge/tick-shape.js';
 import { FsObjectStore } from './storage/index.js';
 import type { Clock } from './shared/clock.js';
 import type { ReplayLimits } from './auth/replay-store.js';

@@ -110,7 +110,7 @@ export interface Config {
   upstream: UpstreamConfig | undefined;
   /** What the image endpoints answer: their 307 (`redirect`, the interface's) or the file itself (`bytes`). */
   imageResponse: 'redirect' | 'bytes';
-  /** Whether the listeners answer their plainest requests before node:http (http/fast-lane.ts). */
+  /** Whether the listeners answer their plainest requests before node:http (edge/fast-lane.ts). */
   fastLane: boolean;
 }
 

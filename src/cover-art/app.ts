@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { clientAddress, throttleAddress, type TrustedProxies } from '../http/client-address.js';
 import { answerClientErrorAsFastify } from '../http/client-error.js';
-import { installFastLane, type LaneReply, type LaneRequest } from '../http/fast-lane.js';
+import { installFastLane, type LaneReply, type LaneRequest } from '../edge/fast-lane.js';
 import type { ListenerHealth } from '../http/health.js';
 import { buildListener } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
@@ -30,7 +30,7 @@ export interface CoverArtAppOptions {
   observer: RequestObserver;
   /** Header, request and keep-alive timeouts and the connection cap. */
   connections: ConnectionLimits;
-  /** Plain GETs and HEADs of files and cached answers answered before node:http (SLEEVE_FAST_LANE; http/fast-lane.ts). */
+  /** Plain GETs and HEADs of files and cached answers answered before node:http (SLEEVE_FAST_LANE; edge/fast-lane.ts). */
   fastLane?: boolean;
 }
 

@@ -3,7 +3,7 @@ import { preparedQuery } from '../db/prepared.js';
 import type { Db } from '../db/schema.js';
 import { layoutCacheControl, layoutContentType, type ObjectInfo } from '../storage/index.js';
 import { parseImageKey } from './keys.js';
-import { flatLatin1 } from '../shared/flat-string.js';
+import { flatLatin1 } from '../edge/flat-string.js';
 
 /**
  * A file of the layout held in memory with everything its answers need, prepared once.

@@ -107,7 +107,7 @@ export class HttpMetrics {
   cacheHits = 0;
   cacheMisses = 0;
   rateLimited = 0;
-  /** Requests answered in the fast lane, before node:http (http/fast-lane.ts). */
+  /** Requests answered in the fast lane, before node:http (edge/fast-lane.ts). */
   fastLane = 0;
   /** Entries in the response cache now, when there is one. */
   cacheEntries: (() => number) | undefined;

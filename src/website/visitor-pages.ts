@@ -1,5 +1,5 @@
 import { gzipSync } from 'node:zlib';
-import type { PlainReply, PlainRequest } from '../http/fast-lane.js';
+import type { PlainReply, PlainRequest } from '../shared/plain-http.js';
 import { SESSION_COOKIE } from '../auth/pages.js';
 import type { Clock } from '../shared/clock.js';
 
