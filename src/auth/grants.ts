@@ -241,6 +241,21 @@ export async function clientWithCode(
 /** A row of codeWithClient as the application and the code, when `secret` is that application's. */
 function codeOfClient(row: Awaited<ReturnType<typeof codeWithClient>>['rows'][number] | undefined, secret: string): { app: Application; code: CodeRow } | undefined {
   if (row === undefined || !constantTimeEqual(tokenHash(secret), row.secret_hash)) return undefined;
+  return splitCodeRow(row);
+}
+
+/**
+ * A code exchange of a client known by its metadata document (which has no secret: PKCE and the
+ * document's hash are checked by exchangeCode): its row and the code in one lookup, when the code
+ * is that client's; otherwise undefined, and the caller looks the client up alone.
+ */
+export async function documentClientWithCode(deps: AuthDeps, clientId: string, code: string): Promise<{ app: Application; code: CodeRow } | undefined> {
+  if (!wellFormedCode(code) || clientId.length > 200) return undefined;
+  const row = (await lookupForWrite(deps, (db) => codeWithClient(db, { hash: tokenHash(code), clientId }))).rows[0];
+  return row === undefined || row.owner_id !== null ? undefined : splitCodeRow(row);
+}
+
+function splitCodeRow(row: Awaited<ReturnType<typeof codeWithClient>>['rows'][number]): { app: Application; code: CodeRow } {
   const { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, document_hash, account_name } = row;
   const read: CodeRow = { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, document_hash, account_name };
   const app: Application = { id: row.id, owner_id: row.owner_id, name: row.name, kind: row.kind, client_id: row.client_id, redirect_uri: row.app_redirect_uri, created_at: row.created_at, resource_server: row.resource_server, id_token_alg: row.id_token_alg, rotate_refresh: row.rotate_refresh, require_dpop: row.require_dpop };

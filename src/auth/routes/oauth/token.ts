@@ -6,7 +6,7 @@ import { audit } from '../../audit.js';
 import type { RequestView } from '../../http-util.js';
 import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
-import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DocumentChanged, DpopKeyMismatch, exchangeCode, type ExchangeParams, type Redeemed, refreshGrant, type TokenResponse } from '../../grants.js';
+import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DocumentChanged, documentClientWithCode, DpopKeyMismatch, exchangeCode, type ExchangeParams, type Redeemed, refreshGrant, type TokenResponse } from '../../grants.js';
 import { RefreshReused, rotateRefresh } from '../../rotation.js';
 import { tokenRequestProof, type TokenProof } from './dpop.js';
 import type { PageContext } from '../pages/shared.js';
@@ -71,7 +71,7 @@ async function tokenClient(
   const { deps } = ctx;
   const id = params.get('client_id');
   if (!hasBasicAuth(req) && params.get('client_secret') === undefined && id !== undefined && isDocumentClientId(id)) {
-    return documentTokenClient(ctx, req, id, grantType);
+    return documentTokenClient(ctx, req, params, id, grantType);
   }
   if (!hasBasicAuth(req) && params.get('client_secret') === undefined && id !== undefined && id !== '') {
     const app = await findAppByClientId(deps, id);
@@ -101,13 +101,24 @@ async function tokenClient(
  * fetched again) for the hash its code must match; a refresh does not (its grant stands as a
  * registered application's does). With the documents turned off, such clients get no tokens.
  */
-async function documentTokenClient(ctx: PageContext, req: RequestView, id: string, grantType: string | undefined): Promise<{ client: Application; secretless: true; documentHash?: string }> {
+async function documentTokenClient(
+  ctx: PageContext,
+  req: RequestView,
+  params: Map<string, string>,
+  id: string,
+  grantType: string | undefined,
+): Promise<{ client: Application; secretless: true; documentHash?: string; code?: CodeRow }> {
   const documents = ctx.deps.clientDocuments;
-  const app = documents?.enabled === true ? await findAppByClientId(ctx.deps, id) : undefined;
+  if (documents?.enabled !== true) throw new OAuthError('invalid_client', 'Client not authentified');
+  // A code exchange: the client's row and the code in one lookup when they belong together.
+  const code = grantType === 'authorization_code' ? params.get('code') : undefined;
+  const found = code === undefined ? undefined : await documentClientWithCode(ctx.deps, id, code);
+  const app = found?.app ?? (await findAppByClientId(ctx.deps, id));
   if (app === undefined || app.owner_id !== null) throw new OAuthError('invalid_client', 'Client not authentified');
   if (grantType !== 'authorization_code') return { client: app, secretless: true };
   try {
-    return { client: app, secretless: true, documentHash: (await (documents as NonNullable<typeof documents>).resolve(id)).hash };
+    const documentHash = (await documents.resolve(id)).hash;
+    return { client: app, secretless: true, documentHash, ...(found === undefined ? {} : { code: found.code }) };
   } catch (err) {
     if (err instanceof DocumentRefused && err.reason !== 'busy') audit(req.log, 'client_document.refused', { clientId: id, address: ctx.clientAddress(req), reason: err.reason, via: 'oauth2/token' });
     throw err;
