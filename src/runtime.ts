@@ -1,5 +1,6 @@
 import type { AuthDeps } from './auth/deps.js';
 import { SigningKeys } from './auth/signing-keys.js';
+import { ClientDocuments } from './auth/client-metadata.js';
 import type { Config } from './config/load.js';
 import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';
@@ -64,7 +65,7 @@ export async function openRuntime(
     config,
     database,
     store,
-    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, refreshGraceSeconds: config.refreshGraceSeconds, pkce: config.pkce, signingKeys: new SigningKeys(database.db, clock) },
+    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, refreshGraceSeconds: config.refreshGraceSeconds, pkce: config.pkce, signingKeys: new SigningKeys(database.db, clock), clientDocuments: new ClientDocuments(config.clientMetadata, clock) },
     coverArt: {
       db: database.db,
       store,

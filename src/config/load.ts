@@ -40,6 +40,21 @@ export interface RateLimitConfig {
  * How long a client may take, and how many connections it may hold, on each listener
  * (docs/decisions.md, "Connections").
  */
+/** Client ID Metadata Documents (auth/client-metadata.ts; docs/oauth.md, "Applications nobody registered"). */
+export interface ClientMetadataConfig {
+  /** SLEEVE_CLIENT_METADATA: off, on (any host), or on for the listed hosts only. */
+  enabled: boolean;
+  /** The hosts (lower case) whose documents may be fetched, or undefined for any. */
+  hosts: readonly string[] | undefined;
+  /** SLEEVE_CLIENT_METADATA_ALLOW_PRIVATE: whether documents may be fetched from loopback, private and link-local addresses. */
+  allowPrivate: boolean;
+  /** How long a fetch may take in all, ms (its connection within the same or 3 s, whichever is less). */
+  timeoutMs: number;
+  /** The bounds within which a document's Cache-Control decides how long it is kept, seconds. */
+  cacheMinSeconds: number;
+  cacheMaxSeconds: number;
+}
+
 export interface ConnectionLimits {
   /** A request's head (request line and headers) must arrive within this, ms; so must a new connection's first byte, and its TLS handshake. */
   headersTimeoutMs: number;
@@ -79,6 +94,8 @@ export interface Config {
   refreshGraceSeconds: number;
   /** Whether public applications must use PKCE with S256 (SLEEVE_PKCE). */
   pkce: 'optional' | 's256-for-public';
+  /** Client ID Metadata Documents: whether, from where, and how they are fetched and kept. */
+  clientMetadata: ClientMetadataConfig;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   uploadMaxBytes: number;
   uploadMaxPixels: number;
@@ -142,6 +159,11 @@ export const VARIABLES = {
   SLEEVE_AUTH_CODE_TTL: 'authorization code life time in seconds (default 600)',
   SLEEVE_REFRESH_GRACE_SECONDS: 'applications with refresh token rotation: a used refresh token presented again this soon gets the same answer instead of ending the grant, seconds (default 30, 0 = none)',
   SLEEVE_PKCE: 'optional|s256-for-public: whether public (installed) applications must use PKCE with S256 (default optional)',
+  SLEEVE_CLIENT_METADATA: 'on (default: a client_id that is an https URL is fetched as its Client ID Metadata Document), off, or a comma-separated list of the hosts whose documents may be fetched',
+  SLEEVE_CLIENT_METADATA_ALLOW_PRIVATE: 'on|off: whether client metadata documents may be fetched from loopback, private and link-local addresses (default off)',
+  SLEEVE_CLIENT_METADATA_TIMEOUT_MS: 'most time a client metadata document fetch may take, connection included, ms (default 5000)',
+  SLEEVE_CLIENT_METADATA_CACHE_MIN_SECONDS: "a client metadata document is kept at least this long, whatever its Cache-Control says, seconds (default 60)",
+  SLEEVE_CLIENT_METADATA_CACHE_MAX_SECONDS: "and at most this long (default 86400)",
   SLEEVE_LOG_LEVEL: 'fatal|error|warn|info|debug|trace|silent (default info)',
   SLEEVE_UPLOAD_MAX_BYTES: 'largest accepted image file in bytes (default 52428800)',
   SLEEVE_UPLOAD_MAX_PIXELS: 'largest accepted image in pixels, width×height (default 100000000)',
@@ -229,6 +251,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const listingFields = readListingFields(r);
   const imageResponse = readImageResponse(r);
   const fastLane = r.onOff('SLEEVE_FAST_LANE', true);
+  const clientMetadata = readClientMetadata(r);
   r.checkUnknown();
   r.throwIfAny();
   return Object.freeze({
@@ -246,6 +269,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     ...clients,
     connections: Object.freeze(connections),
     ...lifetimes,
+    clientMetadata: Object.freeze(clientMetadata),
     logLevel,
     uploadMaxBytes: serving.uploadMaxBytes,
     uploadMaxPixels: serving.uploadMaxPixels,
@@ -431,6 +455,28 @@ function readTokenLifetimes(r: SettingsReader): Pick<Config, 'accessTokenTtl' | 
     authCodeTtl: r.int('SLEEVE_AUTH_CODE_TTL', 600, 1, 600),
     refreshGraceSeconds: r.int('SLEEVE_REFRESH_GRACE_SECONDS', 30, 0, 300),
     pkce: pkce === 's256-for-public' ? 's256-for-public' : 'optional',
+  };
+}
+
+/** SLEEVE_CLIENT_METADATA and its bounds: on, off, or the hosts allowed (names as in a URL, without port). */
+function readClientMetadata(r: SettingsReader): ClientMetadataConfig {
+  const raw = (r.get('SLEEVE_CLIENT_METADATA') ?? 'on').trim().toLowerCase();
+  let hosts: string[] | undefined;
+  if (raw !== 'on' && raw !== 'off') {
+    hosts = raw.split(',').map((h) => h.trim()).filter((h) => h !== '');
+    const bad = hosts.find((h) => !/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)$/.test(h));
+    if (bad !== undefined || hosts.length === 0) r.bad('SLEEVE_CLIENT_METADATA', `must be on, off or a comma-separated list of host names${bad === undefined ? '' : ` (${JSON.stringify(bad)} is not one)`}`);
+  }
+  const cacheMinSeconds = r.int('SLEEVE_CLIENT_METADATA_CACHE_MIN_SECONDS', 60, 0, 86_400);
+  const cacheMaxSeconds = r.int('SLEEVE_CLIENT_METADATA_CACHE_MAX_SECONDS', 86_400, 0, 604_800);
+  if (cacheMaxSeconds < cacheMinSeconds) r.bad('SLEEVE_CLIENT_METADATA_CACHE_MAX_SECONDS', `must not be less than SLEEVE_CLIENT_METADATA_CACHE_MIN_SECONDS (${cacheMinSeconds})`);
+  return {
+    enabled: raw !== 'off',
+    hosts,
+    allowPrivate: r.onOff('SLEEVE_CLIENT_METADATA_ALLOW_PRIVATE', false),
+    timeoutMs: r.int('SLEEVE_CLIENT_METADATA_TIMEOUT_MS', 5000, 10, 60_000),
+    cacheMinSeconds,
+    cacheMaxSeconds,
   };
 }
 

@@ -151,7 +151,8 @@ export interface SigninDeviceTable {
 
 export interface OAuthApplicationTable {
   id: Generated<number>;
-  owner_id: number;
+  /** Null for a client known from its Client ID Metadata Document (its client_id is the document's https URL; migration 20261207T0100). */
+  owner_id: number | null;
   name: string;
   kind: 'confidential' | 'public';
   client_id: string;
@@ -215,6 +216,8 @@ export interface OAuthCodeTable {
   nonce: Generated<string | null>;
   /** When the user signed in (epoch ms): the id_token's `auth_time`. */
   auth_time: Generated<number | null>;
+  /** The SHA-256 of the Client ID Metadata Document the code was issued under, or null for a registered client (migration 20261207T0100). */
+  document_hash: Generated<string | null>;
 }
 
 /** A device authorization request (RFC 8628; migration 20261125T0200): codes stored only hashed. */
