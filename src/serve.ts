@@ -193,7 +193,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   const fileCache = new FileCache(config.fileCacheBytes);
   const { commands, notifications } = openRedis(s);
   // Files the store lacks: listings written from the database, images fetched through (SLEEVE_UPSTREAM_URL).
-  const misses = storeMisses(runtime.coverArt, config.upstream);
+  const misses = storeMisses(runtime.coverArt, config.upstream, (gid) => s.cluster.watch?.forgetRelease(gid));
   const { db, readsNow } = runtime.database;
   const files = new FileServer({
     store: runtime.store,

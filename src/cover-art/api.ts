@@ -220,7 +220,7 @@ async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string 
   if (chosen === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
   if (filename === undefined) {
     const listing = buildListing(deps.urls, chosen.gid, await listImages(deps.db, chosen.id), approvedOnly);
-    return jsonBody(serializeListing(listing));
+    return { ...jsonBody(serializeListing(listing)), listingOf: chosen.gid };
   }
   if (!filename.startsWith('front')) return plainText(400, `${filename} not supported for release groups.`, {}, true);
   const parsed = parseFilename(filename);

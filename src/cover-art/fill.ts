@@ -9,9 +9,11 @@ import { Upstream, type UpstreamLog } from './upstream.js';
  * A file fetched through: what it says of its image goes into the listings (cover-art/measure.ts).
  * A failure to measure it is logged, not answered: the file is stored and is served.
  */
-async function recordFetched(deps: CoverArtDeps, key: string, log: UpstreamLog): Promise<void> {
+async function recordFetched(deps: CoverArtDeps, key: string, log: UpstreamLog, refreshed: ((gid: string) => void) | undefined): Promise<void> {
   try {
-    await recordStoredFile(deps, key);
+    const gid = await recordStoredFile(deps, key);
+    // This process forgets the release's cached listings now; the others at their next look.
+    if (gid !== undefined) refreshed?.(gid);
   } catch (err) {
     log.warn({ key, err: (err as Error).message }, 'the fetched file could not be measured for the listings');
   }
@@ -27,8 +29,11 @@ export interface StoreMisses {
   fill: FileFill;
 }
 
-/** Listings on demand, and pull-through from `upstream` when it is configured (undefined: off). */
-export function storeMisses(deps: CoverArtDeps, upstream: UpstreamConfig | undefined): StoreMisses {
+/**
+ * Listings on demand, and pull-through from `upstream` when it is configured (undefined: off).
+ * `refreshed` is told of a release whose listing a stored file refreshed (the catalogue watch's forgetRelease).
+ */
+export function storeMisses(deps: CoverArtDeps, upstream: UpstreamConfig | undefined, refreshed?: (gid: string) => void): StoreMisses {
   const listings = new ListingsOnDemand(deps);
   const through = upstream === undefined ? undefined : new Upstream({ db: deps.db, store: deps.store, clock: deps.clock, config: upstream, maxPixels: deps.limits.maxPixels });
   return {
@@ -38,7 +43,7 @@ export function storeMisses(deps: CoverArtDeps, upstream: UpstreamConfig | undef
     fill: async (key, log) => {
       if (key.endsWith('/index.json')) return listings.fill(key);
       const filled = await through?.fill(key, log);
-      if (filled === 'stored') await recordFetched(deps, key, log);
+      if (filled === 'stored') await recordFetched(deps, key, log, refreshed);
       return filled;
     },
   };

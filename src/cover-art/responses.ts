@@ -15,6 +15,8 @@ export interface ApiResponse {
   needsJsonAccept?: boolean;
   /** A redirect to an image of the store: its key, for SLEEVE_IMAGE_RESPONSE=bytes (which answers with the file). */
   imageKey?: string;
+  /** The release whose listing the body shows (a release group's listing): forgotten when that listing is refreshed. */
+  listingOf?: string;
 }
 
 export const ALLOW = 'GET, HEAD, OPTIONS';
