@@ -241,6 +241,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
     metrics.http.fileCache = fileCache;
     metrics.http.storeReads = files.storeReads;
     metrics.http.pullThrough = misses.upstream?.counts;
+    metrics.http.thumbnailsMade = misses.derivatives?.counts;
   }
   s.apps.push(app);
   const registration = await startClusterParts(s, [cache, fileCache], app.log);
