@@ -1,6 +1,6 @@
 /**
  * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs redirect,
- * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery`
+ * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|upload|derivatives`
  * runs some; `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
@@ -9,6 +9,7 @@ import path from 'node:path';
 import os from 'node:os';
 import { authBench } from './auth.js';
 import { clusterBench } from './cluster.js';
+import { derivativesBench } from './derivatives.js';
 import { filesBench } from './files.js';
 import { galleryBench } from './gallery.js';
 import { ingestBench } from './ingest.js';
@@ -22,7 +23,7 @@ import { soakBench } from './soak.js';
 import { uploadBench } from './upload.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench, derivatives: derivativesBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;
