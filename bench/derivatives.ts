@@ -106,6 +106,8 @@ export async function derivativesBench(opts: Options): Promise<{ markdown: strin
     // Made once (the first request), then only served.
     if ((await fetch(made)).status !== 200) throw new Error(`${made} was not made`);
     const stored = `${server.url}/download/mbid-${RELEASE}/mbid-${RELEASE}-${ids[0]}_thumb250.jpg`;
+    // Warm-up of both (the server has just been resizing; its JIT has not seen the file path under load).
+    for (const url of [made, stored]) await runLoad({ url, connections: opts.connections, durationS: Math.max(1, opts.warmup), core: LOAD_CORE });
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? (['made', 'stored'] as const) : (['stored', 'made'] as const);
       for (const which of order) {
