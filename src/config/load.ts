@@ -105,6 +105,10 @@ export interface Config {
   approval: 'auto' | 'review';
   /** SLEEVE_LISTING_FIELDS: listings with sleeve's measured fields (`full`) or exactly the real indexer's (`caa`). */
   listingFields: 'full' | 'caa';
+  /** SLEEVE_THUMBNAIL_SIZES: the thumbnail sizes answered, ascending (250, 500 and 1200 always among them). */
+  thumbnailSizes: readonly number[];
+  /** SLEEVE_THUMBNAIL_FORMATS: the thumbnail formats made (jpeg always first). */
+  thumbnailFormats: readonly ('jpeg' | 'webp' | 'avif')[];
   /** How often a serving process looks for catalogue changes made elsewhere, in ms. */
   changePollMs: number;
   /** The same while Redis notifies it of changes (the poll is then only the safety net), in ms. */
@@ -170,6 +174,8 @@ export const VARIABLES = {
   SLEEVE_DEMO: 'load the demo catalogue when the database is empty: on|off (default on)',
   SLEEVE_APPROVAL: "cover art changes by editors without the approver role: auto (applied at once) or review (pending until an approver decides) (default auto)",
   SLEEVE_LISTING_FIELDS: "listing entries: full (with width, height, size, mime_type and thumbnail_dimensions when known) or caa (exactly the real indexer's) (default full)",
+  SLEEVE_THUMBNAIL_SIZES: 'thumbnail sizes answered, comma-separated pixels from 16 to 10000; 250, 500 and 1200 are always answered; the others are made on first request (default 250,500,1200)',
+  SLEEVE_THUMBNAIL_FORMATS: 'thumbnail formats, comma-separated: jpeg, webp, avif; WebP and AVIF are made on demand and chosen by Accept (default jpeg)',
   SLEEVE_CHANGE_POLL_MS: 'how often a server checks for catalogue changes, ms (default 250)',
   SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
@@ -249,6 +255,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const demo = readDemo(r);
   const approval = readApproval(r);
   const listingFields = readListingFields(r);
+  const thumbnailSizes = readThumbnailSizes(r);
+  const thumbnailFormats = readThumbnailFormats(r);
   const imageResponse = readImageResponse(r);
   const fastLane = r.onOff('SLEEVE_FAST_LANE', true);
   const clientMetadata = readClientMetadata(r);
@@ -276,6 +284,8 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     demo,
     approval,
     listingFields,
+    thumbnailSizes,
+    thumbnailFormats,
     changePollMs: serving.changePollMs,
     changePollRedisMs: serving.changePollRedisMs,
     shutdownDelayMs: serving.shutdownDelayMs,
@@ -530,6 +540,41 @@ function readListingFields(r: SettingsReader): Config['listingFields'] {
   if (raw === 'full' || raw === 'caa') return raw;
   r.bad('SLEEVE_LISTING_FIELDS', 'must be full or caa');
   return 'full';
+}
+
+/** The interface's three sizes, always answered (docs/interface.md). */
+const INTERFACE_SIZES = [250, 500, 1200];
+
+function readThumbnailSizes(r: SettingsReader): readonly number[] {
+  const raw = r.get('SLEEVE_THUMBNAIL_SIZES');
+  if (raw === undefined) return Object.freeze([...INTERFACE_SIZES]);
+  const sizes = new Set(INTERFACE_SIZES);
+  for (const part of raw.split(',')) {
+    const text = part.trim();
+    if (text === '') continue;
+    if (!/^[1-9][0-9]{0,4}$/.test(text) || Number(text) < 16 || Number(text) > 10_000) {
+      r.bad('SLEEVE_THUMBNAIL_SIZES', 'must be sizes in pixels from 16 to 10000, separated by commas (e.g. 250,500,600,1200)');
+      break;
+    }
+    sizes.add(Number(text));
+  }
+  if (sizes.size > 32) r.bad('SLEEVE_THUMBNAIL_SIZES', 'may name at most 32 sizes');
+  return Object.freeze([...sizes].sort((a, b) => a - b));
+}
+
+function readThumbnailFormats(r: SettingsReader): Config['thumbnailFormats'] {
+  const raw = r.get('SLEEVE_THUMBNAIL_FORMATS') ?? 'jpeg';
+  const formats = new Set<'jpeg' | 'webp' | 'avif'>(['jpeg']);
+  for (const part of raw.split(',')) {
+    const name = part.trim().toLowerCase();
+    if (name === '') continue;
+    if (name !== 'jpeg' && name !== 'webp' && name !== 'avif') {
+      r.bad('SLEEVE_THUMBNAIL_FORMATS', 'must be formats among jpeg, webp and avif, separated by commas (JPEG is always made)');
+      break;
+    }
+    formats.add(name);
+  }
+  return Object.freeze(['jpeg', 'webp', 'avif'].filter((f) => formats.has(f as 'jpeg')) as ('jpeg' | 'webp' | 'avif')[]);
 }
 
 function readImageResponse(r: SettingsReader): Config['imageResponse'] {

@@ -1,7 +1,7 @@
 import { parseMbid } from '../shared/uuid.js';
 import type { ApiDeps } from './deps.js';
 import { parseId } from './ids.js';
-import { imageKey, indexKey, type ThumbnailSize } from './keys.js';
+import { imageKey, indexKey } from './keys.js';
 import { buildListing, serializeListing } from './listing.js';
 import {
   BACK_TYPE,
@@ -89,8 +89,23 @@ export function answerKey(url: string): string {
 /** An image id as written (leading zeros dropped) and as a number when it can be one. */
 type Kind = { kind: 'front' } | { kind: 'back' } | { kind: 'id'; digits: string; id: number | undefined };
 
-/** Filename rules as coverartarchive.org reads them: prefix match for front/back, leading digits for ids. */
-export function parseFilename(filename: string): (Kind & { size: ThumbnailSize | undefined }) | undefined {
+/** What the operator added to the interface's thumbnails (ApiDeps.thumbnails). */
+export interface ThumbnailOptions {
+  /** Sizes answered besides 250, 500 and 1200 (SLEEVE_THUMBNAIL_SIZES), matched exactly. */
+  added: ReadonlySet<number>;
+  /** Formats besides JPEG (SLEEVE_THUMBNAIL_FORMATS): named in the path (`front-600.webp`), or chosen by Accept. */
+  formats: readonly ('webp' | 'avif')[];
+  /** Whether Accept chooses the format (off under SLEEVE_IMAGE_RESPONSE=bytes: docs/decisions.md, "Thumbnail formats negotiated at the redirect"). */
+  negotiate: boolean;
+}
+
+/**
+ * Filename rules as coverartarchive.org reads them: prefix match for front/back, leading digits
+ * for ids, and a size after the last `-` by prefix (`-2500` is 250). A size the operator added is
+ * matched exactly (`-600`, `-600.jpg`), and a format the operator turned on named after it
+ * (`-600.webp`) asks for that format.
+ */
+export function parseFilename(filename: string, thumbs?: ThumbnailOptions): (Kind & { size: number | undefined; format?: 'webp' | 'avif' }) | undefined {
   let kind: Kind;
   if (filename.startsWith('front')) kind = { kind: 'front' };
   else if (filename.startsWith('back')) kind = { kind: 'back' };
@@ -102,15 +117,23 @@ export function parseFilename(filename: string): (Kind & { size: ThumbnailSize |
     const digits = match.replace(/^0+(?=[0-9])/, '');
     kind = { kind: 'id', digits, id: parseId(digits) };
   }
-  let size: ThumbnailSize | undefined;
+  let size: number | undefined;
+  let format: 'webp' | 'avif' | undefined;
   const dash = filename.lastIndexOf('-');
   if (dash !== -1) {
     const tail = filename.slice(dash + 1);
-    if (tail.startsWith('250')) size = 250;
+    const digits = /^[1-9][0-9]{0,4}(?=$|\.)/.exec(tail)?.[0];
+    if (digits !== undefined && thumbs?.added.has(Number(digits)) === true) size = Number(digits);
+    else if (tail.startsWith('250')) size = 250;
     else if (tail.startsWith('500')) size = 500;
     else if (tail.startsWith('1200')) size = 1200;
+    const ext = size === undefined || thumbs === undefined ? '' : tail.slice(String(size).length);
+    if (ext === '.webp' || ext === '.avif') {
+      const named = ext.slice(1) as 'webp' | 'avif';
+      if (thumbs?.formats.includes(named) === true) format = named;
+    }
   }
-  return { ...kind, size };
+  return format === undefined ? { ...kind, size } : { ...kind, size, format };
 }
 
 /** The stricter filename check OPTIONS applies on coverartarchive.org. */
@@ -181,8 +204,28 @@ function imageUrl(deps: ApiDeps, key: string): string {
 }
 
 /** The 307 to an image of the store, which names its key (SLEEVE_IMAGE_RESPONSE=bytes answers with the file instead). */
-function imageRedirect(deps: ApiDeps, key: string, cacheControl: string): ApiResponse {
-  return { ...redirect(307, imageUrl(deps, key), cacheControl), imageKey: key };
+function imageRedirect(deps: ApiDeps, key: string, cacheControl: string, vary = false): ApiResponse {
+  const answer = { ...redirect(307, imageUrl(deps, key), cacheControl), imageKey: key };
+  if (vary) answer.headers.vary = 'Accept';
+  return answer;
+}
+
+/**
+ * The 307 to an image or its thumbnail. A thumbnail of an image (not a PDF) whose format the
+ * path does not name, with formats besides JPEG on: the JPEG redirect with the others as its
+ * variants, all with Vary: Accept (chooseVariant picks per request). Otherwise exactly the
+ * interface's redirect.
+ */
+function fileRedirect(deps: ApiDeps, gid: string, image: { id: number; suffix: string }, parsed: { size: number | undefined; format?: 'webp' | 'avif' }, cacheControl: string): ApiResponse {
+  const thumbs = deps.thumbnails;
+  const key = imageKey(gid, image.id, image.suffix, parsed.size, parsed.format);
+  if (parsed.size === undefined || parsed.format !== undefined || thumbs?.negotiate !== true || thumbs.formats.length === 0 || image.suffix === 'pdf') {
+    return imageRedirect(deps, key, cacheControl);
+  }
+  const answer = imageRedirect(deps, key, cacheControl, true);
+  answer.variants = {};
+  for (const format of thumbs.formats) answer.variants[format] = imageRedirect(deps, imageKey(gid, image.id, image.suffix, parsed.size, format), cacheControl, true);
+  return answer;
 }
 
 async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filename: string | undefined): Promise<ApiResponse> {
@@ -195,14 +238,14 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     await deps.ensureListing?.(release.id);
     return { ...redirect(307, imageUrl(deps, indexKey(release.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
   }
-  const parsed = parseFilename(filename);
+  const parsed = parseFilename(filename, deps.thumbnails);
   // "does not not" is kept on purpose: byte-for-byte as upstream (docs/interface.md, "What sleeve serves").
   if (parsed === undefined) return errorPage(400, `${filename} does not not contain a valid cover image id`, {}, true);
   if (parsed.kind === 'id') {
     const release = await findRelease(deps.db, mbid);
     const image = release === undefined || parsed.id === undefined ? undefined : await findImage(deps.db, release.id, parsed.id);
     if (release === undefined || image === undefined) return errorPage(404, `cover image with id ${parsed.digits} not found`, {}, true);
-    return imageRedirect(deps, imageKey(release.gid, image.id, image.suffix, parsed.size), IMAGE_ID_CACHE_CONTROL);
+    return fileRedirect(deps, release.gid, image, parsed, IMAGE_ID_CACHE_CONTROL);
   }
   const found = await findReleaseAndPrimaryImage(deps.db, mbid, parsed.kind === 'front' ? FRONT_TYPE : BACK_TYPE, coversNeedApproval(deps.approval));
   const release = found?.release;
@@ -210,7 +253,7 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
   if (release === undefined || image === undefined) {
     return errorPage(404, `No ${parsed.kind} cover image found for release with identifier ${mbid}`, {}, true);
   }
-  return imageRedirect(deps, imageKey(release.gid, image.id, image.suffix, parsed.size), CURATED_CACHE_CONTROL);
+  return fileRedirect(deps, release.gid, image, parsed, CURATED_CACHE_CONTROL);
 }
 
 async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string | undefined): Promise<ApiResponse> {
@@ -220,11 +263,11 @@ async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string 
   if (chosen === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
   if (filename === undefined) {
     const listing = buildListing(deps.urls, chosen.gid, await listImages(deps.db, chosen.id), approvedOnly);
-    return jsonBody(serializeListing(listing));
+    return { ...jsonBody(serializeListing(listing)), listingOf: chosen.gid };
   }
   if (!filename.startsWith('front')) return plainText(400, `${filename} not supported for release groups.`, {}, true);
-  const parsed = parseFilename(filename);
+  const parsed = parseFilename(filename, deps.thumbnails);
   const image = await findPrimaryImage(deps.db, chosen.id, FRONT_TYPE, approvedOnly);
   if (image === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
-  return imageRedirect(deps, imageKey(chosen.gid, image.id, image.suffix, parsed?.size), CURATED_CACHE_CONTROL);
+  return fileRedirect(deps, chosen.gid, image, { size: parsed?.size, format: parsed?.format }, CURATED_CACHE_CONTROL);
 }

@@ -11,7 +11,7 @@ import type { RateDecision, RequestLimiter } from '../http/rate-limit.js';
 import type { Clock } from '../shared/clock.js';
 import { answerKey, handleApiRequest } from './api.js';
 import type { CoverArtRouteDeps } from './deps.js';
-import { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
+import { acceptsJson, chooseVariant, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 import { coverArtRoute } from './route-label.js';
 import { coverArtRoutes, sendApiResponse } from './routes.js';
 import { writeResponse } from './wire.js';
@@ -80,11 +80,13 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     const key = answerKey(url);
     // Files are never in this cache (their lookups would only dilute the hit ratio).
     if (key.startsWith('/download/')) return false;
-    const hit = cache.get(key);
-    if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) {
+    const kept = cache.get(key);
+    if (kept === undefined || (kept.needsJsonAccept === true && !acceptsJson(req.headers.accept))) {
       observer.cacheLookup(false);
       return false;
     }
+    // A thumbnail redirect kept with its other formats: the one this Accept prefers (responses.ts).
+    const hit = chooseVariant(kept, req.headers.accept);
     observer.cacheLookup(true);
     if (imageFiles !== undefined && hit.imageKey !== undefined) {
       imageFiles.answerImage(req, res, hit.imageKey, hit.headers['cache-control'], observer.id(req), app.log);
@@ -131,8 +133,9 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     } else {
       const key = answerKey(url);
       if (key.startsWith('/download/')) return false;
-      const hit = cache.get(key);
-      if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) return false;
+      const kept = cache.get(key);
+      if (kept === undefined || (kept.needsJsonAccept === true && !acceptsJson(req.headers.accept))) return false;
+      const hit = chooseVariant(kept, req.headers.accept);
       // An image endpoint answered with the file (SLEEVE_IMAGE_RESPONSE=bytes): the door's.
       if (imageFiles !== undefined && hit.imageKey !== undefined) return false;
       observer.cacheLookup(true);

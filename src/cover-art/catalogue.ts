@@ -3,7 +3,7 @@ import { parseMbid } from '../shared/uuid.js';
 import type { CoverArtDeps } from './deps.js';
 import { idForTime, parseId } from './ids.js';
 import { writeIndex } from './indexer.js';
-import { folderKey, imageKey, THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
+import { folderKey, imageKey, THUMBNAIL_SIZES, thumbnailPrefix, type ThumbnailSize } from './keys.js';
 import { buildListing, type ListingImage } from './listing.js';
 import { thumbnailDimensionsOf } from './measure.js';
 import {
@@ -477,6 +477,12 @@ export async function afterRemoval(deps: CoverArtDeps, release: { id: number; gi
   // While the old index.json may still name the image, its files stay (art reindex removes them later).
   if (await rewriteIndex(deps, release)) {
     const keys = [undefined, ...THUMBNAIL_SIZES].map((size) => imageKey(release.gid, image.id, image.suffix, size));
+    // And the sizes and formats made on demand (derivatives.ts), found by their names' prefix.
+    try {
+      for (const key of await deps.store.list(thumbnailPrefix(release.gid, image.id))) if (!keys.includes(key)) keys.push(key);
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+    }
     await removeLeftovers(deps, `the files of image ${image.id}`, keys, 'sleeve art reindex removes them once the store is back.');
   }
 }

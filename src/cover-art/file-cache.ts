@@ -578,6 +578,22 @@ export class FileCache {
     this.answers.set(key, keep);
   }
 
+  /**
+   * Forgets `gid`'s index.json (its listing was refreshed with new measures: cluster/listing-refresh.ts);
+   * a read begun before is not kept (the generation moves), every other file stays.
+   */
+  forgetRelease(gid: string): void {
+    this.generation++;
+    const key = `mbid-${gid}/index.json`;
+    this.answers.delete(key);
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.entries.delete(key);
+    this.used -= this.cost(entry);
+    this.held[keyHash(key) & this.heldMask]--;
+    this.retire(entry);
+  }
+
   /** Forgets everything (the catalogue changed: listings were rewritten, images may be gone). */
   clear(): void {
     this.generation++;

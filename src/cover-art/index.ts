@@ -1,5 +1,5 @@
 /** The cover art module's public surface. */
-export { answerKey, handleApiRequest, pathSegments, parseFilename, type ApiRequest } from './api.js';
+export { answerKey, handleApiRequest, pathSegments, parseFilename, type ApiRequest, type ThumbnailOptions } from './api.js';
 export {
   addArt,
   addRelease,

@@ -20,7 +20,7 @@ export async function writeIndex(deps: IndexDeps, releaseId: number): Promise<vo
     // writer's own, unless no server ever ran here.
     const published = await readPublishedUrls(trx);
     // Which fields: this writer's SLEEVE_LISTING_FIELDS (the published URLs carry none).
-    const listing = buildListing({ ...(published?.urls ?? deps.urls), fields: deps.urls.fields }, release.gid, await listImages(trx, releaseId), coversNeedApproval(deps.approval));
+    const listing = buildListing({ ...(published?.urls ?? deps.urls), fields: deps.urls.fields, thumbnailFormats: deps.urls.thumbnailFormats }, release.gid, await listImages(trx, releaseId), coversNeedApproval(deps.approval));
     await deps.store.put(indexKey(release.gid), Buffer.from(serializeListing(listing), 'utf8'), 'application/json; charset=utf-8');
     await trx.updateTable('release').set({ index_urls: published?.version ?? 0 }).where('id', '=', releaseId).execute();
   });

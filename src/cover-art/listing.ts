@@ -23,6 +23,8 @@ export interface ListingImage {
   mime_type?: string;
   /** The thumbnails that exist, by nominal size: a small original's are smaller (never upscaled). */
   thumbnail_dimensions?: Record<string, { width: number; height: number }>;
+  /** The formats its thumbnails are answered in (SLEEVE_THUMBNAIL_FORMATS), when more than JPEG; never of a PDF. */
+  thumbnail_formats?: string[];
 }
 
 export interface Listing {
@@ -39,6 +41,8 @@ export interface ListingUrls {
    * default, also when absent) adds what sleeve measured of the files.
    */
   fields?: ListingFields;
+  /** SLEEVE_THUMBNAIL_FORMATS when more than JPEG: named in each image's entry (`full` only). */
+  thumbnailFormats?: readonly string[] | undefined;
 }
 
 export type ListingFields = 'full' | 'caa';
@@ -67,6 +71,7 @@ export function buildListing(urls: ListingUrls, mbid: string, images: ImageWithT
         thumbnails: { '1200': thumb(1200), '250': thumb(250), '500': thumb(500), large: thumb(500), small: thumb(250) },
         types: i.types,
         ...(urls.fields === 'caa' ? {} : measuredFields(i)),
+        ...(urls.fields === 'caa' || urls.thumbnailFormats === undefined || urls.thumbnailFormats.length < 2 || i.suffix === 'pdf' ? {} : { thumbnail_formats: [...urls.thumbnailFormats] }),
       };
     }),
     release: `${urls.musicBrainzUrl}/release/${mbid}`,

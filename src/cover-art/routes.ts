@@ -3,7 +3,7 @@ import { isStoreUnavailable } from '../shared/errors.js';
 import { answerKey, handleApiRequest } from './api.js';
 import type { CoverArtRouteDeps } from './deps.js';
 import { keyForDownloadPath, serveFile, storeUnavailableResponse, type FileResponse } from './file-server.js';
-import { etagMatches, notModified, type ApiResponse } from './responses.js';
+import { chooseVariant, etagMatches, notModified, type ApiResponse } from './responses.js';
 
 function header(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];
@@ -53,16 +53,18 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
     url: '*',
     handler: async function coverArtApi(req, reply) {
       const generation = deps.cache.generation;
-      const response = await handleApiRequest(deps.api, {
+      // Kept whole (a thumbnail redirect with its other formats), answered as this request's Accept chooses.
+      const whole = await handleApiRequest(deps.api, {
         method: req.method,
         url: req.url,
         httpVersion: req.raw.httpVersion,
         accept: header(req, 'accept'),
       });
+      const response = chooseVariant(whole, header(req, 'accept'));
       if (req.method === 'GET' || req.method === 'HEAD') {
         const key = answerKey(req.url);
         // Never under a file's key: the front door sends those to the file server.
-        if (!key.startsWith('/download/')) deps.cache.set(key, response, generation);
+        if (!key.startsWith('/download/')) deps.cache.set(key, whole, generation);
         if (deps.imageBytes === true && deps.files !== undefined && response.imageKey !== undefined) {
           // SLEEVE_IMAGE_RESPONSE=bytes: the file itself, answered by the file server on the raw response.
           reply.hijack();

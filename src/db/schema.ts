@@ -84,6 +84,12 @@ export interface CoverArtTypeTable {
   type_id: number;
 }
 
+/** A listing rewritten with new measures (db/migrations/20261207T0200_listing_refresh.ts). */
+export interface ListingRefreshTable {
+  seq: number;
+  gid: string;
+}
+
 export interface CounterTable {
   name: string;
   value: number;
@@ -317,6 +323,7 @@ export interface Database {
   cover_art: CoverArtTable;
   cover_art_type: CoverArtTypeTable;
   counter: CounterTable;
+  listing_refresh: ListingRefreshTable;
   import_run: ImportRunTable;
   account: AccountTable;
   web_session: WebSessionTable;

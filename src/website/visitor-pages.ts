@@ -76,6 +76,16 @@ export class VisitorPages {
     this.held = 0;
   }
 
+  /** A release's listing refreshed with new measures: the pages naming it, and every group's (cluster/listing-refresh.ts). */
+  forgetRelease(gid: string): void {
+    this.generation++;
+    for (const [k, e] of this.entries) {
+      if (!k.includes(gid) && !k.includes('release-group')) continue;
+      this.entries.delete(k);
+      this.held -= e.bytes;
+    }
+  }
+
   /**
    * Keeps a visitor's page for `target` (the request target it answered), with its headers
    * (the listener's and the page's, without X-Request-Id and Content-Length), if no change
