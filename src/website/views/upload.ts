@@ -83,7 +83,8 @@ ${typesControl('types.0', 'card-type', v.types, new Set())}
 }
 
 /** The page's own rules, beside the site's stylesheet: nothing wider than a 360 px phone, 44 px targets, the types' grid. */
-export const UPLOAD_STYLE = `.upload-form{display:grid;gap:.9rem;max-width:100%;min-width:0}
+export const UPLOAD_STYLE = `main [hidden]{display:none!important}
+.upload-form{display:grid;gap:.9rem;max-width:100%;min-width:0}
 .upload-form *,.upload-form *::before,.upload-form *::after{box-sizing:border-box}
 .upload-form label{font-weight:600}
 .upload-form input[type=file]{font:inherit;width:100%;min-height:2.75rem;max-width:100%}
