@@ -201,6 +201,13 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
     }
   });
 
+  doneRoute(app, deps, view);
+}
+
+type ViewOf = (mbid: string, viewer: SignedIn, form: StreamedForm | undefined, error?: string) => Promise<UploadView>;
+
+function doneRoute(app: FastifyInstance, deps: WebsiteDeps, view: ViewOf): void {
+  const ctx = deps.pages;
   // The script's last step: the images it added, for the gallery's notice (Post/Redirect/Get).
   app.post<{ Params: { mbid: string } }>('/release/:mbid/add-cover-art/done', async function uploaded(req, reply) {
     const viewer = await requireViewer(ctx, req, reply);
