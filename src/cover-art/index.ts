@@ -19,6 +19,7 @@ export {
   listEdits,
   FIRST_EDIT_ID,
   MAX_EDIT_PAGE,
+  EDIT_NOTE_MAX_LENGTH,
   type ChangeOptions,
   type Edit,
   type EditKind,

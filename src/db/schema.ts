@@ -306,7 +306,10 @@ export interface CoverArtEditTable {
   closed_by_id: number | null;
   closed_by_name: string | null;
   closed_at: number | null;
+  /** The approver's (or withdrawing editor's) note on closing it. */
   note: string | null;
+  /** The editor's own note on the change (migration 20261207T0300). */
+  edit_note: string | null;
 }
 
 export interface Database {
