@@ -4,7 +4,8 @@
  * against the same nginx server block answering `return 307` itself. nginx and sleeve share
  * the server core (the front door's whole cost on one core), the load generator (wrk over
  * HTTPS, keep-alive, Host: coverartarchive.org) the other; rounds interleaved, medians.
- * Reference: sleeve alone over plain HTTP on the same core.
+ * References: the front door with the recipe's micro-cache off (its proxying alone), and sleeve
+ * alone over plain HTTP on the same core.
  * Goal: front door / nginx's own 307 ≥ 0.5 in requests/s.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -34,7 +35,7 @@ function log(line: string): void {
  * upstreams' ports, and the listen lines (one port on 127.0.0.1; wrk speaks HTTP/1.1). With
  * `answer307`, the cover art server's `proxy_pass` becomes nginx's own `return 307`.
  */
-function recipe(opts: { tlsDir: string; port: number; sleevePort: number; answer307?: string }): string {
+function recipe(opts: { prefix: string; tlsDir: string; port: number; sleevePort: number; answer307?: string; noCache?: boolean }): string {
   let conf = readFileSync(RECIPE, 'utf8');
   const swaps: [string, string][] = [
     ['/var/lib/sleeve/tls/', `${opts.tlsDir}/`],
@@ -42,10 +43,13 @@ function recipe(opts: { tlsDir: string; port: number; sleevePort: number; answer
     // Neither is contacted: the load asks the cover art server only.
     ['server 127.0.0.1:8443;', 'server 127.0.0.1:9;'],
     ['server musicbrainz:5000;', 'server 127.0.0.1:9;'],
+    ['/var/lib/nginx/sleeve-cache', path.join(opts.prefix, 'sleeve-cache')],
     ['listen 443 ssl http2;', `listen 127.0.0.1:${opts.port} ssl;`],
     ['listen [::]:443 ssl http2;', ''],
   ];
   if (opts.answer307 !== undefined) swaps.push(['proxy_pass http://sleeve_coverart;', `return 307 ${opts.answer307};`]);
+  // The recipe's proxying alone: its micro-cache off.
+  if (opts.noCache === true) swaps.push(['proxy_cache sleeve_api;', '']);
   for (const [from, to] of swaps) {
     if (!conf.includes(from)) throw new Error(`front-door: ${RECIPE} no longer has ${JSON.stringify(from)}; update bench/front-door.ts`);
     conf = conf.split(from).join(to);
@@ -96,41 +100,37 @@ export async function frontDoorBench(opts: Options): Promise<{ markdown: string;
     }
     log(`front-door: sleeve answers ${urlPath} with 307 → ${location}`);
     const check = (server: Server) => expectTls307(server, urlPath, ca, location);
+    const frontDoor = async (noCache: boolean): Promise<Server> => {
+      const sleeve = await startBehind();
+      try {
+        const port = await freePort();
+        const sleevePort = Number(new URL(sleeve.url).port);
+        const nginx = await startNginx({ prefix, port, scheme: 'https', name: 'nginx-front', conf: nginxMain(prefix, recipe({ prefix, tlsDir, port, sleevePort, noCache })) });
+        return both(nginx, sleeve);
+      } catch (err) {
+        await sleeve.stop();
+        throw err;
+      }
+    };
     const headers = { Host: HOST };
     const targets: Target[] = [
       {
         label: "nginx's own return 307 (TLS)",
         start: async () => {
           const port = await freePort();
-          return startNginx({ prefix, port, scheme: 'https', name: 'nginx-307', conf: nginxMain(prefix, recipe({ tlsDir, port, sleevePort: 9, answer307: location })) });
+          return startNginx({ prefix, port, scheme: 'https', name: 'nginx-307', conf: nginxMain(prefix, recipe({ prefix, tlsDir, port, sleevePort: 9, answer307: location })) });
         },
         check,
         path: urlPath,
         headers,
       },
-      {
-        label: 'front door: nginx (TLS) → sleeve',
-        start: async () => {
-          const sleeve = await startBehind();
-          try {
-            const port = await freePort();
-            const sleevePort = Number(new URL(sleeve.url).port);
-            const nginx = await startNginx({ prefix, port, scheme: 'https', name: 'nginx-front', conf: nginxMain(prefix, recipe({ tlsDir, port, sleevePort })) });
-            return both(nginx, sleeve);
-          } catch (err) {
-            await sleeve.stop();
-            throw err;
-          }
-        },
-        check,
-        path: urlPath,
-        headers,
-      },
+      { label: 'front door: nginx (TLS) → sleeve', start: () => frontDoor(false), check, path: urlPath, headers },
+      { label: 'front door, micro-cache off', start: () => frontDoor(true), check, path: urlPath, headers },
       { label: 'sleeve alone (plain HTTP, ref.)', start: startBehind, check: async (s) => void (await expect307(s, urlPath)), path: urlPath },
     ];
     const settings = { durationS, rounds, warmupS: opts.warmup, connections: opts.connections, loadCore: LOAD_CORE, freshProcess: !opts.sameProcess };
     const series = await interleavedRounds(targets, settings);
-    const [n, f, s] = series.map(seriesSummary) as [Summary, Summary, Summary];
+    const [n, f, u, s] = series.map(seriesSummary) as [Summary, Summary, Summary, Summary];
     const ratio = f.rps.median / n.rps.median;
     const ok = ratio >= GOAL_RATIO;
     const markdown = [
@@ -143,12 +143,18 @@ export async function frontDoorBench(opts: Options): Promise<{ markdown: string;
       mediansTable(series),
       '',
       `- front door / nginx's own 307, requests/s (ratio of medians): **${fmtRatio(ratio)}** (goal ≥ ${GOAL_RATIO}): **${passFail(ok)}**; per round ${f.runs.map((x, i) => fmtRatio(x.rps / (n.runs[i]?.rps ?? Number.NaN))).join(', ')}`,
-      `- p99: nginx ${fmtMs(n.p99.median)}, front door ${fmtMs(f.p99.median)}, sleeve alone over HTTP ${fmtMs(s.p99.median)}; sleeve alone reaches ${fmtRatio(s.rps.median / n.rps.median)} of nginx's TLS 307`,
+      `- the recipe's proxying alone (micro-cache off): ${fmtRatio(u.rps.median / n.rps.median)} of nginx's own 307 (CPU per request: nginx's 307 ${cpuUs(n)}, the front door ${cpuUs(f)}, without its micro-cache ${cpuUs(u)}, sleeve alone ${cpuUs(s)})`,
+      `- p99: nginx ${fmtMs(n.p99.median)}, front door ${fmtMs(f.p99.median)}, without its micro-cache ${fmtMs(u.p99.median)}, sleeve alone over HTTP ${fmtMs(s.p99.median)}; sleeve alone reaches ${fmtRatio(s.rps.median / n.rps.median)} of nginx's TLS 307`,
     ].join('\n');
-    return { markdown, data: { settings, location, nginx: n, frontDoor: f, sleeve: s, ratio, ok }, goalsMet: ok };
+    return { markdown, data: { settings, location, nginx: n, frontDoor: f, uncached: u, sleeve: s, ratio, ok }, goalsMet: ok };
   } finally {
     if (!opts.keep) await Promise.all([rm(dataDir, { recursive: true, force: true }), rm(prefix, { recursive: true, force: true })]);
   }
 }
 
 type Summary = ReturnType<typeof seriesSummary>;
+
+/** Server CPU per request (every process of the target), in µs. */
+function cpuUs(x: Summary): string {
+  return `${((x.serverCpu / 100 / x.rps.median) * 1e6).toFixed(1)} µs`;
+}

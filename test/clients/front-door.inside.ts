@@ -68,6 +68,7 @@ async function startNginx(work: string): Promise<ChildProcess> {
   for (const [from, to] of [
     ['/var/lib/sleeve/tls/', `${path.join(DATA, 'tls')}/`],
     ['server musicbrainz:5000;', 'server 127.0.0.1:5000;'],
+    ['/var/lib/nginx/sleeve-cache', path.join(work, 'sleeve-cache')],
   ] as const) {
     assert.ok(conf.includes(from), `musicbrainz-mirror.conf still has ${from}`);
     conf = conf.split(from).join(to);
