@@ -2,6 +2,7 @@ import { parseMbid } from '../shared/uuid.js';
 import type { ApiDeps } from './deps.js';
 import { parseId } from './ids.js';
 import { imageKey, indexKey, type ThumbnailSize } from './keys.js';
+import { eventHasImages, findEvent, findEventFront, findEventImage } from './event-repo.js';
 import { buildListing, serializeListing } from './listing.js';
 import {
   BACK_TYPE,
@@ -42,6 +43,12 @@ export interface ApiRequest {
 // wordings included (docs/interface.md, "What sleeve serves").
 const ENTITIES = ['release', 'release-group'];
 const ENTITY_MESSAGE = `Only the following entities are supported: ${ENTITIES.join(', ')}`;
+/**
+ * What the listener answers, on every Host: the Cover Art Archive's entities and the Event Art
+ * Archive's. The message above keeps coverartarchive.org's text (docs/decisions.md, "One
+ * listener for coverartarchive.org and eventartarchive.org").
+ */
+const ANSWERED = [...ENTITIES, 'event'];
 const DOCS_URL = 'https://musicbrainz.org/doc/Cover_Art_Archive/API';
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
@@ -151,7 +158,7 @@ export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<
   if (entity === undefined) return READ_METHODS.has(method) ? html(200, INDEX_PAGE) : errorPage(405, undefined, { allow: ALLOW });
   if (entity === 'robots.txt' && segments.length === 1) return plainText(200, 'User-agent: *\nAllow: /', {}, true);
   if (entity === 'api') return redirect(301, DOCS_URL, 'public, max-age=86400');
-  if (!ENTITIES.includes(entity)) return errorPage(400, ENTITY_MESSAGE, {}, true);
+  if (!ANSWERED.includes(entity)) return errorPage(400, ENTITY_MESSAGE, {}, true);
   if (mbidText === undefined) return errorPage(400, 'no MBID specified', {}, true);
   const mbid = parseMbid(mbidText);
   if (mbid === undefined) return errorPage(400, 'invalid MBID specified', {}, true);
@@ -160,6 +167,7 @@ export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<
     if (entity === 'release-group' && filename === undefined) return errorPage(501, undefined, { allow: ALLOW }, true);
     return errorPage(405, undefined, { allow: ALLOW }, true);
   }
+  if (entity === 'event') return handleEvent(deps, req, mbid, filename);
   return entity === 'release' ? handleRelease(deps, req, mbid, filename) : handleReleaseGroup(deps, mbid, filename);
 }
 
@@ -169,7 +177,7 @@ function handleOptions(req: ApiRequest): ApiResponse {
   const segments = pathSegments(req.url);
   const [entity, mbidText, filename] = segments;
   if (entity === undefined || entity === '*') return segments.length <= 1 ? options() : errorPage(400);
-  if (!ENTITIES.includes(entity)) return errorPage(400, ENTITY_MESSAGE);
+  if (!ANSWERED.includes(entity)) return errorPage(400, ENTITY_MESSAGE);
   if (mbidText === undefined) return errorPage(400, 'no MBID specified');
   if (parseMbid(mbidText) === undefined) return errorPage(400, 'invalid MBID specified');
   if (filename !== undefined && !optionsFilenameValid(filename)) return errorPage(400);
@@ -211,6 +219,35 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     return errorPage(404, `No ${parsed.kind} cover image found for release with identifier ${mbid}`, {}, true);
   }
   return imageRedirect(deps, imageKey(release.gid, image.id, image.suffix, parsed.size), CURATED_CACHE_CONTROL);
+}
+
+/**
+ * The Event Art Archive's paths, answered as artwork-redirect answers eventartarchive.org:
+ * `front` is the first image typed Poster; there is no `back` (it is read as an image id, and
+ * has none); errors name events.
+ */
+async function handleEvent(deps: ApiDeps, req: ApiRequest, mbid: string, filename: string | undefined): Promise<ApiResponse> {
+  const event = await findEvent(deps.db, mbid);
+  const gid = event?.gid ?? mbid;
+  if (filename === undefined) {
+    if (!acceptsJson(req.accept)) return errorPage(406);
+    if (event === undefined || !(await eventHasImages(deps.db, event.id))) {
+      return { ...errorPage(404, `No artwork found for event ${gid}`, {}, true), needsJsonAccept: true };
+    }
+    await deps.ensureEventListing?.(event.id);
+    return { ...redirect(307, imageUrl(deps, indexKey(event.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
+  }
+  const parsed = parseFilename(filename);
+  if (parsed?.kind === 'front') {
+    const image = event === undefined ? undefined : await findEventFront(deps.db, event.id, coversNeedApproval(deps.approval));
+    if (event === undefined || image === undefined) return errorPage(404, `No front image found for event with identifier ${gid}`, {}, true);
+    return imageRedirect(deps, imageKey(event.gid, image.id, image.suffix, parsed.size), CURATED_CACHE_CONTROL);
+  }
+  // "does not not" as upstream; `back…` has no leading digits either.
+  if (parsed === undefined || parsed.kind !== 'id') return errorPage(400, `${filename} does not not contain a valid event image id`, {}, true);
+  const image = event === undefined || parsed.id === undefined ? undefined : await findEventImage(deps.db, event.id, parsed.id);
+  if (event === undefined || image === undefined) return errorPage(404, `event image with id ${parsed.digits} not found`, {}, true);
+  return imageRedirect(deps, imageKey(event.gid, image.id, image.suffix, parsed.size), IMAGE_ID_CACHE_CONTROL);
 }
 
 async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string | undefined): Promise<ApiResponse> {

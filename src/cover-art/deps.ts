@@ -39,6 +39,8 @@ export interface ApiDeps {
   approval?: 'auto' | 'review';
   /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
   ensureListing?: (releaseId: number) => Promise<void>;
+  /** The same for an event's listing (`/event/{mbid}/`). */
+  ensureEventListing?: (eventId: number) => Promise<void>;
 }
 
 /** What the cover art listener's routes need. */

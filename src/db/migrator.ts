@@ -19,6 +19,7 @@ import * as m20261126T0100 from './migrations/20261126T0100_code_expiry_index.js
 import * as m20261206T0100 from './migrations/20261206T0100_refresh_successor_seal.js';
 import * as m20261206T0200 from './migrations/20261206T0200_image_measures.js';
 import * as m20261207T0100 from './migrations/20261207T0100_client_documents.js';
+import * as m20261207T0500 from './migrations/20261207T0500_events.js';
 
 /** Every migration, in order. A static list, so a bundled build finds them too. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261206T0100_refresh_successor_seal': m20261206T0100,
   '20261206T0200_image_measures': m20261206T0200,
   '20261207T0100_client_documents': m20261207T0100,
+  '20261207T0500_events': m20261207T0500,
 };
 
 function migrator(db: Db): Migrator {

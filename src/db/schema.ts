@@ -84,6 +84,22 @@ export interface CoverArtTypeTable {
   type_id: number;
 }
 
+/** An event of the Event Art Archive (migration 20261207T0500): as a release, without a group or date. */
+export interface EventTable {
+  id: Generated<number>;
+  gid: string;
+  name: string;
+  index_dirty: Generated<number>;
+  index_urls: Generated<number | null>;
+  revision: Generated<number>;
+  imported: Generated<number>;
+}
+
+/** An image of an event: cover_art's columns with `event` for `release`. */
+export interface EventArtTable extends Omit<CoverArtTable, 'release'> {
+  event: number;
+}
+
 export interface CounterTable {
   name: string;
   value: number;
@@ -316,6 +332,11 @@ export interface Database {
   image_type: ImageTypeTable;
   cover_art: CoverArtTable;
   cover_art_type: CoverArtTypeTable;
+  event: EventTable;
+  event_gid_redirect: GidRedirectTable;
+  event_art_kind: ArtTypeTable;
+  event_art: EventArtTable;
+  event_art_type: CoverArtTypeTable;
   counter: CounterTable;
   import_run: ImportRunTable;
   account: AccountTable;
