@@ -46,7 +46,7 @@ export async function openRuntime(
   const database = await openDatabase(config.database, { durability: options.durability, create: options.create }).catch((err: unknown) => {
     throw databaseFailure(err, config.database);
   });
-  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl, fields: config.listingFields };
+  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl, fields: config.listingFields, eventBaseUrl: config.eventBaseUrl };
   try {
     // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
     const pending = await pendingMigrations(database.db);
@@ -54,7 +54,7 @@ export async function openRuntime(
       throw new OperatorError('NOT_MIGRATED', `${describeDatabase(config.database)} has no sleeve tables yet: run sleeve migrate first`);
     }
     if (pending.length > 0) await migrateToLatest(database);
-    if (options.urls === 'published') urls = { ...((await readPublishedUrls(database.db))?.urls ?? urls), fields: config.listingFields };
+    if (options.urls === 'published') urls = { ...((await readPublishedUrls(database.db))?.urls ?? urls), fields: config.listingFields, eventBaseUrl: config.eventBaseUrl };
   } catch (err) {
     await database.close().catch(() => {});
     throw databaseFailure(err, config.database);

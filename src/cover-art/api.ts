@@ -37,18 +37,43 @@ export interface ApiRequest {
   url: string;
   httpVersion: string;
   accept: string | undefined;
+  /** The Host header: which archive is asked (hostArchive). Absent: the Cover Art Archive. */
+  host?: string | undefined;
 }
 
 // The error texts of this file are coverartarchive.org's, kept byte-for-byte on purpose, odd
 // wordings included (docs/interface.md, "What sleeve serves").
 const ENTITIES = ['release', 'release-group'];
 const ENTITY_MESSAGE = `Only the following entities are supported: ${ENTITIES.join(', ')}`;
+const EVENT_ENTITIES = ['event'];
+const EVENT_MESSAGE = `Only the following entities are supported: ${EVENT_ENTITIES.join(', ')}`;
+const ALL_ENTITIES = [...ENTITIES, ...EVENT_ENTITIES];
+const ALL_MESSAGE = `Only the following entities are supported: ${ALL_ENTITIES.join(', ')}`;
+const BETA_HOST = /^beta\.(?:cover|event)artarchive\.org(?::[0-9]+)?$/;
+
+export type Archive = 'cover' | 'event' | 'all';
+
 /**
- * What the listener answers, on every Host: the Cover Art Archive's entities and the Event Art
- * Archive's. The message above keeps coverartarchive.org's text (docs/decisions.md, "One
- * listener for coverartarchive.org and eventartarchive.org").
+ * Which archive a request's Host asks, as artwork-redirect decides it, with sleeve's own names
+ * (docs/decisions.md, "One listener for coverartarchive.org and eventartarchive.org"): the
+ * Event Art Archive's host (SLEEVE_EVENT_BASE_URL's, or eventartarchive.org) answers events
+ * only; beta.coverartarchive.org and beta.eventartarchive.org answer both; every other host
+ * is the Cover Art Archive, as sleeve always was.
  */
-const ANSWERED = [...ENTITIES, 'event'];
+export function hostArchive(host: string | undefined, eventHost: string | undefined): Archive {
+  if (host === undefined) return 'cover';
+  const h = host.toLowerCase();
+  if (h !== eventHost && !h.includes('artarchive.')) return 'cover';
+  if (h === eventHost) return 'event';
+  const colon = h.lastIndexOf(':');
+  const name = colon === -1 || h.endsWith(']') ? h : h.slice(0, colon);
+  if (name === 'eventartarchive.org') return 'event';
+  return BETA_HOST.test(h) ? 'all' : 'cover';
+}
+
+function entitiesOf(archive: Archive): [string[], string] {
+  return archive === 'cover' ? [ENTITIES, ENTITY_MESSAGE] : archive === 'event' ? [EVENT_ENTITIES, EVENT_MESSAGE] : [ALL_ENTITIES, ALL_MESSAGE];
+}
 const DOCS_URL = 'https://musicbrainz.org/doc/Cover_Art_Archive/API';
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
@@ -151,14 +176,15 @@ const INDEX_PAGE = `<!doctype html>
  */
 export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
   const method = req.method.toUpperCase();
-  if (method === 'OPTIONS') return handleOptions(req);
+  const [entities, entityMessage] = entitiesOf(hostArchive(req.host, deps.eventHost));
+  if (method === 'OPTIONS') return handleOptions(req, entities, entityMessage);
   const segments = pathSegments(req.url);
   const [entity, mbidText, filename] = segments;
 
   if (entity === undefined) return READ_METHODS.has(method) ? html(200, INDEX_PAGE) : errorPage(405, undefined, { allow: ALLOW });
   if (entity === 'robots.txt' && segments.length === 1) return plainText(200, 'User-agent: *\nAllow: /', {}, true);
   if (entity === 'api') return redirect(301, DOCS_URL, 'public, max-age=86400');
-  if (!ANSWERED.includes(entity)) return errorPage(400, ENTITY_MESSAGE, {}, true);
+  if (!entities.includes(entity)) return errorPage(400, entityMessage, {}, true);
   if (mbidText === undefined) return errorPage(400, 'no MBID specified', {}, true);
   const mbid = parseMbid(mbidText);
   if (mbid === undefined) return errorPage(400, 'invalid MBID specified', {}, true);
@@ -171,13 +197,13 @@ export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<
   return entity === 'release' ? handleRelease(deps, req, mbid, filename) : handleReleaseGroup(deps, mbid, filename);
 }
 
-function handleOptions(req: ApiRequest): ApiResponse {
+function handleOptions(req: ApiRequest, entities: string[], entityMessage: string): ApiResponse {
   if (req.httpVersion !== '1.1') return errorPage(501);
   if (req.url === '*') return options();
   const segments = pathSegments(req.url);
   const [entity, mbidText, filename] = segments;
   if (entity === undefined || entity === '*') return segments.length <= 1 ? options() : errorPage(400);
-  if (!ANSWERED.includes(entity)) return errorPage(400, ENTITY_MESSAGE);
+  if (!entities.includes(entity)) return errorPage(400, entityMessage);
   if (mbidText === undefined) return errorPage(400, 'no MBID specified');
   if (parseMbid(mbidText) === undefined) return errorPage(400, 'invalid MBID specified');
   if (filename !== undefined && !optionsFilenameValid(filename)) return errorPage(400);

@@ -39,6 +39,11 @@ export interface ApiDeps {
   approval?: 'auto' | 'review';
   /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
   ensureListing?: (releaseId: number) => Promise<void>;
+  /**
+   * The Event Art Archive's host (SLEEVE_EVENT_BASE_URL's, lower case, with its port when not
+   * the default): requests naming it answer /event/ paths only (api.ts, hostArchive).
+   */
+  eventHost?: string;
   /** The same for an event's listing (`/event/{mbid}/`). */
   ensureEventListing?: (eventId: number) => Promise<void>;
 }

@@ -154,7 +154,8 @@ export async function writeEventIndex(deps: IndexDeps, eventId: number): Promise
     const event = await trx.updateTable('event').set({ index_dirty: 0 }).where('id', '=', eventId).returning('gid').executeTakeFirst();
     if (event === undefined) return;
     const published = await readPublishedUrls(trx);
-    const urls = { ...(published?.urls ?? deps.urls), fields: deps.urls.fields };
+    // The event archive's URL is this writer's (SLEEVE_EVENT_BASE_URL): the published URLs carry none.
+    const urls = { ...(published?.urls ?? deps.urls), fields: deps.urls.fields, eventBaseUrl: deps.urls.eventBaseUrl };
     const listing = buildEventListing(urls, event.gid, await listEventImages(trx, eventId), coversNeedApproval(deps.approval), POSTER_TYPE);
     await deps.store.put(indexKey(event.gid), Buffer.from(serializeListing(listing), 'utf8'), 'application/json; charset=utf-8');
     await trx.updateTable('event').set({ index_urls: published?.version ?? 0 }).where('id', '=', eventId).execute();

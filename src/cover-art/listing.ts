@@ -39,6 +39,8 @@ export interface ListingUrls {
    * default, also when absent) adds what sleeve measured of the files.
    */
   fields?: ListingFields;
+  /** SLEEVE_EVENT_BASE_URL: where an event's listing points (absent: baseUrl). */
+  eventBaseUrl?: string;
 }
 
 export type ListingFields = 'full' | 'caa';
@@ -80,7 +82,8 @@ export function buildEventListing(urls: ListingUrls, mbid: string, images: Image
 }
 
 function entryOf(urls: ListingUrls, entity: 'release' | 'event', mbid: string, i: ImageWithTypes, front: ImageWithTypes | undefined): EventListingImage {
-  const prefix = `${urls.baseUrl}/${entity}/${mbid}/`;
+  const base = entity === 'event' ? (urls.eventBaseUrl ?? urls.baseUrl) : urls.baseUrl;
+  const prefix = `${base}/${entity}/${mbid}/`;
   const thumb = (size: number) => `${prefix}${i.id}-${size}.jpg`;
   return {
     approved: i.approved === 1,
