@@ -6,7 +6,7 @@
  * merged MBIDs; the file server serves the event's files in the same layout.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -159,6 +159,16 @@ describe(`the Event Art Archive (${DIALECT})`, () => {
     assert.equal(thumb.status, 200);
     assert.equal(thumb.headers.get('content-type'), 'image/jpeg');
     assert.equal((await dimensions(Buffer.from(await thumb.arrayBuffer()))).width, 250);
+  });
+
+  it("an event's index.json the store lacks is written from the database when asked for", async () => {
+    await rm(path.join(t.dir, 'files', `mbid-${E2}`, 'index.json'));
+    const res = await fetch(`${s.base}/download/mbid-${E2}/index.json`);
+    assert.equal(res.status, 200);
+    const listing = JSON.parse(await res.text());
+    assert.equal(listing.event, `${MB}/event/${E2}`);
+    assert.deepEqual(listing.images.map((i: { id: string }) => i.id), [id.y1]);
+    assert.equal(listing.images[0].front, false);
   });
 
   it('a merged MBID answers as the event it was merged into', async () => {
