@@ -47,7 +47,7 @@ export async function openRuntime(
     throw databaseFailure(err, config.database);
   });
   const thumbnailFormats = config.thumbnailFormats.length > 1 ? config.thumbnailFormats : undefined;
-  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl, fields: config.listingFields, thumbnailFormats };
+  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl, fields: config.listingFields, thumbnailFormats, eventBaseUrl: config.eventBaseUrl };
   try {
     // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
     const pending = await pendingMigrations(database.db);
@@ -55,7 +55,7 @@ export async function openRuntime(
       throw new OperatorError('NOT_MIGRATED', `${describeDatabase(config.database)} has no sleeve tables yet: run sleeve migrate first`);
     }
     if (pending.length > 0) await migrateToLatest(database);
-    if (options.urls === 'published') urls = { ...((await readPublishedUrls(database.db))?.urls ?? urls), fields: config.listingFields, thumbnailFormats };
+    if (options.urls === 'published') urls = { ...((await readPublishedUrls(database.db))?.urls ?? urls), fields: config.listingFields, thumbnailFormats, eventBaseUrl: config.eventBaseUrl };
   } catch (err) {
     await database.close().catch(() => {});
     throw databaseFailure(err, config.database);

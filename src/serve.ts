@@ -218,7 +218,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   });
   const app = buildCoverArtApp({
     routes: {
-      api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, approval: config.approval, ensureListing: (id) => misses.listings.ensure(id), thumbnails: thumbnailOptions(config) },
+      api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, approval: config.approval, ensureListing: (id) => misses.listings.ensure(id), thumbnails: thumbnailOptions(config), ensureEventListing: (id) => misses.listings.ensureEvent(id), eventHost: new URL(config.eventBaseUrl).host },
       cache,
       // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
       files,

@@ -82,6 +82,8 @@ export interface Config {
   authUrl: string;
   imageBaseUrl: string;
   musicBrainzUrl: string;
+  /** Public URL of the Event Art Archive: its Host answers event paths only; event listings name it. */
+  eventBaseUrl: string;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   trustProxy: string[];
@@ -151,6 +153,7 @@ export const VARIABLES = {
   SLEEVE_FAST_LANE: 'on (default: plain GET and HEAD requests for files and cached answers, and cached gallery pages over HTTPS, are answered straight from the socket) or off (node:http reads every request)',
   SLEEVE_IMAGE_RESPONSE: 'redirect (default: the image endpoints answer 307) or bytes (they answer 200 with the file, fetched through SLEEVE_UPSTREAM_URL if the store lacks it)',
   SLEEVE_MUSICBRAINZ_URL: 'prefix of the release links in listings (default https://musicbrainz.org)',
+  SLEEVE_EVENT_BASE_URL: "public URL of the Event Art Archive (default https://eventartarchive.org): requests to its host answer /event/ paths only, and events' listings name it",
   SLEEVE_TLS_CERT: 'PEM certificate for the auth listener (default: generated self-signed)',
   SLEEVE_TLS_KEY: 'PEM private key for the auth listener (default: generated)',
   SLEEVE_TRUST_PROXY: 'comma-separated addresses/CIDRs whose X-Forwarded-* headers are believed',
@@ -273,6 +276,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     authUrl: urls.authUrl,
     imageBaseUrl: urls.imageBaseUrl,
     musicBrainzUrl: urls.musicBrainzUrl,
+    eventBaseUrl: urls.eventBaseUrl,
     ...tls,
     ...clients,
     connections: Object.freeze(connections),
@@ -414,14 +418,15 @@ function readListeners(r: SettingsReader): Pick<Config, 'coverArtListen' | 'auth
 function readPublicUrls(
   r: SettingsReader,
   storage: StorageConfig | string,
-): Pick<Config, 'baseUrl' | 'listingUrlsGiven' | 'authUrl' | 'imageBaseUrl' | 'musicBrainzUrl'> {
+): Pick<Config, 'baseUrl' | 'listingUrlsGiven' | 'authUrl' | 'imageBaseUrl' | 'musicBrainzUrl' | 'eventBaseUrl'> {
   const baseUrl = r.url('SLEEVE_BASE_URL', 'http://localhost:8080', ['http', 'https']);
   const authUrl = r.url('SLEEVE_AUTH_URL', 'https://localhost:8443', ['https']);
   // With a bucket, redirects go straight to it unless an image base (a CDN, or /download for a private bucket) is given.
   const imageBaseUrl = r.url('SLEEVE_IMAGE_BASE_URL', typeof storage !== 'string' && storage.kind === 's3' ? storage.publicUrl : `${baseUrl}/download`, ['http', 'https']);
   const musicBrainzUrl = r.url('SLEEVE_MUSICBRAINZ_URL', 'https://musicbrainz.org', ['http', 'https']);
   const listingUrlsGiven = r.get('SLEEVE_BASE_URL') !== undefined || r.get('SLEEVE_MUSICBRAINZ_URL') !== undefined;
-  return { baseUrl, listingUrlsGiven, authUrl, imageBaseUrl, musicBrainzUrl };
+  const eventBaseUrl = r.url('SLEEVE_EVENT_BASE_URL', 'https://eventartarchive.org', ['http', 'https']);
+  return { baseUrl, listingUrlsGiven, authUrl, imageBaseUrl, musicBrainzUrl, eventBaseUrl };
 }
 
 /** The auth listener's certificate and key: both or neither (then generated). */

@@ -2,6 +2,7 @@ import { parseMbid } from '../shared/uuid.js';
 import type { ApiDeps } from './deps.js';
 import { parseId } from './ids.js';
 import { imageKey, indexKey } from './keys.js';
+import { eventHasImages, findEvent, findEventFront, findEventImage } from './event-repo.js';
 import { buildListing, serializeListing } from './listing.js';
 import {
   BACK_TYPE,
@@ -36,12 +37,46 @@ export interface ApiRequest {
   url: string;
   httpVersion: string;
   accept: string | undefined;
+  /** The Host header: which archive is asked (hostArchive). Absent: the Cover Art Archive. */
+  host?: string | undefined;
 }
 
 // The error texts of this file are coverartarchive.org's, kept byte-for-byte on purpose, odd
 // wordings included (docs/interface.md, "What sleeve serves").
 const ENTITIES = ['release', 'release-group'];
 const ENTITY_MESSAGE = `Only the following entities are supported: ${ENTITIES.join(', ')}`;
+const EVENT_ENTITIES = ['event'];
+const EVENT_MESSAGE = `Only the following entities are supported: ${EVENT_ENTITIES.join(', ')}`;
+const ALL_ENTITIES = [...ENTITIES, ...EVENT_ENTITIES];
+const ALL_MESSAGE = `Only the following entities are supported: ${ALL_ENTITIES.join(', ')}`;
+const BETA_HOST = /^beta\.(?:cover|event)artarchive\.org(?::[0-9]+)?$/;
+
+export type Archive = 'cover' | 'event' | 'all';
+
+/**
+ * Which archive a request's Host asks, as artwork-redirect decides it, with sleeve's own names
+ * (docs/decisions.md, "One listener for coverartarchive.org and eventartarchive.org"): the
+ * Event Art Archive's host (SLEEVE_EVENT_BASE_URL's, or eventartarchive.org) answers events
+ * only; beta.coverartarchive.org and beta.eventartarchive.org answer both; every other host
+ * (coverartarchive.org, localhost, a mirror's own name) answers both too, in the Cover Art
+ * Archive's words.
+ */
+export function hostArchive(host: string | undefined, eventHost: string | undefined): Archive {
+  if (host === undefined) return 'cover';
+  const h = host.toLowerCase();
+  if (h !== eventHost && !h.includes('artarchive.')) return 'cover';
+  if (h === eventHost) return 'event';
+  const colon = h.lastIndexOf(':');
+  const name = colon === -1 || h.endsWith(']') ? h : h.slice(0, colon);
+  if (name === 'eventartarchive.org') return 'event';
+  return BETA_HOST.test(h) ? 'all' : 'cover';
+}
+
+function entitiesOf(archive: Archive): [string[], string] {
+  // Another host answers every entity (as artwork-redirect answers a host it does not know), its
+  // refusal in coverartarchive.org's words: every answer the Cover Art Archive gives is unchanged.
+  return archive === 'cover' ? [ALL_ENTITIES, ENTITY_MESSAGE] : archive === 'event' ? [EVENT_ENTITIES, EVENT_MESSAGE] : [ALL_ENTITIES, ALL_MESSAGE];
+}
 const DOCS_URL = 'https://musicbrainz.org/doc/Cover_Art_Archive/API';
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
@@ -167,14 +202,15 @@ const INDEX_PAGE = `<!doctype html>
  */
 export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
   const method = req.method.toUpperCase();
-  if (method === 'OPTIONS') return handleOptions(req);
+  const [entities, entityMessage] = entitiesOf(hostArchive(req.host, deps.eventHost));
+  if (method === 'OPTIONS') return handleOptions(req, entities, entityMessage);
   const segments = pathSegments(req.url);
   const [entity, mbidText, filename] = segments;
 
   if (entity === undefined) return READ_METHODS.has(method) ? html(200, INDEX_PAGE) : errorPage(405, undefined, { allow: ALLOW });
   if (entity === 'robots.txt' && segments.length === 1) return plainText(200, 'User-agent: *\nAllow: /', {}, true);
   if (entity === 'api') return redirect(301, DOCS_URL, 'public, max-age=86400');
-  if (!ENTITIES.includes(entity)) return errorPage(400, ENTITY_MESSAGE, {}, true);
+  if (!entities.includes(entity)) return errorPage(400, entityMessage, {}, true);
   if (mbidText === undefined) return errorPage(400, 'no MBID specified', {}, true);
   const mbid = parseMbid(mbidText);
   if (mbid === undefined) return errorPage(400, 'invalid MBID specified', {}, true);
@@ -183,16 +219,17 @@ export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<
     if (entity === 'release-group' && filename === undefined) return errorPage(501, undefined, { allow: ALLOW }, true);
     return errorPage(405, undefined, { allow: ALLOW }, true);
   }
+  if (entity === 'event') return handleEvent(deps, req, mbid, filename);
   return entity === 'release' ? handleRelease(deps, req, mbid, filename) : handleReleaseGroup(deps, mbid, filename);
 }
 
-function handleOptions(req: ApiRequest): ApiResponse {
+function handleOptions(req: ApiRequest, entities: string[], entityMessage: string): ApiResponse {
   if (req.httpVersion !== '1.1') return errorPage(501);
   if (req.url === '*') return options();
   const segments = pathSegments(req.url);
   const [entity, mbidText, filename] = segments;
   if (entity === undefined || entity === '*') return segments.length <= 1 ? options() : errorPage(400);
-  if (!ENTITIES.includes(entity)) return errorPage(400, ENTITY_MESSAGE);
+  if (!entities.includes(entity)) return errorPage(400, entityMessage);
   if (mbidText === undefined) return errorPage(400, 'no MBID specified');
   if (parseMbid(mbidText) === undefined) return errorPage(400, 'invalid MBID specified');
   if (filename !== undefined && !optionsFilenameValid(filename)) return errorPage(400);
@@ -254,6 +291,35 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     return errorPage(404, `No ${parsed.kind} cover image found for release with identifier ${mbid}`, {}, true);
   }
   return fileRedirect(deps, release.gid, image, parsed, CURATED_CACHE_CONTROL);
+}
+
+/**
+ * The Event Art Archive's paths, answered as artwork-redirect answers eventartarchive.org:
+ * `front` is the first image typed Poster; there is no `back` (it is read as an image id, and
+ * has none); errors name events.
+ */
+async function handleEvent(deps: ApiDeps, req: ApiRequest, mbid: string, filename: string | undefined): Promise<ApiResponse> {
+  const event = await findEvent(deps.db, mbid);
+  const gid = event?.gid ?? mbid;
+  if (filename === undefined) {
+    if (!acceptsJson(req.accept)) return errorPage(406);
+    if (event === undefined || !(await eventHasImages(deps.db, event.id))) {
+      return { ...errorPage(404, `No artwork found for event ${gid}`, {}, true), needsJsonAccept: true };
+    }
+    await deps.ensureEventListing?.(event.id);
+    return { ...redirect(307, imageUrl(deps, indexKey(event.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
+  }
+  const parsed = parseFilename(filename);
+  if (parsed?.kind === 'front') {
+    const image = event === undefined ? undefined : await findEventFront(deps.db, event.id, coversNeedApproval(deps.approval));
+    if (event === undefined || image === undefined) return errorPage(404, `No front image found for event with identifier ${gid}`, {}, true);
+    return imageRedirect(deps, imageKey(event.gid, image.id, image.suffix, parsed.size), CURATED_CACHE_CONTROL);
+  }
+  // "does not not" as upstream; `back…` has no leading digits either.
+  if (parsed === undefined || parsed.kind !== 'id') return errorPage(400, `${filename} does not not contain a valid event image id`, {}, true);
+  const image = event === undefined || parsed.id === undefined ? undefined : await findEventImage(deps.db, event.id, parsed.id);
+  if (event === undefined || image === undefined) return errorPage(404, `event image with id ${parsed.digits} not found`, {}, true);
+  return imageRedirect(deps, imageKey(event.gid, image.id, image.suffix, parsed.size), IMAGE_ID_CACHE_CONTROL);
 }
 
 async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string | undefined): Promise<ApiResponse> {

@@ -9,7 +9,7 @@ import { buildListener } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
 import type { RateDecision, RequestLimiter } from '../http/rate-limit.js';
 import type { Clock } from '../shared/clock.js';
-import { answerKey, handleApiRequest } from './api.js';
+import { answerKey, handleApiRequest, hostArchive } from './api.js';
 import type { CoverArtRouteDeps } from './deps.js';
 import { acceptsJson, chooseVariant, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 import { coverArtRoute } from './route-label.js';
@@ -53,6 +53,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   // SLEEVE_IMAGE_RESPONSE=bytes: a replayed redirect to an image is answered with the file instead.
   const imageFiles = opts.routes.imageBytes === true ? files : undefined;
   const { observer } = opts;
+  const eventHost = opts.routes.api.eventHost;
   const clientOf = (req: IncomingMessage): string => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
   const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
     if (decision.allowed) return false;
@@ -66,7 +67,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     if (url === '*') {
       // Asterisk-form (OPTIONS *) never reaches a router.
       const answer = (): Promise<ApiResponse> =>
-        handleApiRequest(opts.routes.api, { method: req.method ?? 'GET', url, httpVersion: req.httpVersion, accept: undefined });
+        handleApiRequest(opts.routes.api, { method: req.method ?? 'GET', url, httpVersion: req.httpVersion, accept: undefined, host: req.headers.host });
       void answer().then((r) => write(req, res, req.method === 'OPTIONS' ? r : errorPage(400), observer));
       return true;
     }
@@ -77,6 +78,8 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       files.answer(req, res, observer.id(req), app.log);
       return true;
     }
+    // The cache holds the Cover Art Archive's answers: another archive's host is answered afresh (api.ts, hostArchive).
+    if (hostArchive(req.headers.host, eventHost) !== 'cover') return false;
     const key = answerKey(url);
     // Files are never in this cache (their lookups would only dilute the hit ratio).
     if (key.startsWith('/download/')) return false;
@@ -131,6 +134,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     if (files !== undefined && url.startsWith('/download/')) {
       if (!files.answerNow(req, reply, observer.id(req), app.log)) return false;
     } else {
+      if (hostArchive(req.headers.host, eventHost) !== 'cover') return false;
       const key = answerKey(url);
       if (key.startsWith('/download/')) return false;
       const kept = cache.get(key);

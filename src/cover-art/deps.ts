@@ -42,6 +42,13 @@ export interface ApiDeps {
   thumbnails?: ThumbnailOptions;
   /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
   ensureListing?: (releaseId: number) => Promise<void>;
+  /**
+   * The Event Art Archive's host (SLEEVE_EVENT_BASE_URL's, lower case, with its port when not
+   * the default): requests naming it answer /event/ paths only (api.ts, hostArchive).
+   */
+  eventHost?: string;
+  /** The same for an event's listing (`/event/{mbid}/`). */
+  ensureEventListing?: (eventId: number) => Promise<void>;
 }
 
 /** What the cover art listener's routes need. */

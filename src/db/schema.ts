@@ -90,6 +90,22 @@ export interface ListingRefreshTable {
   gid: string;
 }
 
+/** An event of the Event Art Archive (migration 20261207T0500): as a release, without a group or date. */
+export interface EventTable {
+  id: Generated<number>;
+  gid: string;
+  name: string;
+  index_dirty: Generated<number>;
+  index_urls: Generated<number | null>;
+  revision: Generated<number>;
+  imported: Generated<number>;
+}
+
+/** An image of an event: cover_art's columns with `event` for `release`. */
+export interface EventArtTable extends Omit<CoverArtTable, 'release'> {
+  event: number;
+}
+
 export interface CounterTable {
   name: string;
   value: number;
@@ -325,6 +341,11 @@ export interface Database {
   image_type: ImageTypeTable;
   cover_art: CoverArtTable;
   cover_art_type: CoverArtTypeTable;
+  event: EventTable;
+  event_gid_redirect: GidRedirectTable;
+  event_art_kind: ArtTypeTable;
+  event_art: EventArtTable;
+  event_art_type: CoverArtTypeTable;
   counter: CounterTable;
   listing_refresh: ListingRefreshTable;
   import_run: ImportRunTable;
