@@ -81,6 +81,8 @@ interface Serving {
   metricsServer: HttpServer | undefined;
   apps: FastifyInstance[];
   cluster: ClusterParts;
+  /** Listings waiting to be rewritten with new measures (cover-art/listing-rewrites.ts): finished at close. */
+  rewrites?: { flush(): Promise<void> };
 }
 
 /** What the catalogue needs done before the cover art listener listens (`prepareCatalogue`). */
@@ -207,6 +209,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
     thumbnails: { sizes: config.thumbnailSizes, formats: config.thumbnailFormats },
     refreshed: (gid) => s.cluster.watch?.forgetRelease(gid),
   });
+  s.rewrites = misses.rewrites;
   const { db, readsNow } = runtime.database;
   const files = new FileServer({
     store: runtime.store,
@@ -446,6 +449,8 @@ async function close(s: Serving): Promise<void> {
   } finally {
     clearInterval(sweep);
   }
+  // Left dirty if this fails: the next start, or another process's sweep, rewrites them.
+  await s.rewrites?.flush().catch(() => {});
   await stopCluster(s.cluster);
   await s.passwords.close();
   await s.runtime.close();

@@ -35,6 +35,11 @@ export interface DerivativeDeps {
   store: ObjectStore;
   /** The file server's miss for the original (pull-through when configured): 'stored' once the store has it. */
   original: (key: string, log: FileServerLog) => Promise<'stored' | FileResponse | undefined>;
+  /**
+   * Told of each file made and stored, once (not once per request that waited for it), with its
+   * real dimensions as the resize reported them; the answers wait for it. Must not throw.
+   */
+  made?: (key: string, parts: ImageKeyParts, dims: { width: number; height: number }, log: FileServerLog) => Promise<void>;
 }
 
 /** Resizes at once per process: sharp's own work runs on libuv's pool, four threads by default. */
@@ -55,18 +60,19 @@ const MIME: Record<ThumbnailFormat, string> = { jpeg: 'image/jpeg', webp: 'image
  * Resizes an original the way sleeve's thumbnails are made (thumbnails.ts): EXIF orientation
  * applied, the longest side at most `size` and never upscaled, the first frame of an animation,
  * alpha flattened on white, sRGB (a CMYK JPEG or a 16-bit PNG comes out as 8-bit sRGB), then
- * encoded as `format`. Throws for bytes that do not decode.
+ * encoded as `format`. Answers the file and its dimensions (sharp's own account of what it
+ * wrote: nothing is read back). Throws for bytes that do not decode.
  */
-export async function resizeImage(bytes: Buffer, size: number, format: ThumbnailFormat, maxPixels: number): Promise<Buffer> {
+export async function resizeImage(bytes: Buffer, size: number, format: ThumbnailFormat, maxPixels: number): Promise<{ data: Buffer; width: number; height: number }> {
   const sharp = await sharpModule();
   const pipeline = sharp(bytes, { limitInputPixels: maxPixels, failOn: 'truncated' })
     .rotate()
     .resize(size, size, { fit: 'inside', withoutEnlargement: true })
     .flatten({ background: '#ffffff' })
     .toColourspace('srgb');
-  if (format === 'webp') return pipeline.webp({ quality: WEBP_QUALITY }).toBuffer();
-  if (format === 'avif') return pipeline.avif(AVIF).toBuffer();
-  return pipeline.jpeg({ quality: JPEG_QUALITY }).toBuffer();
+  const encoded = format === 'webp' ? pipeline.webp({ quality: WEBP_QUALITY }) : format === 'avif' ? pipeline.avif(AVIF) : pipeline.jpeg({ quality: JPEG_QUALITY });
+  const { data, info } = await encoded.toBuffer({ resolveWithObject: true });
+  return { data, width: info.width, height: info.height };
 }
 
 /** The 503 when too many resizes wait (the file server's other 503s have the same headers). */
@@ -155,9 +161,9 @@ export class Derivatives {
       read = await store.read(source, this.opts.maxBytes);
     }
     if (read?.bytes === undefined) return undefined;
-    let bytes: Buffer;
+    let made: Awaited<ReturnType<typeof resizeImage>>;
     try {
-      bytes = await resizeImage(read.bytes, parts.size as number, parts.format as ThumbnailFormat, this.opts.maxPixels);
+      made = await resizeImage(read.bytes, parts.size as number, parts.format as ThumbnailFormat, this.opts.maxPixels);
     } catch (err) {
       if (isStoreUnavailable(err)) throw err;
       log.warn({ key, err: (err as Error).message }, 'no thumbnail could be made of the stored original');
@@ -165,8 +171,9 @@ export class Derivatives {
     }
     // Tests stop here (made, not stored) to show an interrupted resize leaves no file.
     await failpoint('derivative-made', key);
-    await store.put(key, bytes, MIME[parts.format as ThumbnailFormat]);
+    await store.put(key, made.data, MIME[parts.format as ThumbnailFormat]);
     this.counts.made++;
+    await this.deps.made?.(key, parts, { width: made.width, height: made.height }, log);
     return 'stored';
   }
 }

@@ -82,7 +82,7 @@ interface NewEdit {
 export const EDIT_NOTE_MAX_LENGTH = 2000;
 
 /** An edit note as stored: trimmed, null when empty; INVALID_INPUT when longer than EDIT_NOTE_MAX_LENGTH. */
-function editNote(text: string | undefined): string | null {
+export function storedEditNote(text: string | undefined): string | null {
   const note = (text ?? '').trim();
   if (note.length > EDIT_NOTE_MAX_LENGTH) throw invalidInput(`the edit note is longer than ${EDIT_NOTE_MAX_LENGTH} characters`);
   return note === '' ? null : note;
@@ -114,7 +114,7 @@ export async function recordEdit(trx: Queryable, e: NewEdit): Promise<Edit> {
     closed_by_name: e.pending ? null : (editor?.name ?? null),
     closed_at: e.pending ? null : e.now,
     note: null,
-    edit_note: editNote(e.editNote),
+    edit_note: storedEditNote(e.editNote),
   };
   await trx.insertInto('cover_art_edit').values(values).execute();
   return toEdit(values);

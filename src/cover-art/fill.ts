@@ -4,20 +4,21 @@ import { Derivatives } from './derivatives.js';
 import type { FileFill, FileResponse } from './file-server.js';
 import type { ThumbnailFormat } from './keys.js';
 import { ListingsOnDemand } from './listing-on-demand.js';
-import { recordStoredFile } from './measure.js';
+import { ListingRewrites } from './listing-rewrites.js';
+import { recordStoredFile, recordThumbnailMade, type MeasuredRelease } from './measure.js';
 import { Upstream, type UpstreamLog } from './upstream.js';
 
 /**
- * A file fetched through: what it says of its image goes into the listings (cover-art/measure.ts).
- * A failure to measure it is logged, not answered: the file is stored and is served.
+ * A file fetched through or made here: what it says of its image goes into its row at once, and
+ * its release's listing is rewritten soon after (cover-art/measure.ts, listing-rewrites.ts). A
+ * failure to measure it is logged, not answered: the file is stored and is served.
  */
-async function recordFetched(deps: CoverArtDeps, key: string, log: UpstreamLog, refreshed: ((gid: string) => void) | undefined): Promise<void> {
+async function recordMeasured(rewrites: ListingRewrites, key: string, log: UpstreamLog, measure: () => Promise<MeasuredRelease | undefined>): Promise<void> {
   try {
-    const gid = await recordStoredFile(deps, key);
-    // This process forgets the release's cached listings now; the others at their next look.
-    if (gid !== undefined) refreshed?.(gid);
+    const release = await measure();
+    if (release !== undefined) await rewrites.add(release, log);
   } catch (err) {
-    log.warn({ key, err: (err as Error).message }, 'the fetched file could not be measured for the listings');
+    log.warn({ key, err: (err as Error).message }, 'the stored file could not be measured for the listings');
   }
 }
 
@@ -29,6 +30,8 @@ export interface StoreMisses {
   upstream: Upstream | undefined;
   /** Thumbnails made on demand, when sizes or formats beyond the interface's are on. */
   derivatives: Derivatives | undefined;
+  /** Listings waiting to be rewritten with the measures of files stored here. */
+  rewrites: ListingRewrites;
   /** The file server's miss: index.json written from the database, images fetched through. */
   fill: FileFill;
 }
@@ -39,7 +42,7 @@ export interface StoreMissOptions {
   upstream: UpstreamConfig | undefined;
   /** Thumbnail sizes and formats answered (SLEEVE_THUMBNAIL_SIZES, SLEEVE_THUMBNAIL_FORMATS); undefined: the interface's only. */
   thumbnails?: { sizes: readonly number[]; formats: readonly ThumbnailFormat[] } | undefined;
-  /** Told of a release whose listing a stored file refreshed (the catalogue watch's forgetRelease). */
+  /** Told of a release whose listing was rewritten for files stored here (the catalogue watch's forgetRelease). */
   refreshed?: ((gid: string) => void) | undefined;
 }
 
@@ -50,10 +53,12 @@ export interface StoreMissOptions {
 export function storeMisses(deps: CoverArtDeps, options: StoreMissOptions): StoreMisses {
   const { upstream, refreshed } = options;
   const listings = new ListingsOnDemand(deps);
+  // This process forgets a release's cached listings once its listing is rewritten; the others at their next look.
+  const rewrites = new ListingRewrites(deps, { refreshed });
   const through = upstream === undefined ? undefined : new Upstream({ db: deps.db, store: deps.store, clock: deps.clock, config: upstream, maxPixels: deps.limits.maxPixels });
   const fetched = async (key: string, log: UpstreamLog): Promise<'stored' | FileResponse | undefined> => {
     const filled = await through?.fill(key, log);
-    if (filled === 'stored') await recordFetched(deps, key, log, refreshed);
+    if (filled === 'stored') await recordMeasured(rewrites, key, log, () => recordStoredFile(deps, key, deps.clock.now()));
     return filled;
   };
   const thumbs = options.thumbnails;
@@ -61,22 +66,29 @@ export function storeMisses(deps: CoverArtDeps, options: StoreMissOptions): Stor
     thumbs === undefined
       ? undefined
       : new Derivatives(
-          { db: deps.db, store: deps.store, original: fetched },
+          {
+            db: deps.db,
+            store: deps.store,
+            original: fetched,
+            // A JPEG's dimensions go into the listing (thumbnail_dimensions); the other formats' are the same.
+            made: async (key, parts, dims, log) => {
+              if (parts.format !== 'jpeg') return;
+              await recordMeasured(rewrites, key, log, () => recordThumbnailMade(deps.db, parts, parts.size as number, dims, deps.clock.now()));
+            },
+          },
           { sizes: thumbs.sizes, formats: thumbs.formats, maxPixels: deps.limits.maxPixels, maxBytes: Math.max(deps.limits.maxBytes, upstream?.maxBytes ?? 0) },
         );
   return {
     listings,
     upstream: through,
     derivatives,
+    rewrites,
     fill: async (key, log) => {
       // index.json is never fetched: sleeve writes it from its database.
       if (key.endsWith('/index.json')) return listings.fill(key);
       const parts = derivatives?.madeHere(key);
       if (parts === undefined) return fetched(key, log);
-      const made = await (derivatives as Derivatives).make(key, parts, log);
-      // A JPEG's dimensions go into the listing (thumbnail_dimensions); the other formats' are the same.
-      if (made === 'stored' && parts.format === 'jpeg') await recordFetched(deps, key, log, refreshed);
-      return made;
+      return (derivatives as Derivatives).make(key, parts, log);
     },
   };
 }

@@ -20,6 +20,7 @@ export {
   FIRST_EDIT_ID,
   MAX_EDIT_PAGE,
   EDIT_NOTE_MAX_LENGTH,
+  storedEditNote,
   type ChangeOptions,
   type Edit,
   type EditKind,

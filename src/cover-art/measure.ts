@@ -3,14 +3,14 @@
  * from its stored files: the original's width and height as displayed (sharp's header read, which
  * applies the EXIF orientation without decoding a pixel), its size in bytes, and each stored
  * thumbnail's width and height from its JPEG header (image-header.ts). Recorded in the image's
- * row (db/migrations/20261206T0200_image_measures.ts); index.json is then rewritten.
+ * row (db/migrations/20261206T0200_image_measures.ts); index.json is then rewritten (by
+ * `sleeve art measure` at once; for a file stored while serving, soon after: listing-rewrites.ts).
  */
 import type { IndexDeps } from './deps.js';
 import { writeIndex } from './indexer.js';
 import { readImageHeader } from './image-header.js';
 import { originalKey, parseImageKey, THUMBNAIL_SIZES, thumbnailKey } from './keys.js';
 import { parseThumbnailDimensions } from './listing.js';
-import { recordListingRefresh } from '../cluster/listing-refresh.js';
 import { listImages, type ImageRow } from './repo.js';
 import { sharpModule } from './thumbnails.js';
 
@@ -121,21 +121,70 @@ function sameMeasures(row: ImageRow, m: ImageMeasures): boolean {
   );
 }
 
+/** One release's listing to rewrite after new measures (cover-art/listing-rewrites.ts). */
+export interface MeasuredRelease {
+  id: number;
+  gid: string;
+}
+
 /**
- * After a file was stored by pull-through or made on demand (cover-art/fill.ts): records what it
- * says of its image, under the image's row lock (two thumbnails stored at once both land),
- * rewrites the release's index.json and records that this release's listing was refreshed (the
- * serving processes forget that release's cached listings only: docs/decisions.md, "A listing
- * refreshed is forgotten per release"). The file is read back from the store. Answers the
- * release's MBID when its listing was refreshed.
+ * Records new measures of image `id` of release `mbid` in its row and marks the release's
+ * index.json dirty, in one transaction that takes the locks in the order every change takes
+ * them (the release row, then the image row: cover-art/catalogue.ts, markChanged), so two
+ * thumbnails of one image stored at once both land. The listing is rewritten afterwards
+ * (ListingRewrites); until then the dirty mark keeps the file cache from keeping the old one,
+ * and a process stopped first leaves the rewrite to the next start or the catalogue watch's
+ * sweep. Answers the release (undefined when there is none).
  */
-export async function recordStoredFile(deps: IndexDeps, key: string): Promise<string | undefined> {
+export async function recordMeasures(
+  db: IndexDeps['db'],
+  image: { id: number; mbid: string },
+  change: (current: { thumbnail_dimensions: string | null }) => Partial<ImageMeasures>,
+  now: number,
+): Promise<MeasuredRelease | undefined> {
+  return db.transaction().execute(async (trx) => {
+    // The oldest mark is kept: the sweep finishes listings dirty for long, whoever marked them.
+    const release = await trx
+      .updateTable('release')
+      .set((eb) => ({ index_dirty: eb.case().when('index_dirty', '=', 0).then(Math.max(1, now)).else(eb.ref('index_dirty')).end() }))
+      .where('gid', '=', image.mbid)
+      .returning(['id', 'gid'])
+      .executeTakeFirst();
+    if (release === undefined) return undefined;
+    const current = await trx.selectFrom('cover_art').select('thumbnail_dimensions').where('id', '=', image.id).where('release', '=', release.id).executeTakeFirst();
+    // An image removed meanwhile: nothing to record, but the mark is made, so the listing is rewritten all the same.
+    if (current !== undefined) await trx.updateTable('cover_art').set(change(current)).where('id', '=', image.id).execute();
+    return { id: release.id, gid: release.gid };
+  });
+}
+
+/** Merges one thumbnail's real dimensions into the image's `thumbnail_dimensions`. */
+function withThumbnail(size: number, dims: { width: number; height: number }): (current: { thumbnail_dimensions: string | null }) => Partial<ImageMeasures> {
+  const entry = { [String(size)]: { width: dims.width, height: dims.height } };
+  return (current) => ({ thumbnail_dimensions: JSON.stringify({ ...parseThumbnailDimensions(current.thumbnail_dimensions), ...entry }) });
+}
+
+/**
+ * After a JPEG thumbnail was made on demand (cover-art/derivatives.ts): its dimensions, as the
+ * resize reported them (no read back), go into the image's row; answers the release whose
+ * listing is then to be rewritten.
+ */
+export function recordThumbnailMade(db: IndexDeps['db'], image: { id: number; mbid: string }, size: number, dims: { width: number; height: number }, now: number): Promise<MeasuredRelease | undefined> {
+  return recordMeasures(db, image, withThumbnail(size, dims), now);
+}
+
+/**
+ * After a file was stored by pull-through (cover-art/fill.ts): records what it says of its image
+ * (read back from the store: the original's displayed size and bytes, a thumbnail's header);
+ * answers the release whose listing is then to be rewritten, or undefined when nothing was.
+ */
+export async function recordStoredFile(deps: IndexDeps, key: string, now: number): Promise<MeasuredRelease | undefined> {
   const parsed = parseImageKey(key);
   if (parsed === undefined) return undefined;
   const row = await deps.db
     .selectFrom('cover_art as ca')
     .innerJoin('release as r', 'r.id', 'ca.release')
-    .select(['ca.release', 'ca.mime_type'])
+    .select(['ca.mime_type'])
     .where('ca.id', '=', parsed.id)
     .where('r.gid', '=', parsed.mbid)
     .executeTakeFirst();
@@ -150,21 +199,9 @@ export async function recordStoredFile(deps: IndexDeps, key: string): Promise<st
   } else {
     const header = readImageHeader(bytes);
     if (header === undefined) return undefined;
-    const entry = { [String(parsed.size)]: { width: header.width, height: header.height } };
-    change = (current) => ({ thumbnail_dimensions: JSON.stringify({ ...parseThumbnailDimensions(current.thumbnail_dimensions), ...entry }) });
+    change = withThumbnail(parsed.size, header);
   }
-  await deps.db.transaction().execute(async (trx) => {
-    // A write first: the row's lock (PostgreSQL) or the write lock (SQLite) before the read.
-    await trx.updateTable('cover_art').set((eb) => ({ thumbnail_dimensions: eb.ref('thumbnail_dimensions') })).where('id', '=', parsed.id).execute();
-    const current = await trx.selectFrom('cover_art').select('thumbnail_dimensions').where('id', '=', parsed.id).executeTakeFirst();
-    if (current === undefined) return;
-    await trx.updateTable('cover_art').set(change(current)).where('id', '=', parsed.id).execute();
-  });
-  await writeIndex(deps, row.release);
-  // After the new index.json is in the store, so no process keeps the old one again; no catalogue
-  // change: other releases' cached answers stay (anonymous requests cause these).
-  await recordListingRefresh(deps.db, parsed.mbid);
-  return parsed.mbid;
+  return recordMeasures(deps.db, parsed, change, now);
 }
 
 /**

@@ -144,25 +144,25 @@ export function undoAdd(deps: WebsiteDeps, editor: Editor, release: string, entr
   });
 }
 
-export function editImage(deps: WebsiteDeps, editor: Editor, input: { release: string; id: string; types?: string[]; comment?: string }, ifMatch?: string): Promise<ListingImage> {
+export function editImage(deps: WebsiteDeps, editor: Editor, input: { release: string; id: string; types?: string[]; comment?: string; editNote?: string }, ifMatch?: string): Promise<ListingImage> {
   return guarded(deps, input.release, ifMatch, async (expectRevision) =>
-    editArt(deps.coverArt, { release: input.release, imageId: input.id, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision)),
+    editArt(deps.coverArt, { release: input.release, imageId: input.id, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision, input.editNote)),
   );
 }
 
-export function removeImage(deps: WebsiteDeps, editor: Editor, release: string, id: string, ifMatch?: string): Promise<void> {
+export function removeImage(deps: WebsiteDeps, editor: Editor, release: string, id: string, ifMatch?: string, editNote?: string): Promise<void> {
   return guarded(deps, release, ifMatch, async (expectRevision) => {
-    await removeArt(deps.coverArt, release, id, await options(deps, editor, expectRevision));
+    await removeArt(deps.coverArt, release, id, await options(deps, editor, expectRevision, editNote));
   });
 }
 
-export function reorderImages(deps: WebsiteDeps, editor: Editor, release: string, ids: string[], ifMatch?: string): Promise<void> {
+export function reorderImages(deps: WebsiteDeps, editor: Editor, release: string, ids: string[], ifMatch?: string, editNote?: string): Promise<void> {
   return guarded(deps, release, ifMatch, async (expectRevision) => {
-    await reorderArt(deps.coverArt, release, ids, await options(deps, editor, expectRevision));
+    await reorderArt(deps.coverArt, release, ids, await options(deps, editor, expectRevision, editNote));
   });
 }
 
-export async function chooseGroupCover(deps: WebsiteDeps, editor: Editor, group: string, release: string): Promise<void> {
-  await setGroupCover(deps.coverArt, group, release, await options(deps, editor, undefined));
+export async function chooseGroupCover(deps: WebsiteDeps, editor: Editor, group: string, release: string, editNote?: string): Promise<void> {
+  await setGroupCover(deps.coverArt, group, release, await options(deps, editor, undefined, editNote));
   await deps.afterChange?.();
 }

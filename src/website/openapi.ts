@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { EDIT_NOTE_MAX_LENGTH } from '../cover-art/index.js';
 import { COMMENT_MAX_LENGTH } from './changes.js';
 import type { WebsiteDeps } from './deps.js';
 
@@ -24,6 +25,12 @@ const ifMatch = {
 };
 /** An image's comment: as long as the website's forms take, at most. */
 const COMMENT = { type: 'string', maxLength: COMMENT_MAX_LENGTH };
+/** The editor's note on a change, stored with its edit (trimmed; the upload page's edit note). */
+const EDIT_NOTE = {
+  type: 'string',
+  maxLength: EDIT_NOTE_MAX_LENGTH,
+  description: `Why the change is made, stored with its edit as the upload page's edit note: trimmed, at most ${EDIT_NOTE_MAX_LENGTH} characters once trimmed (400 beyond); shown with the edit (pending edits, the website's edit pages)`,
+};
 const redirect = (description: string) => ({ description, headers: { Location: { schema: { type: 'string', format: 'uri' } } } });
 const formBody = (properties: Record<string, object>, required: string[]) => ({
   required: true,
@@ -34,6 +41,22 @@ const formBody = (properties: Record<string, object>, required: string[]) => ({
 const TOKEN_REFUSALS = {
   '401': { ...apiError('No token, or a token invalid, expired or revoked (invalid_token); a DPoP-bound token without a valid proof (invalid_token, invalid_dpop_proof); WWW-Authenticate carries the challenge'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } },
   '403': { ...apiError('The token lacks the cover_art scope (insufficient_scope)'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } },
+};
+
+/** What the thumbnail redirects do beyond the interface's three JPEG sizes (docs/file-serving.md, "Sizes and formats made on demand"). */
+const THUMBNAIL_NOTE =
+  'Besides 250, 500 and 1200, the sizes the operator allows (SLEEVE_THUMBNAIL_SIZES, e.g. 100,250,300,500,600,1200,2000) are answered the same way: ' +
+  '-600 is a 307 to …_thumb600.jpg, made on its first request, never upscaled. Any other size keeps the real service\'s answer. ' +
+  'With WebP or AVIF on (SLEEVE_THUMBNAIL_FORMATS), a thumbnail redirect whose Accept prefers image/webp or image/avif (q-values honoured; q=0 refuses) ' +
+  'goes to …_thumb{N}.webp or .avif, and every such answer, the JPEG one too, carries Vary: Accept; -600.webp or -600.avif in the path asks for that format whatever Accept says. ' +
+  'With the defaults every answer is the interface\'s, without Vary.';
+const IMAGE_NAME = 'front, back, or an id; optionally -250, -500, -1200 or an allowed size (SLEEVE_THUMBNAIL_SIZES), and .webp or .avif when that format is on';
+const thumbnailRedirect = {
+  description: 'To the image file (a thumbnail in the format chosen by Accept when WebP or AVIF is on)',
+  headers: {
+    Location: { schema: { type: 'string', format: 'uri' } },
+    Vary: { description: 'Accept, on a thumbnail redirect when SLEEVE_THUMBNAIL_FORMATS names WebP or AVIF (the answer then depends on Accept); absent otherwise', schema: { type: 'string' } },
+  },
 };
 
 function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
@@ -55,9 +78,10 @@ function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
       get: {
         operationId: 'getReleaseImage',
         tags,
-        summary: 'An image or thumbnail: front, back or an image id, with -250, -500 or -1200',
-        parameters: [mbid(), { name: 'image', in: 'path', required: true, schema: { type: 'string' }, description: 'front, back, or an id; optionally -250, -500, -1200' }],
-        responses: { '307': redirect('To the image file'), '400': { description: 'Not a valid MBID or image name' }, '404': { description: 'No such image' } },
+        summary: 'An image or thumbnail: front, back or an image id, with -250, -500, -1200 or a size the operator allows',
+        description: THUMBNAIL_NOTE,
+        parameters: [mbid(), { name: 'image', in: 'path', required: true, schema: { type: 'string' }, description: IMAGE_NAME }],
+        responses: { '307': thumbnailRedirect, '400': { description: 'Not a valid MBID or image name' }, '404': { description: 'No such image' } },
       },
     },
     '/release-group/{mbid}/': {
@@ -75,9 +99,10 @@ function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
       get: {
         operationId: 'getReleaseGroupFront',
         tags,
-        summary: "The group's front image (front, front-250, front-500, front-1200)",
-        parameters: [mbid('mbid', 'release group'), { name: 'image', in: 'path', required: true, schema: { type: 'string' } }],
-        responses: { '307': redirect('To the image file'), '400': { description: 'Not front' }, '404': { description: 'No cover art for the release group' } },
+        summary: "The group's front image (front, front-250, front-500, front-1200, or a size the operator allows)",
+        description: THUMBNAIL_NOTE,
+        parameters: [mbid('mbid', 'release group'), { name: 'image', in: 'path', required: true, schema: { type: 'string' }, description: 'front, optionally with -250, -500, -1200 or an allowed size, and .webp or .avif when that format is on' }],
+        responses: { '307': thumbnailRedirect, '400': { description: 'Not front' }, '404': { description: 'No cover art for the release group' } },
       },
     },
   };
@@ -86,7 +111,7 @@ function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
 function writePaths(): Record<string, object> {
   const tags = ['Cover art (write)'];
   const security = [{ bearer: ['cover_art'] }];
-  const listingAnswer = (description: string) => ({ ...json(ref('Listing'), description), headers: { ETag: { schema: { type: 'string' } } } });
+  const listingAnswer = (description: string) => ({ ...json(ref('ChangedListing'), description), headers: { ETag: { schema: { type: 'string' } } } });
   return {
     '/api/cover-art/release/{mbid}/images': {
       get: {
@@ -110,15 +135,15 @@ function writePaths(): Record<string, object> {
               schema: {
                 type: 'object',
                 required: ['file'],
-                properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' }, types: { type: 'array', items: { type: 'string' } }, comment: COMMENT },
+                properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' }, types: { type: 'array', items: { type: 'string' } }, comment: COMMENT, edit_note: EDIT_NOTE },
               },
             },
           },
         },
         responses: {
-          '201': { ...json(ref('ListingImage'), 'The new entry'), headers: { Location: { schema: { type: 'string', format: 'uri' } }, ETag: { schema: { type: 'string' } } } },
+          '201': { ...json(ref('ChangedImage'), 'The new entry (with edit_note as stored when one was given)'), headers: { Location: { schema: { type: 'string', format: 'uri' } }, ETag: { schema: { type: 'string' } } } },
           ...TOKEN_REFUSALS,
-          '400': apiError('Not an image, truncated, too many pixels, an unknown type, a comment too long, a bad field'),
+          '400': apiError('Not an image, truncated, too many pixels, an unknown type, a comment or edit note too long, a bad field'),
           '404': apiError('No such release'),
           '409': apiError('The listing changed (If-Match)'),
           '413': apiError('The file is larger than the limit'),
@@ -147,11 +172,11 @@ function writePaths(): Record<string, object> {
           required: true,
           content: {
             'application/json': {
-              schema: { type: 'object', additionalProperties: false, properties: { types: { type: 'array', items: { type: 'string' } }, comment: COMMENT } },
+              schema: { type: 'object', additionalProperties: false, properties: { types: { type: 'array', items: { type: 'string' } }, comment: COMMENT, edit_note: EDIT_NOTE } },
             },
           },
         },
-        responses: { '200': json(ref('ListingImage'), 'The entry'), ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an unknown type, a comment too long'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
+        responses: { '200': json(ref('ChangedImage'), 'The entry (with edit_note as stored when one was given)'), ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an unknown type, a comment or edit note too long'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
       },
       delete: {
         operationId: 'removeImage',
@@ -159,7 +184,12 @@ function writePaths(): Record<string, object> {
         security,
         summary: 'Removes an image',
         parameters: [mbid(), imageId, ifMatch],
-        responses: { '204': { description: 'Removed' }, ...TOKEN_REFUSALS, '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
+        requestBody: {
+          required: false,
+          description: 'Optional: the edit note',
+          content: { 'application/json': { schema: { type: 'object', additionalProperties: false, properties: { edit_note: EDIT_NOTE } } } },
+        },
+        responses: { '204': { description: 'Removed' }, ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an edit note too long'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
       },
     },
     '/api/cover-art/release/{mbid}/order': {
@@ -171,10 +201,10 @@ function writePaths(): Record<string, object> {
         parameters: [mbid(), ifMatch],
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: { type: 'object', required: ['images'], additionalProperties: false, properties: { images: { type: 'array', items: { type: 'string' } } } } } },
+          content: { 'application/json': { schema: { type: 'object', required: ['images'], additionalProperties: false, properties: { images: { type: 'array', items: { type: 'string' } }, edit_note: EDIT_NOTE } } } },
         },
         responses: {
-          '200': listingAnswer('The listing in its new order'),
+          '200': listingAnswer('The listing in its new order (with edit_note as stored when one was given)'),
           ...TOKEN_REFUSALS,
           '400': apiError('An image missing or named twice'),
           '404': apiError('No such release, or an image of another release'),
@@ -191,9 +221,9 @@ function writePaths(): Record<string, object> {
         parameters: [mbid('mbid', 'release group')],
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: { type: 'object', required: ['release'], additionalProperties: false, properties: { release: { type: 'string', format: 'uuid' } } } } },
+          content: { 'application/json': { schema: { type: 'object', required: ['release'], additionalProperties: false, properties: { release: { type: 'string', format: 'uuid' }, edit_note: EDIT_NOTE } } } },
         },
-        responses: { '200': json(ref('Listing'), "The group's listing"), ...TOKEN_REFUSALS, '400': apiError('A release of another group'), '404': apiError('No such group or release') },
+        responses: { '200': json(ref('ChangedListing'), "The group's listing (with edit_note as stored when one was given)"), ...TOKEN_REFUSALS, '400': apiError('A release of another group'), '404': apiError('No such group or release') },
       },
     },
     '/api/openapi.json': {
@@ -271,49 +301,66 @@ function oauthPaths(): Record<string, object> {
   };
 }
 
-const SCHEMAS = {
-  ListingImage: {
-    type: 'object',
-    required: ['approved', 'back', 'comment', 'edit', 'front', 'id', 'image', 'thumbnails', 'types'],
-    additionalProperties: false,
-    properties: {
-      approved: { type: 'boolean' },
-      back: { type: 'boolean' },
-      comment: { type: 'string' },
-      edit: { type: 'integer', minimum: 0 },
-      front: { type: 'boolean' },
-      id: { type: 'string', pattern: '^(0|[1-9][0-9]{0,15})$' },
-      image: { type: 'string', format: 'uri' },
-      thumbnails: {
+/** A change's answer carries the edit note as stored (null when blank) when the request gave one. */
+const NOTE_ANSWER = { type: ['string', 'null'], description: 'The edit note as stored (trimmed; null when blank); present only when the request gave edit_note' };
+
+const LISTING_IMAGE = {
+  type: 'object',
+  required: ['approved', 'back', 'comment', 'edit', 'front', 'id', 'image', 'thumbnails', 'types'],
+  additionalProperties: false,
+  properties: {
+    approved: { type: 'boolean' },
+    back: { type: 'boolean' },
+    comment: { type: 'string' },
+    edit: { type: 'integer', minimum: 0 },
+    front: { type: 'boolean' },
+    id: { type: 'string', pattern: '^(0|[1-9][0-9]{0,15})$' },
+    image: { type: 'string', format: 'uri' },
+    thumbnails: {
+      type: 'object',
+      required: ['1200', '250', '500', 'large', 'small'],
+      additionalProperties: false,
+      properties: Object.fromEntries(['1200', '250', '500', 'large', 'small'].map((k) => [k, { type: 'string', format: 'uri' }])),
+    },
+    types: { type: 'array', items: { type: 'string' } },
+    // sleeve's additive fields (docs/interface.md, "Additive fields"): present only when known, never with SLEEVE_LISTING_FIELDS=caa.
+    width: { type: 'integer', minimum: 1, description: 'The original as displayed (after EXIF orientation); absent when unknown' },
+    height: { type: 'integer', minimum: 1, description: 'The original as displayed (after EXIF orientation); absent when unknown' },
+    size: { type: 'integer', minimum: 0, description: 'Bytes of the original as stored; absent when unknown' },
+    mime_type: { type: 'string', enum: ['image/jpeg', 'image/png', 'image/gif', 'application/pdf'], description: 'Absent when unknown' },
+    thumbnail_dimensions: {
+      type: 'object',
+      description:
+        'The thumbnails that exist, by nominal size (the interface\'s three, and sizes made on demand under SLEEVE_THUMBNAIL_SIZES once made); never upscaled, so a small original\'s are smaller. Absent when unknown',
+      additionalProperties: {
         type: 'object',
-        required: ['1200', '250', '500', 'large', 'small'],
+        required: ['width', 'height'],
         additionalProperties: false,
-        properties: Object.fromEntries(['1200', '250', '500', 'large', 'small'].map((k) => [k, { type: 'string', format: 'uri' }])),
-      },
-      types: { type: 'array', items: { type: 'string' } },
-      // sleeve's additive fields (docs/interface.md, "Additive fields"): present only when known, never with SLEEVE_LISTING_FIELDS=caa.
-      width: { type: 'integer', minimum: 1, description: 'The original as displayed (after EXIF orientation); absent when unknown' },
-      height: { type: 'integer', minimum: 1, description: 'The original as displayed (after EXIF orientation); absent when unknown' },
-      size: { type: 'integer', minimum: 0, description: 'Bytes of the original as stored; absent when unknown' },
-      mime_type: { type: 'string', enum: ['image/jpeg', 'image/png', 'image/gif', 'application/pdf'], description: 'Absent when unknown' },
-      thumbnail_dimensions: {
-        type: 'object',
-        description: 'The thumbnails that exist, by nominal size; never upscaled, so a small original\'s are smaller. Absent when unknown',
-        additionalProperties: {
-          type: 'object',
-          required: ['width', 'height'],
-          additionalProperties: false,
-          properties: { width: { type: 'integer', minimum: 1 }, height: { type: 'integer', minimum: 1 } },
-        },
+        properties: { width: { type: 'integer', minimum: 1 }, height: { type: 'integer', minimum: 1 } },
       },
     },
+    thumbnail_formats: {
+      type: 'array',
+      items: { type: 'string', enum: ['jpeg', 'webp', 'avif'] },
+      minItems: 2,
+      uniqueItems: true,
+      description: 'The formats its thumbnails are answered in (SLEEVE_THUMBNAIL_FORMATS); present only when more than JPEG is on, never for a PDF',
+    },
   },
-  Listing: {
-    type: 'object',
-    required: ['images', 'release'],
-    additionalProperties: false,
-    properties: { images: { type: 'array', items: ref('ListingImage') }, release: { type: 'string', format: 'uri' } },
-  },
+};
+
+const LISTING = {
+  type: 'object',
+  required: ['images', 'release'],
+  additionalProperties: false,
+  properties: { images: { type: 'array', items: ref('ListingImage') }, release: { type: 'string', format: 'uri' } },
+};
+
+const SCHEMAS = {
+  ListingImage: LISTING_IMAGE,
+  Listing: LISTING,
+  ChangedImage: { ...LISTING_IMAGE, properties: { ...LISTING_IMAGE.properties, edit_note: NOTE_ANSWER } },
+  ChangedListing: { ...LISTING, properties: { ...LISTING.properties, edit_note: NOTE_ANSWER } },
   EditorListing: {
     type: 'object',
     required: ['images', 'release', 'pending'],

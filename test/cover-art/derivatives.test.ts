@@ -139,9 +139,16 @@ describe(`thumbnail sizes and formats on demand (${DIALECT})`, () => {
     // 2000 of a 1200×1600 original: the original's size, never upscaled.
     const big = await sharp(await bytesOf(await fetch(`${s.base}/release/${R2}/front-2000`))).metadata();
     assert.deepEqual([big.width, big.height], [1200, 1600]);
-    // The listing now names the made thumbnail's real dimensions, and the formats.
-    const index = (await (await fetch(`${s.base}/download/mbid-${R2}/index.json`)).json()) as any;
-    const entry = index.images.find((i: { id: string }) => i.id === String(ids['rotated.jpg']));
+    // The listing names the made thumbnail's real dimensions once it is rewritten (soon after:
+    // cover-art/listing-rewrites.ts), and the formats.
+    const entryOf = (index: any) => index.images.find((i: { id: string }) => i.id === String(ids['rotated.jpg']));
+    const { value: index } = await pollUntil(
+      async (): Promise<any> => (await fetch(`${s.base}/download/mbid-${R2}/index.json`)).json(),
+      (l) => entryOf(l).thumbnail_dimensions['600'] !== undefined,
+      10_000,
+      50,
+    );
+    const entry = entryOf(index);
     assert.deepEqual(entry.thumbnail_dimensions['600'], { width: 450, height: 600 });
     assert.deepEqual(entry.thumbnail_formats, ['jpeg', 'webp', 'avif']);
   });
@@ -263,7 +270,9 @@ describe(`thumbnail sizes and formats on demand (${DIALECT})`, () => {
     assert.equal((await get(`${s.base}/download/${key(R1, 101, '.jpg')}`)).status, 200);
     const { value } = await pollUntil(group1, (g) => g.images.find((i: { id: string }) => i.id === '101').width === 900, 10_000, 100);
     assert.equal(value.images.find((i: { id: string }) => i.id === '101').height, 600);
-    const listed = (await (await fetch(`${s.base}/download/mbid-${R1}/index.json`)).json()) as any;
+    // index.json is rewritten soon after the row (cover-art/listing-rewrites.ts).
+    const index1 = async (): Promise<any> => (await fetch(`${s.base}/download/mbid-${R1}/index.json`)).json();
+    const { value: listed } = await pollUntil(index1, (l) => l.images.find((i: { id: string }) => i.id === '101').width === 900, 10_000, 50);
     assert.equal(listed.images.find((i: { id: string }) => i.id === '101').width, 900);
     // R3's answers are still the cached ones.
     assert.deepEqual(await groupOf3(), g3);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { addApp, addUser, Browser, request } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { call, multipart, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
@@ -66,7 +66,8 @@ describe(`the OpenAPI document (${DIALECT})`, () => {
   }
 
   before(async () => {
-    t = await makeTestEnv();
+    // Sizes and formats beyond the interface's: the listings then carry thumbnail_formats, and the redirects Vary.
+    t = await makeTestEnv({ SLEEVE_THUMBNAIL_SIZES: '250,500,600,1200', SLEEVE_THUMBNAIL_FORMATS: 'jpeg,webp,avif' });
     site = await startSite(t);
     await addUser(t, 'alice');
     app = await addApp(t, 'alice', 'confidential', REDIRECT_URI, 'Documented tool');
@@ -131,10 +132,18 @@ describe(`the OpenAPI document (${DIALECT})`, () => {
     assert.equal((await go(`${api}/release/${RELEASE}/images`, { method: 'POST', headers: { ...auth, 'content-type': m2.type }, body: m2.body })).status, 400);
     assert.equal((await go(`${api}/release/${RELEASE}/images/${id}`, { headers: auth })).status, 200);
     assert.equal((await go(`${api}/release/${RELEASE}/images/${id}`, { method: 'PATCH', headers: auth, json: { comment: 'documented' } })).status, 200);
+    // Edit notes: given back with the change (the answers' documented edit_note), refused beyond their bound.
+    const noted = await go(`${api}/release/${RELEASE}/images/${id}`, { method: 'PATCH', headers: auth, json: { comment: 'noted', edit_note: ' why ' } });
+    assert.equal(noted.json().edit_note, 'why');
+    assert.equal((await go(`${api}/release/${RELEASE}/images/${id}`, { method: 'PATCH', headers: auth, json: { comment: 'x', edit_note: 'x'.repeat(2001) } })).status, 400);
+    const m3 = multipart([{ name: 'file', value: await makeJpeg(120, 120), filename: 'n.jpg' }, { name: 'edit_note', value: 'scanned' }]);
+    const withNote = await go(`${api}/release/${RELEASE}/images`, { method: 'POST', headers: { ...auth, 'content-type': m3.type }, body: m3.body });
+    assert.equal(withNote.json().edit_note, 'scanned');
+    assert.equal((await go(`${api}/release/${RELEASE}/images/${withNote.json().id}`, { method: 'DELETE', headers: { ...auth, 'content-length': '22' }, json: { edit_note: 'a test' } })).status, 204);
     assert.equal((await go(`${api}/release/${RELEASE}/images/${id}`, { method: 'PATCH', headers: { ...auth, 'if-match': '"x"' }, json: { comment: 'x' } })).status, 409);
-    assert.equal((await go(`${api}/release/${RELEASE}/order`, { method: 'PUT', headers: auth, json: { images: [id] } })).status, 200);
+    assert.equal((await go(`${api}/release/${RELEASE}/order`, { method: 'PUT', headers: auth, json: { images: [id], edit_note: 'one' } })).json().edit_note, 'one');
     assert.equal((await go(`${api}/release/${RELEASE}/order`, { method: 'PUT', headers: auth, json: { images: [] } })).status, 400);
-    assert.equal((await go(`${api}/release-group/${GROUP}/cover`, { method: 'PUT', headers: auth, json: { release: RELEASE } })).status, 200);
+    assert.equal((await go(`${api}/release-group/${GROUP}/cover`, { method: 'PUT', headers: auth, json: { release: RELEASE, edit_note: 'chosen' } })).json().edit_note, 'chosen');
     assert.equal((await go(`${api}/release/${RELEASE}/images`)).status, 401);
     assert.equal((await go(`${site.web}/oauth2/userinfo`, { headers: auth })).status, 200);
     assert.equal((await go(`${site.web}/.well-known/oauth-authorization-server`)).status, 200);
@@ -167,6 +176,24 @@ describe(`the OpenAPI document (${DIALECT})`, () => {
     assert.equal(await art(`/release-group/${GROUP}/`), 200);
     assert.equal(await art(`/release-group/${GROUP}/front`), 307);
     assert.equal(await art(`/release/not-an-mbid/`), 400);
+
+    // Sizes and formats beyond the interface's (SLEEVE_THUMBNAIL_SIZES, SLEEVE_THUMBNAIL_FORMATS).
+    const webp = await fetch(`${site.art}/release/${RELEASE}/front-600`, { redirect: 'manual', headers: { accept: 'image/webp,*/*;q=0.8' } });
+    check(`${site.art}/release/${RELEASE}/front-600`, 'GET', webp.status, await webp.text());
+    assert.equal(webp.status, 307);
+    assert.match(String(webp.headers.get('location')), /_thumb600\.webp$/);
+    assert.equal(webp.headers.get('vary'), 'Accept');
+    const documented = doc.paths['/release/{mbid}/{image}']?.get?.responses['307'] as { headers?: Record<string, unknown> };
+    assert.ok(documented.headers?.Vary !== undefined, 'the redirect documents Vary');
+    // A 600 px JPEG made on demand: the listing then names its dimensions, and its formats.
+    const jpeg600 = await fetch(`${site.art}/release/${RELEASE}/front-600`);
+    assert.equal(jpeg600.status, 200);
+    await jpeg600.arrayBuffer();
+    const groupListing = async (): Promise<any> => (await fetch(`${site.art}/release-group/${GROUP}/`, { headers: { accept: 'application/json' } })).json();
+    const { value: listed } = await pollUntil(groupListing, (l) => l.images[0]?.thumbnail_dimensions?.['600'] !== undefined, 10_000);
+    assert.deepEqual(listed.images[0].thumbnail_formats, ['jpeg', 'webp', 'avif']);
+    assert.deepEqual(listed.images[0].thumbnail_dimensions['600'], { width: 200, height: 200 });
+    assert.equal(await art(`/release-group/${GROUP}/`), 200);
 
     // Every operation of the write API was called.
     for (const op of ['GET /api/cover-art/release/{mbid}/images', 'POST /api/cover-art/release/{mbid}/images', 'PATCH /api/cover-art/release/{mbid}/images/{id}', 'DELETE /api/cover-art/release/{mbid}/images/{id}', 'PUT /api/cover-art/release/{mbid}/order', 'PUT /api/cover-art/release-group/{mbid}/cover']) {

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkAccessToken, isRefusal, type TokenHolder } from '../../auth/pages.js';
-import { currentGroupListing, releaseArt, type Listing } from '../../cover-art/index.js';
+import { currentGroupListing, releaseArt, storedEditNote, type Listing } from '../../cover-art/index.js';
 import { AppError, isAppError } from '../../shared/errors.js';
 import { addImage, chooseGroupCover, COMMENT_MAX_LENGTH, editImage, listingTag, releaseListing, removeImage, reorderImages, type Editor } from '../changes.js';
 import type { WebsiteDeps } from '../deps.js';
@@ -114,6 +114,27 @@ function checkComment(comment: string | undefined): void {
   if (comment !== undefined && comment.length > COMMENT_MAX_LENGTH) throw new ApiRefusal(400, 'invalid_request', `comment is longer than ${COMMENT_MAX_LENGTH} characters`);
 }
 
+/**
+ * The editor's note on a change (`edit_note`, as the upload page's), checked as it is stored:
+ * trimmed, at most EDIT_NOTE_MAX_LENGTH characters (400 beyond), null when blank. Undefined:
+ * none given. Checked before the change does any work.
+ */
+function editNoteOf(value: unknown): { note: string | undefined; stored: string | null } | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new ApiRefusal(400, 'invalid_request', 'edit_note must be a string');
+  try {
+    return { note: value, stored: storedEditNote(value) };
+  } catch (err) {
+    if (isAppError(err)) throw new ApiRefusal(400, 'invalid_request', err.message);
+    throw err;
+  }
+}
+
+/** A change's answer: with the edit note as stored when the request gave one. */
+function withNote<T extends object>(body: T, note: { stored: string | null } | undefined): T | (T & { edit_note: string | null }) {
+  return note === undefined ? body : { ...body, edit_note: note.stored };
+}
+
 /** An upload not let in (upload-body.ts, UploadSlots), its body left unread: the connection closes after the answer. */
 function uploadRefused(why: UploadRefusal): ApiRefusal {
   const headers = { 'retry-after': UPLOAD_RETRY_AFTER, connection: 'close' };
@@ -179,10 +200,6 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
   const added = new WeakMap<FastifyRequest, string>();
 
   const entryUrl = (mbid: string, id: string) => `${deps.pages.deps.authUrl}${API_PREFIX}/release/${mbid}/images/${id}`;
-  const sendListing = async (reply: FastifyReply, mbid: string, status = 200) => {
-    const listing = await releaseListing(deps, mbid);
-    return sendJsonStatus(reply, status, listing, { etag: listingTag(listing) });
-  };
 
   app.get<{ Params: ReleaseParams }>('/release/:mbid/images', async function listImages(req, reply) {
     const listing = await releaseListing(deps, req.params.mbid);
@@ -217,55 +234,67 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
     const done = await uploads.slots.run(editor.id, async () => {
       const form = await readStreamedForm(req, uploads.folder, uploads.limits);
       try {
-        const unknown = [...form.fields.keys(), ...form.files.map((f) => f.field)].find((k) => !['file', 'types', 'comment'].includes(k));
-        if (unknown !== undefined) throw new ApiRefusal(400, 'invalid_request', `Unknown field ${JSON.stringify(unknown.slice(0, 40))}; the fields are file, types (repeated) and comment`);
+        const unknown = [...form.fields.keys(), ...form.files.map((f) => f.field)].find((k) => !['file', 'types', 'comment', 'edit_note'].includes(k));
+        if (unknown !== undefined) throw new ApiRefusal(400, 'invalid_request', `Unknown field ${JSON.stringify(unknown.slice(0, 40))}; the fields are file, types (repeated), comment and edit_note`);
         const [file] = form.files;
         if (file === undefined || file.field !== 'file') throw new ApiRefusal(400, 'invalid_request', 'The image goes in the field "file"');
         const comments = form.fields.get('comment') ?? [];
         if (comments.length > 1) throw new ApiRefusal(400, 'invalid_request', 'Give the comment once');
         checkComment(comments[0]);
+        const notes = form.fields.get('edit_note') ?? [];
+        if (notes.length > 1) throw new ApiRefusal(400, 'invalid_request', 'Give the edit note once');
+        const note = editNoteOf(notes[0]);
         const types = form.fields.get('types') ?? [];
-        return await uploads.slots.work(async () => addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), types, comment: comments[0] ?? '' }, ifMatch(req)));
+        const entry = await uploads.slots.work(async () =>
+          addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), types, comment: comments[0] ?? '', editNote: note?.note }, ifMatch(req)),
+        );
+        return { entry, note };
       } finally {
         await discard(form);
       }
     });
     if ('refused' in done) throw uploadRefused(done.refused);
-    const entry = done.value;
+    const { entry, note } = done.value;
     added.set(req, entry.id);
     const listing = await releaseListing(deps, mbid);
-    return sendJsonStatus(reply, 201, entry, { location: entryUrl(mbid, entry.id), etag: listingTag(listing) });
+    return sendJsonStatus(reply, 201, withNote(entry, note), { location: entryUrl(mbid, entry.id), etag: listingTag(listing) });
   });
 
   app.patch<{ Params: ImageParams }>('/release/:mbid/images/:id', async function editImageRoute(req, reply) {
-    const body = jsonObject(req, ['types', 'comment']);
+    const body = jsonObject(req, ['types', 'comment', 'edit_note']);
     if (body.types === undefined && body.comment === undefined) throw new ApiRefusal(400, 'invalid_request', 'Give types, comment or both');
     const types = body.types === undefined ? undefined : stringArray(body.types, 'types', 20);
     if (body.comment !== undefined && typeof body.comment !== 'string') throw new ApiRefusal(400, 'invalid_request', 'comment must be a string');
     checkComment(body.comment);
+    const note = editNoteOf(body.edit_note);
     const { mbid, id } = req.params;
-    const entry = await editImage(deps, editorOf(req), { release: mbid, id, types, comment: body.comment as string | undefined }, ifMatch(req));
-    return sendJsonStatus(reply, 200, entry, { etag: listingTag(await releaseListing(deps, mbid)) });
+    const entry = await editImage(deps, editorOf(req), { release: mbid, id, types, comment: body.comment as string | undefined, editNote: note?.note }, ifMatch(req));
+    return sendJsonStatus(reply, 200, withNote(entry, note), { etag: listingTag(await releaseListing(deps, mbid)) });
   });
 
   app.delete<{ Params: ImageParams }>('/release/:mbid/images/:id', async function removeImageRoute(req, reply) {
+    // A body is optional: {"edit_note": "..."} says why.
+    const note = req.headers['content-type'] === undefined ? undefined : editNoteOf(jsonObject(req, ['edit_note']).edit_note);
     const { mbid, id } = req.params;
-    await removeImage(deps, editorOf(req), mbid, id, ifMatch(req));
+    await removeImage(deps, editorOf(req), mbid, id, ifMatch(req), note?.note);
     return reply.code(204).headers({ ...NO_STORE, etag: listingTag(await releaseListing(deps, mbid)) }).send();
   });
 
   app.put<{ Params: ReleaseParams }>('/release/:mbid/order', async function reorderRoute(req, reply) {
-    const body = jsonObject(req, ['images']);
+    const body = jsonObject(req, ['images', 'edit_note']);
     const ids = stringArray(body.images, 'images', 10_000);
-    await reorderImages(deps, editorOf(req), req.params.mbid, ids, ifMatch(req));
-    return sendListing(reply, req.params.mbid);
+    const note = editNoteOf(body.edit_note);
+    await reorderImages(deps, editorOf(req), req.params.mbid, ids, ifMatch(req), note?.note);
+    const listing = await releaseListing(deps, req.params.mbid);
+    return sendJsonStatus(reply, 200, withNote(listing, note), { etag: listingTag(listing) });
   });
 
   app.put<{ Params: ReleaseParams }>('/release-group/:mbid/cover', async function groupCoverRoute(req, reply) {
-    const body = jsonObject(req, ['release']);
+    const body = jsonObject(req, ['release', 'edit_note']);
     if (typeof body.release !== 'string') throw new ApiRefusal(400, 'invalid_request', 'release must be a release MBID');
-    await chooseGroupCover(deps, editorOf(req), req.params.mbid, body.release);
+    const note = editNoteOf(body.edit_note);
+    await chooseGroupCover(deps, editorOf(req), req.params.mbid, body.release, note?.note);
     const listing: Listing | undefined = await currentGroupListing(deps.api, req.params.mbid);
-    return sendJsonStatus(reply, 200, listing ?? { images: [], release: `${deps.api.urls.musicBrainzUrl}/release/${body.release}` });
+    return sendJsonStatus(reply, 200, withNote(listing ?? { images: [], release: `${deps.api.urls.musicBrainzUrl}/release/${body.release}` }, note));
   });
 }
