@@ -108,10 +108,10 @@ function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
   };
 }
 
-function writePaths(): Record<string, object> {
-  const tags = ['Cover art (write)'];
-  const security = [{ bearer: ['cover_art'] }];
-  const listingAnswer = (description: string) => ({ ...json(ref('ChangedListing'), description), headers: { ETag: { schema: { type: 'string' } } } });
+/** The write API's paths of a release's images: list and add, and one image's change and removal. */
+function imageWritePaths(): Record<string, object> {
+  const tags = WRITE_TAGS;
+  const security = WRITE_SECURITY;
   return {
     '/api/cover-art/release/{mbid}/images': {
       get: {
@@ -192,6 +192,19 @@ function writePaths(): Record<string, object> {
         responses: { '204': { description: 'Removed' }, ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an edit note too long'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
       },
     },
+  };
+}
+
+const WRITE_TAGS = ['Cover art (write)'];
+const WRITE_SECURITY = [{ bearer: ['cover_art'] }];
+const listingAnswer = (description: string) => ({ ...json(ref('ChangedListing'), description), headers: { ETag: { schema: { type: 'string' } } } });
+
+/** The write API: a release's images, their order, a group's cover. */
+function writePaths(): Record<string, object> {
+  const tags = WRITE_TAGS;
+  const security = WRITE_SECURITY;
+  return {
+    ...imageWritePaths(),
     '/api/cover-art/release/{mbid}/order': {
       put: {
         operationId: 'reorderImages',

@@ -164,7 +164,8 @@ const CHANGE_EVENTS: Record<string, CurationEvent> = {
 };
 
 export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
-  const uploads = makeUploads(deps, 1);
+  // The id of an image an upload added, for its audit line.
+  const added = new WeakMap<FastifyRequest, string>();
   streamMultipart(app);
   readJson(app);
   app.setErrorHandler(apiErrors);
@@ -197,10 +198,14 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
       image: params.id ?? added.get(req),
     });
   });
-  const added = new WeakMap<FastifyRequest, string>();
 
-  const entryUrl = (mbid: string, id: string) => `${deps.pages.deps.authUrl}${API_PREFIX}/release/${mbid}/images/${id}`;
+  readRoutes(app, deps);
+  uploadRoute(app, deps, added);
+  changeRoutes(app, deps);
+}
 
+/** The listing with its pending edits, and one image's entry. */
+function readRoutes(app: FastifyInstance, deps: WebsiteDeps): void {
   app.get<{ Params: ReleaseParams }>('/release/:mbid/images', async function listImages(req, reply) {
     const listing = await releaseListing(deps, req.params.mbid);
     const art = await releaseArt(deps.api, req.params.mbid);
@@ -223,6 +228,12 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
     if (entry === undefined) throw new AppError('NOT_FOUND', `cover image with id ${req.params.id} not found on release ${req.params.mbid}`);
     return sendJsonStatus(reply, 200, entry, { etag: listingTag(listing) });
   });
+}
+
+/** An image added: a streamed multipart body, read in one of the user's upload slots. */
+function uploadRoute(app: FastifyInstance, deps: WebsiteDeps, added: WeakMap<FastifyRequest, string>): void {
+  const uploads = makeUploads(deps, 1);
+  const entryUrl = (mbid: string, id: string) => `${deps.pages.deps.authUrl}${API_PREFIX}/release/${mbid}/images/${id}`;
 
   app.post<{ Params: ReleaseParams }>('/release/:mbid/images', async function addImageRoute(req, reply) {
     const { mbid } = req.params;
@@ -259,7 +270,10 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
     const listing = await releaseListing(deps, mbid);
     return sendJsonStatus(reply, 201, withNote(entry, note), { location: entryUrl(mbid, entry.id), etag: listingTag(listing) });
   });
+}
 
+/** An image's types and comment, its removal, the order, a group's cover. */
+function changeRoutes(app: FastifyInstance, deps: WebsiteDeps): void {
   app.patch<{ Params: ImageParams }>('/release/:mbid/images/:id', async function editImageRoute(req, reply) {
     const body = jsonObject(req, ['types', 'comment', 'edit_note']);
     if (body.types === undefined && body.comment === undefined) throw new ApiRefusal(400, 'invalid_request', 'Give types, comment or both');
