@@ -146,7 +146,9 @@ export async function writeBatch(db: Db, batch: LiveBatch, now: number, skip: Sk
     const w = new BatchWriter(trx, batch, skip);
     await w.groups();
     await w.releases();
+    // After the removals: a merged release's MBID is free for its redirect only once the release is gone.
     await w.removals();
+    await w.redirects();
     await w.groupCovers();
     return w.finish(now);
   });
@@ -172,7 +174,6 @@ class BatchWriter {
     const ids = [...batch.groups.keys()];
     const have = new Map<number, { gid: string; name: string; imported: number }>();
     for (const part of chunks(ids)) for (const g of await trx.selectFrom('release_group').select(['id', 'gid', 'name', 'imported']).where('id', 'in', part).execute()) have.set(g.id, g);
-    const redirects = await redirectsOf(trx, 'release_group_gid_redirect', ids);
     for (const g of batch.groups.values()) {
       const h = have.get(g.id);
       if (h !== undefined && h.imported === 0 && h.gid !== g.gid) {
@@ -194,10 +195,25 @@ class BatchWriter {
           .execute();
         this.changedGroups.add(g.id);
       }
-      if (!same(redirects.get(g.id), batch.groupRedirects.get(g.id))) {
-        await this.writeRedirects('release_group_gid_redirect', 'release_group', g.id, batch.groupRedirects.get(g.id) ?? []);
-        this.changedGroups.add(g.id);
-      }
+    }
+  }
+
+  /** The MBIDs merged into the releases and groups of the batch, as the mirror has them. */
+  async redirects(): Promise<void> {
+    const { trx, batch } = this;
+    const releases = [...batch.releases.keys()].filter((id) => !this.refused.has(id));
+    const have = await redirectsOf(trx, 'release_gid_redirect', releases);
+    for (const id of releases) {
+      if (same(have.get(id), batch.releaseRedirects.get(id))) continue;
+      await this.writeRedirects('release_gid_redirect', 'release', id, batch.releaseRedirects.get(id) ?? []);
+      this.changedReleases.add(id);
+    }
+    const groups = [...batch.groups.keys()].filter((id) => !this.refusedGroups.has(id));
+    const haveGroups = await redirectsOf(trx, 'release_group_gid_redirect', groups);
+    for (const id of groups) {
+      if (same(haveGroups.get(id), batch.groupRedirects.get(id))) continue;
+      await this.writeRedirects('release_group_gid_redirect', 'release_group', id, batch.groupRedirects.get(id) ?? []);
+      this.changedGroups.add(id);
     }
   }
 
@@ -209,7 +225,6 @@ class BatchWriter {
       for (const r of await trx.selectFrom('release').select(['id', 'gid', 'name', 'release_group', 'date_year', 'date_month', 'date_day', 'imported']).where('id', 'in', part).execute()) have.set(r.id, r);
     }
     const images = await sleeveImages(trx, ids);
-    const redirects = await redirectsOf(trx, 'release_gid_redirect', ids);
     for (const r of batch.releases.values()) {
       const h = have.get(r.id);
       if (this.refusedGroups.has(r.release_group) || (h !== undefined && h.imported === 0 && h.gid !== r.gid)) {
@@ -240,10 +255,6 @@ class BatchWriter {
         await this.writeImages(r.id, live, mine);
         this.changedReleases.add(r.id);
         this.changedGroups.add(r.release_group);
-      }
-      if (!same(redirects.get(r.id), batch.releaseRedirects.get(r.id))) {
-        await this.writeRedirects('release_gid_redirect', 'release', r.id, batch.releaseRedirects.get(r.id) ?? []);
-        this.changedReleases.add(r.id);
       }
     }
   }
