@@ -13,8 +13,8 @@ const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
 };
 
-/** Error codes that mean the database is away (not that sleeve asked something wrong). */
-const AWAY_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+/** Error codes that mean the database is away (not that sleeve asked something wrong); 3D000: not created yet (a mirror being restored). */
+const AWAY_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', '57P01', '57P02', '57P03', '53300', '3D000']);
 
 /** Whether `err` says the mirror's database cannot be reached now (then sleeve waits and retries). */
 export function isMirrorAway(err: unknown): boolean {
