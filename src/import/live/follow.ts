@@ -57,6 +57,9 @@ interface FollowState {
   at: number;
 }
 
+/** The mirror's database answers but is not a catalogue yet. */
+class MirrorNotReady extends Error {}
+
 export type MirrorStatus = 'ok' | 'unreachable' | 'failing' | 'not-yet';
 
 export class LiveCatalogue {
@@ -122,7 +125,7 @@ export class LiveCatalogue {
   }
 
   private failed(err: unknown): void {
-    const away = isMirrorAway(err);
+    const away = isMirrorAway(err) || err instanceof MirrorNotReady;
     const message = (err as Error)?.message ?? String(err);
     this.status = away ? 'unreachable' : 'failing';
     // One line per outage or per new problem, not one per poll.
@@ -133,6 +136,9 @@ export class LiveCatalogue {
         { mirror: this.opts.name, err: message },
         this.synced ? "the mirror's database is unreachable; answering from the catalogue as last read, retrying" : "the mirror's database is unreachable; the catalogue answers 503 until it has been read once, retrying",
       );
+    } else if ((err as { code?: string })?.code === '42P01' || (err as { code?: string })?.code === '3F000') {
+      // An operator's mistake, said in one line: no stack.
+      this.opts.log.error({ mirror: this.opts.name, err: message }, "the mirror's database lacks MusicBrainz's tables (is SLEEVE_MUSICBRAINZ_DATABASE_URL the mirror's musicbrainz_db?); retrying");
     } else this.opts.log.error({ mirror: this.opts.name, err }, "following the mirror's database failed; retrying");
   }
 
@@ -214,7 +220,12 @@ export class LiveCatalogue {
   private async readWhole(stats: Map<LiveTable, TableStats>): Promise<number> {
     const t0 = this.opts.clock.now();
     this.opts.log.info({ mirror: this.opts.name }, "reading the whole catalogue from the mirror's database");
-    const snap = await this.source.snapshot((q) => readSnapshot(q));
+    const snap = await this.source.snapshot(async (q) => {
+      // As the import refuses a dump without releases: a mirror still being loaded is not the catalogue yet.
+      const [any] = await q<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM musicbrainz.release) AS any`);
+      if (any?.any !== true) throw new MirrorNotReady("the mirror's database holds no releases yet (is it still being loaded?)");
+      return readSnapshot(q);
+    });
     const types = await this.source.snapshot((q) => readTypes(q, this.skip));
     let changed = (await writeTypes(this.opts.db, types, this.skip)) ? 1 : 0;
     for (const [table, entity] of [

@@ -21,7 +21,7 @@ export function isMirrorAway(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (e === undefined || e === null) return false;
   if (typeof e.code === 'string' && (AWAY_CODES.has(e.code) || e.code.startsWith('08'))) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connect ETIMEDOUT|the database system is (starting up|shutting down)/i.test(e.message ?? '');
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connect ETIMEDOUT|the database system is (starting up|shutting down)|is not currently accepting connections|terminating connection due to administrator command/i.test(e.message ?? '');
 }
 
 export class LiveSource {
@@ -48,6 +48,11 @@ export class LiveSource {
   async snapshot<T>(fn: (q: LiveQuery) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let failed: unknown;
+    // The server ending the connection between two statements: the next statement fails with it (not an uncaught error).
+    const lost = (err: Error) => {
+      failed ??= err;
+    };
+    client.on('error', lost);
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       const q: LiveQuery = async <R>(text: string, values: unknown[] = []) => (await client.query({ text, values })).rows as R[];
@@ -59,6 +64,7 @@ export class LiveSource {
       await client.query('ROLLBACK').catch(() => {});
       throw err;
     } finally {
+      client.off('error', lost);
       // A connection that failed mid-transaction is not reused.
       client.release(failed !== undefined && isMirrorAway(failed) ? (failed as Error) : undefined);
     }
