@@ -3,6 +3,7 @@
  * a time (a lease in sleeve's `setting` table) follows the mirror's tables into sleeve's own,
  * every SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS; every serving process answers from sleeve's
  * tables and follows the catalogue version as it does for any change (cluster/catalogue-watch.ts).
+ * Why following and not reading in place: docs/decisions.md, "The mirror's database: followed, not read in place".
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
