@@ -1,6 +1,5 @@
 /*
- * The mirror's live database away (docs/mirror-database.md, "When the mirror's database is
- * away"): not there at start (sleeve starts; the catalogue answers 503 with Retry-After and
+ * The mirror's live database away (docs/mirror-database.md, "Faults"): not there at start (sleeve starts; the catalogue answers 503 with Retry-After and
  * /readyz says why, until the database is read once, without a restart), and lost later
  * (the catalogue answers from its last state, /readyz says degraded, changes are followed
  * again once it is back).
