@@ -42,6 +42,8 @@ const BATCH = 500;
 const PENDING_LIMIT = 50_000;
 /** Rows not taken that are remembered (each is logged once). */
 const SKIPS_KEPT = 10_000;
+/** Releases and groups one pass reads again at most; more (a long outage): the whole catalogue is read again, page by page. */
+const MOST_AFFECTED = 200_000;
 
 interface TableMark {
   /** Rows written by transactions from this one on are read at the table's next scan. */
@@ -126,6 +128,7 @@ export class LiveCatalogue {
   }
 
   private failed(err: unknown): void {
+    if (this.stopped) return;
     const away = isMirrorAway(err) || err instanceof MirrorNotReady;
     const message = (err as Error)?.message ?? String(err);
     this.status = away ? 'unreachable' : 'failing';
@@ -244,7 +247,9 @@ export class LiveCatalogue {
         changed += page.changed;
         if (page.ids.length < BATCH) break;
         after = page.ids[page.ids.length - 1] as number;
-        await this.takeLease();
+        // Stopping: the next start reads the whole catalogue again (nothing was recorded as read).
+        if (this.stopped) throw new Error('stopped while reading the whole catalogue');
+        if (!(await this.takeLease())) throw new Error('the lease went to another process while reading the whole catalogue');
       }
     }
     changed += await this.source.snapshot(async (q) => {
@@ -278,6 +283,7 @@ export class LiveCatalogue {
         if (findsDeletes(table) && (before === null || now === undefined || now[2] !== before[2])) await deletedRows(q, this.opts.db, table, affected);
       }
       if (moved.includes('musicbrainz.edit') && types.withEdits) await approvedSince(q, this.opts.db, affected, PENDING_LIMIT);
+      if (affected.releases.size + affected.groups.size > MOST_AFFECTED) return { changed, snap, moved, whole: true };
       changed += await this.apply(q, types, affected);
       return { changed, snap, moved, whole: false };
     });

@@ -80,6 +80,22 @@ export interface LiveTypes {
   withEdits: boolean;
 }
 
+/**
+ * Where an archive's images are in the MusicBrainz schema. The Cover Art Archive's, of
+ * releases; the Event Art Archive's (`event_art_archive.event_art`, of events) has the same
+ * shape, for when sleeve has events.
+ */
+export interface ArtArchive {
+  schema: 'cover_art_archive' | 'event_art_archive';
+  /** The image table and its column naming the entity. */
+  images: string;
+  entity: 'release' | 'event';
+  /** The image types' table. */
+  types: string;
+}
+
+export const COVER_ART: ArtArchive = { schema: 'cover_art_archive', images: 'cover_art', entity: 'release', types: 'cover_art_type' };
+
 /** A suffix or mime type fit for a file name and a header (import/copy-text.ts has the same checks). */
 const SUFFIX_RE = /^[a-z0-9]{1,10}$/;
 const MIME_RE = /^[a-z0-9!#$&^_.+-]{1,64}\/[a-z0-9!#$&^_.+-]{1,64}$/;
@@ -133,18 +149,19 @@ interface ImageRowIn extends Omit<LiveImage, 'approved' | 'types'> {
   closed: boolean;
 }
 
-async function readImages(q: LiveQuery, ids: number[], types: LiveTypes, skip: SkipRow, into: LiveBatch): Promise<void> {
+async function readImages(q: LiveQuery, ids: number[], types: LiveTypes, skip: SkipRow, into: LiveBatch, art: ArtArchive = COVER_ART): Promise<void> {
   if (ids.length === 0) return;
+  const images = `${art.schema}.${art.images}`;
   const rows = await q<ImageRowIn>(
-    `SELECT c.id, c.release, c.comment, c.edit, c.ordering, floor(extract(epoch FROM c.date_uploaded) * 1000)::bigint AS date_uploaded,
+    `SELECT c.id, c.${art.entity} AS release, c.comment, c.edit, c.ordering, floor(extract(epoch FROM c.date_uploaded) * 1000)::bigint AS date_uploaded,
             c.edits_pending, c.mime_type, c.filesize, c.thumb_250_filesize, c.thumb_500_filesize, c.thumb_1200_filesize,
             (e.close_time IS NOT NULL) AS closed
-       FROM cover_art_archive.cover_art c LEFT JOIN musicbrainz.edit e ON e.id = c.edit
-      WHERE c.release = ANY($1::int[]) ORDER BY c.release, c.ordering, c.id`,
+       FROM ${images} c LEFT JOIN musicbrainz.edit e ON e.id = c.edit
+      WHERE c.${art.entity} = ANY($1::int[]) ORDER BY c.${art.entity}, c.ordering, c.id`,
     [ids],
   );
   const typeRows = await q<{ id: number; type_id: number | null }>(
-    `SELECT t.id, t.type_id FROM cover_art_archive.cover_art_type t JOIN cover_art_archive.cover_art c ON c.id = t.id WHERE c.release = ANY($1::int[]) ORDER BY t.id, t.type_id`,
+    `SELECT t.id, t.type_id FROM ${art.schema}.${art.types} t JOIN ${images} c ON c.id = t.id WHERE c.${art.entity} = ANY($1::int[]) ORDER BY t.id, t.type_id`,
     [ids],
   );
   const known = new Set(types.artTypes.map((t) => t.id));
