@@ -9,11 +9,11 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
-import { createMirror, mirrorName, mirrorUrl, type MirrorDb } from '../helpers/musicbrainz-db.js';
+import { ADMIN, createMirror, mirrorName, mirrorUrl, type MirrorDb } from '../helpers/musicbrainz-db.js';
 import { waitFor } from '../helpers/wait.js';
 import { IMAGES, R, writeFixture } from './fixture.js';
 
-const ADMIN = process.env.SLEEVE_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+
 const SEEN_MS = 20_000;
 
 async function admin(statement: string): Promise<void> {

@@ -184,7 +184,10 @@ export class LiveCatalogue {
       this.lease = undefined;
       return false;
     }
-    const next = `${this.holder} ${now + Math.max(60_000, 3 * this.opts.pollMs)}`;
+    const length = Math.max(60_000, 3 * this.opts.pollMs);
+    // Held, with more than half of it left: not written again (no write per poll).
+    if (holder === this.holder && row?.value === this.lease && Number(until) - now > length / 2) return true;
+    const next = `${this.holder} ${now + length}`;
     if (row === undefined) {
       await this.opts.db.insertInto('setting').values({ name: LEASE_KEY, value: next }).onConflict((oc) => oc.column('name').doNothing()).execute();
       const now2 = await this.opts.db.selectFrom('setting').select('value').where('name', '=', LEASE_KEY).executeTakeFirst();
