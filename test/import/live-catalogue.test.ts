@@ -165,10 +165,11 @@ describe(`the mirror's live database as the catalogue (${DIALECT})`, () => {
       `DELETE FROM musicbrainz.release_unknown_country WHERE release = 7`,
       `DELETE FROM musicbrainz.release WHERE id = 7`,
     );
+    // (The listing is rewritten just after the change commits: wait for all of it.)
     const merged = await waitFor(async () => {
       const l = await listing(liveServer.base, R.seven);
-      return l?.release?.endsWith(R.six) === true ? l : undefined;
-    }, { timeoutMs: SEEN_MS, what: 'the old MBID answering with the release it was merged into' });
+      return l?.release?.endsWith(R.six) === true && ids(l).includes(IMAGES.r7Front) ? l : undefined;
+    }, { timeoutMs: SEEN_MS, what: 'the old MBID answering with the release it was merged into, with its images' });
     assert.deepEqual(ids(merged), [IMAGES.r6Front, IMAGES.r7Front]);
     assert.deepEqual(ids(await listing(liveServer.base, R.six)), [IMAGES.r6Front, IMAGES.r7Front]);
   });

@@ -8,7 +8,7 @@
  */
 import { sql } from 'kysely';
 import type { Db, Database } from '../../db/schema.js';
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { LiveBatch, LiveImage, LiveRedirect, LiveTypes, SkipRow } from './read.js';
 
 type Trx = Transaction<Database>;
@@ -21,10 +21,33 @@ export interface WriteResult {
 }
 
 const CHUNK = 500;
+/** Rows per multi-row INSERT (SQLite allows 32,766 bound values a statement; rows here have at most 13). */
+const ROWS_PER_INSERT = 200;
 
-function chunks<T>(list: T[]): T[][] {
+function chunks<T>(list: T[], size = CHUNK): T[][] {
   const out: T[][] = [];
-  for (let i = 0; i < list.length; i += CHUNK) out.push(list.slice(i, i + CHUNK));
+  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
+  return out;
+}
+
+/** Writes rows (all with the same columns) by `key`: new ones inserted, existing ones updated, a few hundred a statement. */
+async function upsertMany(trx: Trx, table: 'release' | 'release_group' | 'cover_art', key: 'id', rows: Record<string, unknown>[]): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = Object.keys(rows[0] as object).filter((c) => c !== key);
+  const t = trx as unknown as Kysely<any>;
+  for (const part of chunks(rows, ROWS_PER_INSERT)) {
+    await t
+      .insertInto(table)
+      .values(part)
+      .onConflict((oc) => oc.column(key).doUpdateSet((eb) => Object.fromEntries(columns.map((c) => [c, eb.ref(`excluded.${c}`)]))))
+      .execute();
+  }
+}
+
+/** Which rows of `table` hold these MBIDs now (MBID → id). */
+async function idsByGid(trx: Trx, table: 'release' | 'release_group', gids: string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const part of chunks(gids)) for (const r of await trx.selectFrom(table).select(['id', 'gid']).where('gid', 'in', part).execute()) out.set(r.gid, r.id);
   return out;
 }
 
@@ -174,6 +197,8 @@ class BatchWriter {
     const ids = [...batch.groups.keys()];
     const have = new Map<number, { gid: string; name: string; imported: number }>();
     for (const part of chunks(ids)) for (const g of await trx.selectFrom('release_group').select(['id', 'gid', 'name', 'imported']).where('id', 'in', part).execute()) have.set(g.id, g);
+    const holders = await idsByGid(trx, 'release_group', [...batch.groups.values()].map((g) => g.gid));
+    const rows: Record<string, unknown>[] = [];
     for (const g of batch.groups.values()) {
       const h = have.get(g.id);
       if (h !== undefined && h.imported === 0 && h.gid !== g.gid) {
@@ -181,21 +206,17 @@ class BatchWriter {
         this.refusedGroups.add(g.id);
         continue;
       }
-      const other = await trx.selectFrom('release_group').select('id').where('gid', '=', g.gid).where('id', '<>', g.id).executeTakeFirst();
-      if (other !== undefined) {
+      if ((holders.get(g.gid) ?? g.id) !== g.id) {
         this.skip('release_group: MBID held by another group in sleeve', g.gid);
         this.refusedGroups.add(g.id);
         continue;
       }
       if (h === undefined || h.gid !== g.gid || h.name !== g.name || h.imported !== 1) {
-        await trx
-          .insertInto('release_group')
-          .values({ id: g.id, gid: g.gid, name: g.name, imported: 1 })
-          .onConflict((oc) => oc.column('id').doUpdateSet({ gid: g.gid, name: g.name, imported: 1 }))
-          .execute();
+        rows.push({ id: g.id, gid: g.gid, name: g.name, imported: 1 });
         this.changedGroups.add(g.id);
       }
     }
+    await upsertMany(trx, 'release_group', 'id', rows);
   }
 
   /** The MBIDs merged into the releases and groups of the batch, as the mirror has them. */
@@ -225,6 +246,9 @@ class BatchWriter {
       for (const r of await trx.selectFrom('release').select(['id', 'gid', 'name', 'release_group', 'date_year', 'date_month', 'date_day', 'imported']).where('id', 'in', part).execute()) have.set(r.id, r);
     }
     const images = await sleeveImages(trx, ids);
+    const holders = await idsByGid(trx, 'release', [...batch.releases.values()].map((r) => r.gid));
+    const rows: Record<string, unknown>[] = [];
+    const rewrite: [number, LiveImage[], SleeveImage[]][] = [];
     for (const r of batch.releases.values()) {
       const h = have.get(r.id);
       if (this.refusedGroups.has(r.release_group) || (h !== undefined && h.imported === 0 && h.gid !== r.gid)) {
@@ -232,7 +256,7 @@ class BatchWriter {
         this.refused.add(r.id);
         continue;
       }
-      if ((await trx.selectFrom('release').select('id').where('gid', '=', r.gid).where('id', '<>', r.id).executeTakeFirst()) !== undefined) {
+      if ((holders.get(r.gid) ?? r.id) !== r.id) {
         this.skip('release: MBID held by another release in sleeve', r.gid);
         this.refused.add(r.id);
         continue;
@@ -241,49 +265,60 @@ class BatchWriter {
       if (h === undefined || Object.entries(row).some(([k, v]) => (h as Record<string, unknown>)[k] !== v)) {
         if (h === undefined) this.releaseDelta++;
         else if (h.release_group !== r.release_group) this.changedGroups.add(h.release_group);
-        await trx
-          .insertInto('release')
-          .values({ id: r.id, ...row })
-          .onConflict((oc) => oc.column('id').doUpdateSet(row))
-          .execute();
+        rows.push({ id: r.id, ...row });
         this.changedReleases.add(r.id);
         this.changedGroups.add(r.release_group);
       }
       const live = batch.images.get(r.id) ?? [];
       const mine = (images.get(r.id) ?? []).filter((i) => i.imported === 1);
       if (JSON.stringify(live.map(imageSignature)) !== JSON.stringify(mine.map(imageSignature))) {
-        await this.writeImages(r.id, live, mine);
+        rewrite.push([r.id, live, mine]);
         this.changedReleases.add(r.id);
         this.changedGroups.add(r.release_group);
       }
     }
+    await upsertMany(trx, 'release', 'id', rows);
+    await this.writeImages(rewrite);
   }
 
-  /** Replaces a release's imported images with the mirror's (images made here stay). */
-  private async writeImages(releaseId: number, live: LiveImage[], mine: SleeveImage[]): Promise<void> {
+  /** Replaces the imported images of releases with the mirror's (images made here stay). */
+  private async writeImages(rewrite: [number, LiveImage[], SleeveImage[]][]): Promise<void> {
     const { trx } = this;
-    const keep = new Set(live.map((i) => i.id));
-    const gone = mine.filter((i) => !keep.has(i.id)).map((i) => i.id);
-    for (const part of chunks(gone)) this.imageDelta -= Number((await trx.deleteFrom('cover_art').where('id', 'in', part).where('imported', '=', 1).executeTakeFirst()).numDeletedRows);
-    for (const image of live) {
-      const held = await trx.selectFrom('cover_art').select(['release', 'imported']).where('id', '=', image.id).executeTakeFirst();
-      if (held !== undefined && held.imported === 0) {
-        this.skip('cover_art: id taken by an image uploaded to this sleeve', String(image.id));
-        continue;
-      }
-      // An image that moved here from another release changes that release's listing too.
-      if (held !== undefined && held.release !== releaseId) this.changedReleases.add(held.release);
-      if (held === undefined) this.imageDelta++;
-      const { types, ...fields } = image;
-      const row = { ...fields, release: releaseId, imported: 1 };
-      await trx
-        .insertInto('cover_art')
-        .values(row)
-        .onConflict((oc) => oc.column('id').doUpdateSet(row))
-        .execute();
-      await trx.deleteFrom('cover_art_type').where('id', '=', image.id).execute();
-      if (types.length > 0) await trx.insertInto('cover_art_type').values(types.map((type_id) => ({ id: image.id, type_id }))).execute();
+    const gone: number[] = [];
+    for (const [, live, mine] of rewrite) {
+      const keep = new Set(live.map((i) => i.id));
+      for (const i of mine) if (!keep.has(i.id)) gone.push(i.id);
     }
+    for (const part of chunks(gone)) this.imageDelta -= Number((await trx.deleteFrom('cover_art').where('id', 'in', part).where('imported', '=', 1).executeTakeFirst()).numDeletedRows);
+    const held = new Map<number, { release: number; imported: number }>();
+    for (const part of chunks(rewrite.flatMap(([, live]) => live.map((i) => i.id)))) {
+      for (const h of await trx.selectFrom('cover_art').select(['id', 'release', 'imported']).where('id', 'in', part).execute()) held.set(Number(h.id), h);
+    }
+    const rows: Record<string, unknown>[] = [];
+    const types: { id: number; type_id: number }[] = [];
+    // An art type sleeve could not take (writeTypes): its rows are left out, as the import leaves them out.
+    const artTypes = new Set((await trx.selectFrom('art_type').select('id').execute()).map((a) => a.id));
+    for (const [releaseId, live] of rewrite) {
+      for (const image of live) {
+        const h = held.get(image.id);
+        if (h !== undefined && h.imported === 0) {
+          this.skip('cover_art: id taken by an image uploaded to this sleeve', String(image.id));
+          continue;
+        }
+        // An image that moved here from another release changes that release's listing too.
+        if (h !== undefined && h.release !== releaseId) this.changedReleases.add(h.release);
+        if (h === undefined) this.imageDelta++;
+        const { types: typeIds, ...fields } = image;
+        rows.push({ ...fields, release: releaseId, imported: 1 });
+        for (const type_id of typeIds) {
+          if (artTypes.has(type_id)) types.push({ id: image.id, type_id });
+          else this.skip('cover_art_type: unknown art type', `${image.id} type ${type_id}`);
+        }
+      }
+    }
+    await upsertMany(trx, 'cover_art', 'id', rows);
+    for (const part of chunks(rows.map((r) => r.id as number))) await trx.deleteFrom('cover_art_type').where('id', 'in', part).execute();
+    for (const part of chunks(types, ROWS_PER_INSERT)) await trx.insertInto('cover_art_type').values(part).execute();
   }
 
   private async writeRedirects(table: 'release_gid_redirect' | 'release_group_gid_redirect', entity: 'release' | 'release_group', id: number, live: LiveRedirect[]): Promise<void> {
