@@ -16,8 +16,8 @@ import { createMirror, type MirrorDb } from '../helpers/musicbrainz-db.js';
 import { waitFor } from '../helpers/wait.js';
 import { G, IMAGES, R, writeFixture } from './fixture.js';
 
-const RELEASES = Object.values(R);
-const GROUPS = Object.values(G);
+const RELEASES = [...Object.values(R), 'a0a0a0a0-1111-4111-8111-000000000008', 'a0a0a0a0-1111-4111-8111-000000000009'];
+const GROUPS = [...Object.values(G), '1b3bd7b8-6a7c-4c2c-9d5c-000000000004'];
 /** A change must be answered within this (the promise is 60 s; the tests poll every 50 ms). */
 const SEEN_MS = 20_000;
 
@@ -183,6 +183,26 @@ describe(`the mirror's live database as the catalogue (${DIALECT})`, () => {
       const a = await answer(liveServer.base, `/release-group/${G.one}/`);
       return (a.body as any)?.release?.endsWith(R.two) === true;
     }, { timeoutMs: SEEN_MS, what: 'group one showing release two' });
+  });
+
+  it("sees a release's earliest event deleted (the release group's choice moves)", async () => {
+    const G4 = '1b3bd7b8-6a7c-4c2c-9d5c-000000000004';
+    const R8 = 'a0a0a0a0-1111-4111-8111-000000000008';
+    const R9 = 'a0a0a0a0-1111-4111-8111-000000000009';
+    await mirror.apply(
+      `INSERT INTO musicbrainz.release_group VALUES (4, '${G4}', 'Group Four', 1, NULL, '', 0, now())`,
+      `INSERT INTO musicbrainz.release VALUES (8, '${R8}', 'Eight', 1, 4, NULL, NULL, NULL, NULL, NULL, '', 0, -1, now()), (9, '${R9}', 'Nine', 1, 4, NULL, NULL, NULL, NULL, NULL, '', 0, -1, now())`,
+      `INSERT INTO musicbrainz.release_country VALUES (8, 221, 2010, NULL, NULL), (9, 221, 2005, NULL, NULL)`,
+      `INSERT INTO musicbrainz.release_unknown_country VALUES (9, 2012, NULL, NULL)`,
+      `INSERT INTO cover_art_archive.cover_art VALUES (8001, 8, '', 501, 1, now(), 0, 'image/jpeg', NULL, NULL, NULL, NULL), (9001, 9, '', 501, 1, now(), 0, 'image/jpeg', NULL, NULL, NULL, NULL)`,
+      `INSERT INTO cover_art_archive.cover_art_type VALUES (8001, 1), (9001, 1)`,
+    );
+    const groupRelease = async () => ((await answer(liveServer.base, `/release-group/${G4}/`)).body as any)?.release as string | undefined;
+    // Nine (2005) is earlier than eight (2010).
+    await waitFor(async () => (await groupRelease())?.endsWith(R9), { timeoutMs: SEEN_MS, what: 'group four showing release nine' });
+    // Only a row deleted: nine's earliest event is now 2012.
+    await mirror.apply(`DELETE FROM musicbrainz.release_country WHERE release = 9`);
+    await waitFor(async () => (await groupRelease())?.endsWith(R8), { timeoutMs: SEEN_MS, what: 'group four showing release eight' });
   });
 
   it('sees a release removed', async () => {

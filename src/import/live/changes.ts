@@ -258,3 +258,43 @@ export async function approvedSince(q: LiveQuery, db: Db, into: Affected, limit:
   const closed = await q<{ id: number }>(`SELECT id FROM musicbrainz.edit WHERE id = ANY($1::int[]) AND close_time IS NOT NULL`, [[...byEdit.keys()]]);
   for (const c of closed) for (const r of byEdit.get(Number(c.id)) ?? []) into.releases.add(r);
 }
+
+/**
+ * The release event tables: sleeve keeps no copy of their rows (only each release's earliest
+ * date), so a deleted event is found against the mirror's own counts of the last look,
+ * per range of release ids (kept in the follower's state).
+ */
+export const EVENT_TABLES = ['musicbrainz.release_country', 'musicbrainz.release_unknown_country'] as const;
+export type EventTable = (typeof EVENT_TABLES)[number];
+
+export interface EventRanges {
+  width: number;
+  /** Range number → events in it. */
+  counts: Record<string, number>;
+}
+
+/** The table's events counted per range of release ids (`width` kept from the last look, if any). */
+export async function countEvents(q: LiveQuery, table: EventTable, width?: number): Promise<EventRanges> {
+  let w = width;
+  if (w === undefined) {
+    const [size] = await q<{ n: number; top: number | null }>(`SELECT count(*)::bigint AS n, max(release)::bigint AS top FROM ${table}`);
+    const ranges = Math.max(1, Math.ceil(Number(size?.n ?? 0) / ROWS_PER_RANGE));
+    w = Math.max(1, Math.ceil((Number(size?.top ?? 0) + 1) / ranges));
+  }
+  const counts: Record<string, number> = {};
+  for (const r of await q<{ b: number; n: number }>(`SELECT (release / ${w})::bigint AS b, count(*)::bigint AS n FROM ${table} GROUP BY 1`)) counts[String(r.b)] = Number(r.n);
+  return { width: w, counts };
+}
+
+/** The releases sleeve has in every range whose count of events moved since `before`; answers the counts now. */
+export async function movedEvents(q: LiveQuery, db: Db, table: EventTable, before: EventRanges | undefined, into: Affected): Promise<EventRanges> {
+  const now = await countEvents(q, table, before?.width);
+  if (before === undefined) return now;
+  const ranges = new Set([...Object.keys(before.counts), ...Object.keys(now.counts)]);
+  for (const b of ranges) {
+    if (before.counts[b] === now.counts[b]) continue;
+    const lo = Number(b) * now.width;
+    for (const r of await db.selectFrom('release').select('id').where('id', '>=', lo).where('id', '<', lo + now.width).where('imported', '=', 1).execute()) into.releases.add(r.id);
+  }
+  return now;
+}

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../../db/schema.js';
 import type { Clock } from '../../shared/clock.js';
-import { approvedSince, changedRows, deletedRows, emptyAffected, findsDeletes, LIVE_TABLES, readSnapshot, readStats, type Affected, type LiveTable, type SnapshotMark, type TableStats } from './changes.js';
+import { approvedSince, changedRows, countEvents, deletedRows, emptyAffected, EVENT_TABLES, findsDeletes, LIVE_TABLES, movedEvents, type EventRanges, type EventTable, readSnapshot, readStats, type Affected, type LiveTable, type SnapshotMark, type TableStats } from './changes.js';
 import { readBatch, readTypes, type LiveTypes, type SkipRow } from './read.js';
 import { isMirrorAway, type LiveQuery, LiveSource } from './source.js';
 import { writeBatch, writeTypes } from './write.js';
@@ -56,6 +56,8 @@ interface FollowState {
   source: string;
   withEdits: boolean;
   tables: Partial<Record<LiveTable, TableMark>>;
+  /** The event tables' rows counted per range of release ids at the last look (their deletions are found against them). */
+  events?: Partial<Record<EventTable, EventRanges>>;
   /** When the last pass ended (epoch ms). */
   at: number;
 }
@@ -227,11 +229,15 @@ export class LiveCatalogue {
   private async readWhole(stats: Map<LiveTable, TableStats>): Promise<number> {
     const t0 = this.opts.clock.now();
     this.opts.log.info({ mirror: this.opts.name }, "reading the whole catalogue from the mirror's database");
+    // The events counted in the snapshot the marks come from: a deletion after it is found by a later pass.
+    const events: FollowState['events'] = {};
     const snap = await this.source.snapshot(async (q) => {
       // As the import refuses a dump without releases: a mirror still being loaded is not the catalogue yet.
       const [any] = await q<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM musicbrainz.release) AS any`);
       if (any?.any !== true) throw new MirrorNotReady("the mirror's database holds no releases yet (is it still being loaded?)");
-      return readSnapshot(q);
+      const mark = await readSnapshot(q);
+      for (const table of EVENT_TABLES) events[table] = await countEvents(q, table);
+      return mark;
     });
     const types = await this.source.snapshot((q) => readTypes(q, this.skip));
     let changed = (await writeTypes(this.opts.db, types, this.skip)) ? 1 : 0;
@@ -262,7 +268,7 @@ export class LiveCatalogue {
     });
     const tables: FollowState['tables'] = {};
     for (const table of LIVE_TABLES) tables[table] = { from: snap.xmin, stats: stats.get(table) ?? null };
-    await this.saveState({ version: 1, source: this.opts.name, withEdits: types.withEdits, tables, at: this.opts.clock.now() });
+    await this.saveState({ version: 1, source: this.opts.name, withEdits: types.withEdits, tables, events, at: this.opts.clock.now() });
     this.opts.log.info({ mirror: this.opts.name, seconds: (this.opts.clock.now() - t0) / 1000 }, "the catalogue is the mirror's; following its changes");
     return Math.max(changed, 1);
   }
@@ -276,6 +282,7 @@ export class LiveCatalogue {
       const types = await readTypes(q, this.skip);
       if (types.withEdits !== state.withEdits) return { changed: 0, snap, moved, whole: true };
       let changed = 0;
+      const events: FollowState['events'] = { ...state.events };
       if (moved.includes('cover_art_archive.art_type') || moved.includes('cover_art_archive.image_type')) changed += (await writeTypes(this.opts.db, types, this.skip)) ? 1 : 0;
       const affected = emptyAffected();
       for (const table of moved) {
@@ -283,18 +290,22 @@ export class LiveCatalogue {
         if (mark === undefined || !(await changedRows(q, table, mark.from, snap, affected))) return { changed, snap, moved, whole: true };
         const before = mark.stats;
         const now = stats.get(table);
-        if (findsDeletes(table) && (before === null || now === undefined || now[2] !== before[2])) await deletedRows(q, this.opts.db, table, affected);
+        const deleted = before === null || now === undefined || now[2] !== before[2];
+        if (deleted && findsDeletes(table)) await deletedRows(q, this.opts.db, table, affected);
+        if (deleted && (EVENT_TABLES as readonly string[]).includes(table)) {
+          events[table as EventTable] = await movedEvents(q, this.opts.db, table as EventTable, state.events?.[table as EventTable], affected);
+        }
       }
       if (moved.includes('musicbrainz.edit') && types.withEdits) await approvedSince(q, this.opts.db, affected, PENDING_LIMIT);
       if (affected.releases.size + affected.groups.size > MOST_AFFECTED) return { changed, snap, moved, whole: true };
       changed += await this.apply(q, types, affected);
-      return { changed, snap, moved, whole: false };
+      return { changed, snap, moved, whole: false, events };
     });
     if (outcome.whole) return this.readWhole(stats);
     if (outcome.moved.length > 0) {
       const tables = { ...state.tables };
       for (const t of outcome.moved) tables[t] = { from: outcome.snap.xmin, stats: stats.get(t) ?? null };
-      await this.saveState({ ...state, tables, at: this.opts.clock.now() });
+      await this.saveState({ ...state, tables, ...(outcome.events === undefined ? {} : { events: outcome.events }), at: this.opts.clock.now() });
     }
     return outcome.changed;
   }
