@@ -11,8 +11,9 @@ import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { serve } from '../../src/serve.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
-import { createMirror, type MirrorDb } from '../helpers/musicbrainz-db.js';
+import pg from 'pg';
+import { cliOk, DIALECT, freePort, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { ADMIN, createMirror, type MirrorDb } from '../helpers/musicbrainz-db.js';
 import { waitFor } from '../helpers/wait.js';
 import { G, IMAGES, R, writeFixture } from './fixture.js';
 
@@ -63,6 +64,19 @@ describe(`the mirror's live database as the catalogue (${DIALECT})`, () => {
   let importedServer: RunningServer;
   let liveServer: RunningServer;
   const logs: string[] = [];
+  // sleeve reads the mirror as a role that may only read (roles are the server's: dropped at the end).
+  const reader = `sleeve_reader_${process.pid}_${Date.now().toString(36)}`;
+  const asAdmin = async (db: string, ...statements: string[]) => {
+    const url = new URL(ADMIN);
+    url.pathname = `/${db}`;
+    const c = new pg.Client({ connectionString: url.href });
+    await c.connect();
+    try {
+      for (const st of statements) await c.query(st);
+    } finally {
+      await c.end();
+    }
+  };
 
   before(async () => {
     imported = await makeTestEnv();
@@ -70,7 +84,15 @@ describe(`the mirror's live database as the catalogue (${DIALECT})`, () => {
     mirror = await createMirror(dump);
     await cliOk(imported.env, ['--json', 'import', 'musicbrainz', dump]);
     importedServer = await startServer(imported);
-    live = await makeTestEnv({ SLEEVE_MUSICBRAINZ_DATABASE_URL: mirror.url, SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS: '50', SLEEVE_LOG_LEVEL: 'info' });
+    await asAdmin(
+      mirror.name,
+      `CREATE ROLE ${reader} LOGIN`,
+      `GRANT USAGE ON SCHEMA musicbrainz, cover_art_archive TO ${reader}`,
+      `GRANT SELECT ON ALL TABLES IN SCHEMA musicbrainz, cover_art_archive TO ${reader}`,
+    );
+    const readerUrl = new URL(mirror.url);
+    readerUrl.username = reader;
+    live = await makeTestEnv({ SLEEVE_MUSICBRAINZ_DATABASE_URL: readerUrl.href, SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS: '50', SLEEVE_LOG_LEVEL: 'info' });
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     Object.assign(live.env, { SLEEVE_COVERART_LISTEN: `127.0.0.1:${port}`, SLEEVE_BASE_URL: base });
@@ -84,6 +106,7 @@ describe(`the mirror's live database as the catalogue (${DIALECT})`, () => {
     await liveServer?.server.close();
     await importedServer?.server.close();
     await mirror?.drop();
+    await asAdmin('postgres', `DROP ROLE IF EXISTS ${reader}`).catch(() => {});
     await live?.cleanup();
     await imported?.cleanup();
   });
@@ -92,6 +115,22 @@ describe(`the mirror's live database as the catalogue (${DIALECT})`, () => {
     assert.deepEqual(await everything(liveServer.base), await everything(importedServer.base));
     // Not vacuous: the listings are there, with the fixture's images.
     assert.deepEqual(ids(await listing(liveServer.base, R.one)), [IMAGES.r1Front, IMAGES.r1Back, IMAGES.r1SecondFront]);
+  });
+
+  it("refuses the commands that change releases and groups: they change in the mirror's database", async () => {
+    const before = await everything(liveServer.base);
+    for (const args of [
+      ['release', 'add', 'a0a0a0a0-1111-4111-8111-0000000000aa', '--release-group', G.one],
+      ['release', 'merge', R.two, R.one],
+      ['release-group', 'set-cover', G.one, R.two],
+      ['import', 'musicbrainz', path.join(imported.dir, 'dump')],
+    ]) {
+      const r = await runCli(live.env, args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /the catalogue is the mirror's database \(SLEEVE_MUSICBRAINZ_DATABASE_URL\)/);
+      assert.ok(!r.stderr.includes('    at '), 'one line, no stack');
+    }
+    assert.deepEqual(await everything(liveServer.base), before);
   });
 
   it('sees an image added, with its edit still open (not approved)', async () => {
