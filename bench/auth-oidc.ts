@@ -20,7 +20,9 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type Crypt
 import { exchangeCode, findAccountByName, issueCode, registerApp } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/load.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
+import { storeDocumentClient } from '../src/auth/grants.js';
 import { authCaseWanted, check, comparePair, log, writeScript, type Scenario } from './auth.js';
+import { DOCUMENT_REDIRECT, type DocumentHost } from './auth-document.js';
 import type { LoadResult } from './lib/load.js';
 import type { Options } from './lib/options.js';
 import { benchScript } from './lib/paths.js';
@@ -42,6 +44,8 @@ interface Context {
   sleeve: Server;
   /** Servers started here are added, for the caller to stop. */
   servers: Server[];
+  /** The metadata-document client's document, served for sleeve to fetch. */
+  documentHost: DocumentHost;
 }
 
 /** A wrk script that sends the lines of `file` in order: `body` or `body<TAB>DPoP proof`. */
@@ -118,7 +122,7 @@ async function checkLine(s: Scenario, line: string): Promise<void> {
 }
 
 /** What sleeve's side needs, made through its own functions on the benchmark's database. */
-async function prepareSleeveOidc(rt: Runtime, key: Proofs, verifier: string) {
+async function prepareSleeveOidc(rt: Runtime, key: Proofs, verifier: string, documentHost: DocumentHost) {
   const account = await findAccountByName(rt.auth, 'alice');
   if (account === undefined) throw new Error('alice is missing');
   const web = await registerApp(rt.auth, { ownerId: account.id, name: 'Bench OIDC', kind: 'confidential', redirectUri: REDIRECT });
@@ -128,20 +132,24 @@ async function prepareSleeveOidc(rt: Runtime, key: Proofs, verifier: string) {
   const bound = await exchangeCode(rt.auth, tagger.app, { code, redirectUri: 'urn:ietf:wg:oauth:2.0:oob', codeVerifier: undefined, dpopJkt: key.jkt });
   const challenge = createHash('sha256').update(verifier).digest('base64url');
   /** n codes as sleeve's authorization endpoint issues them (openid profile, a nonce, PKCE S256). */
+  // The metadata-document client's row, as a user's consent makes it; its codes record its document's hash.
+  const byDocument = await storeDocumentClient(rt.auth, documentHost.document);
   const codes = async (n: number, app = web.app): Promise<string[]> => {
     const out: string[] = [];
     const authTime = Date.now();
+    const document = app.id === byDocument.id;
     for (let done = 0; done < n; done += 1000) {
       await rt.database.db.transaction().execute(async (trx) => {
         for (let i = done; i < Math.min(n, done + 1000); i++) {
-          const req = { account, app, scope: OPENID_PROFILE, offline: false, redirectUri: REDIRECT, codeChallenge: challenge, codeChallengeMethod: 'S256' as const, nonce: `n-${i}`, authTime };
+          const redirectUri = document ? DOCUMENT_REDIRECT : REDIRECT;
+          const req = { account, app, scope: OPENID_PROFILE, offline: document, redirectUri, codeChallenge: challenge, codeChallengeMethod: 'S256' as const, nonce: `n-${i}`, authTime, documentHash: document ? documentHost.document.hash : undefined };
           out.push(await issueCode({ ...rt.auth, db: trx }, req));
         }
       });
     }
     return out;
   };
-  return { web, webEs, tagger, refreshToken: bound.refresh_token as string, codes };
+  return { web, webEs, tagger, byDocument, refreshToken: bound.refresh_token as string, codes };
 }
 
 export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: Record<string, unknown>; sections: string[] }> {
@@ -171,7 +179,7 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
 
   const rt = await openRuntime(loadConfig({ SLEEVE_DATA_DIR: ctx.dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' }));
   try {
-    const mine = await prepareSleeveOidc(rt, key, verifier);
+    const mine = await prepareSleeveOidc(rt, key, verifier, ctx.documentHost);
     const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
     const peerCodes = async (n: number, clientId = peerTokens.clientId): Promise<string[]> => {
       const text = await new Promise<string>((resolve, reject) => {
@@ -206,7 +214,9 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
       return { label: `floor ${alg}: node:https + jose`, server, path: '/token', script };
     };
     const floors = { code_openid: await floorOf('RS256', 'code_openid'), code_openid_es256: await floorOf('ES256', 'code_openid_es256') };
-    const pairs: Record<'code_openid' | 'code_openid_es256' | 'dpop_refresh', (Scenario & { first?: () => Promise<string> })[]> = {
+    // A metadata-document client sends its client_id and PKCE verifier, no secret.
+    const documentLine = (code: string) => form({ grant_type: 'authorization_code', code, redirect_uri: DOCUMENT_REDIRECT, client_id: ctx.documentHost.clientId, code_verifier: verifier });
+    const pairs: Record<'code_openid' | 'code_openid_es256' | 'dpop_refresh' | 'code_document', (Scenario & { first?: () => Promise<string> })[]> = {
       code_openid: [
         singleUse('oidc-provider code+id_token', peer, '/token', dir, 'peer-code', async (n) => (await peerCodes(n)).map(exchangeLine(peerTokens.clientId, peerTokens.clientSecret))),
         singleUse('sleeve code+id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code', async (n) => (await mine.codes(n)).map(exchangeLine(mine.web.app.client_id, mine.web.clientSecret))),
@@ -225,6 +235,11 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
         singleUse('oidc-provider DPoP refresh', peer, '/token', dir, 'peer-dpop', (n) => proofs(n, peerRefresh, `${peer.url}/token`)),
         singleUse('sleeve DPoP refresh', ctx.sleeve, '/oauth2/token', dir, 'sleeve-dpop', (n) => proofs(n, sleeveRefresh, `${SLEEVE_AUTH_URL}/oauth2/token`)),
       ],
+      // The goal compares with oidc-provider's exchange for a registered client (it has no metadata documents on by default).
+      code_document: [
+        singleUse('oidc-provider code+id_token', peer, '/token', dir, 'peer-code-doc', async (n) => (await peerCodes(n)).map(exchangeLine(peerTokens.clientId, peerTokens.clientSecret))),
+        singleUse('sleeve metadata-document client', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code-doc', async (n) => (await mine.codes(n, mine.byDocument)).map(documentLine)),
+      ],
     };
     for (const pair of Object.values(pairs)) for (const s of pair) await checkLine(s, s.first === undefined ? floorLine : await s.first());
 
@@ -235,11 +250,13 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
       code_openid: 'POST token endpoint, grant_type=authorization_code with openid (an RS256 id_token signed per request, PKCE S256)',
       code_openid_es256: 'POST token endpoint, grant_type=authorization_code with openid (an ES256 id_token signed per request, PKCE S256)',
       dpop_refresh: 'POST token endpoint, grant_type=refresh_token with a DPoP proof (public client, refresh token bound to an ES256 key)',
+      code_document: 'POST token endpoint, grant_type=authorization_code with openid for a Client ID Metadata Document client, its document cached (RS256 id_token, PKCE S256, a rotating refresh token), against oidc-provider\'s exchange for a registered client',
     };
-    for (const name of ['code_openid', 'code_openid_es256', 'dpop_refresh'] as const) {
+    for (const name of ['code_openid', 'code_openid_es256', 'dpop_refresh', 'code_document'] as const) {
       if (!authCaseWanted(name)) continue;
       log(`  ${name}`);
       const r = await comparePair(ctx.wrk, pairs[name], opts, titles[name]);
+      if (name === 'code_document') log(`  the client's document was fetched ${ctx.documentHost.fetches()} time(s) in all`);
       ok &&= r.ok;
       data[name] = r.data;
       sections.push(r.section);

@@ -12,6 +12,7 @@ import { loadTlsMaterial } from '../src/auth/app.js';
 import { addUser, exchangeCode, issueCode, registerApp } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/load.js';
 import { openRuntime } from '../src/runtime.js';
+import { startDocumentHost } from './auth-document.js';
 import { oidcScenarios } from './auth-oidc.js';
 import type { Options } from './lib/options.js';
 import { benchScript } from './lib/paths.js';
@@ -133,6 +134,8 @@ export async function authBench(opts: Options): Promise<{ markdown: string; data
   const rounds = opts.rounds ?? 5;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'sleeve-bench-auth-'));
   const servers: Server[] = [];
+  // The metadata-document client's document (bench/auth-document.ts), fetched once by sleeve and then cached.
+  const documentHost = await startDocumentHost(dataDir);
   try {
     const sleeveTokens = await prepareSleeve(dataDir);
     // The certificate sleeve makes on first start, made now so the peer can use the same one.
@@ -145,7 +148,7 @@ export async function authBench(opts: Options): Promise<{ markdown: string; data
       name: 'sleeve',
       cmd: serve.cmd,
       args: serve.args,
-      env: sleeveEnv(dataDir, { SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_LOG_LEVEL: 'info' }),
+      env: sleeveEnv(dataDir, { SLEEVE_AUTH_LISTEN: '127.0.0.1:0', SLEEVE_LOG_LEVEL: 'info', SLEEVE_CLIENT_METADATA_ALLOW_PRIVATE: 'on', NODE_EXTRA_CA_CERTS: documentHost.ca }),
       ready: /Server listening at (https:\/\/[^"\s]+)/,
       timeoutMs: 60_000,
     });
@@ -187,7 +190,7 @@ export async function authBench(opts: Options): Promise<{ markdown: string; data
       data[name] = r.data;
       sections.push(r.section);
     }
-    const oidc = await oidcScenarios({ opts, wrk, dataDir, certFile, keyFile, sleeve, servers });
+    const oidc = await oidcScenarios({ opts, wrk, dataDir, certFile, keyFile, sleeve, servers, documentHost });
     allOk &&= oidc.ok;
     Object.assign(data, oidc.data);
     sections.push(...oidc.sections);
@@ -202,6 +205,7 @@ export async function authBench(opts: Options): Promise<{ markdown: string; data
     return { markdown, data, goalsMet: allOk };
   } finally {
     await Promise.all(servers.map((x) => x.stop()));
+    await documentHost.close();
     if (!opts.keep) await rm(dataDir, { recursive: true, force: true });
   }
 }

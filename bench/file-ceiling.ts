@@ -6,7 +6,7 @@
  *
  *   object    node:http, writeHead(200, {...}) then end(bytes): what a plain handler writes
  *   list      node:http, writeHead(200, [name, value, …]) from a list prepared once, then
- *             write(bytes) + uncork + end(): head and body in one writev (src/http/one-write.ts)
+ *             write(bytes) + uncork + end(): head and body in one writev (src/edge/one-write.ts)
  *   raw       node:net, no HTTP parser: each request's end (CRLF CRLF) found in the bytes read,
  *             one write of a head prepared once (the Date refreshed each second) and the body
  *             per request; the least a Node server can do per answer over a socket

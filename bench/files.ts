@@ -22,8 +22,9 @@ import { openRuntime } from '../src/runtime.js';
 import { makeNoisyJpeg } from './lib/images.js';
 import type { Options } from './lib/options.js';
 import { benchScript } from './lib/paths.js';
-import { cleanEnv, cpuOf, pinned, sleep, startServer, type Server } from './lib/proc.js';
+import { cleanEnv, pinned, sleep, startServer, type Server } from './lib/proc.js';
 import { runLoad } from './lib/load.js';
+import { freePort, NGINX, nginxMain, startNginx } from './lib/nginx.js';
 import { describeRounds, interleavedRounds, mediansTable, runsTable, seriesSummary, type Series, type Target } from './lib/rounds.js';
 import { LOAD_CORE, SERVER_CORE, startSleeve } from './lib/servers.js';
 import { fmtInt, fmtMiB, fmtMs, fmtRatio, passFail, table } from './lib/stats.js';
@@ -34,7 +35,6 @@ const COLD = '4f11e5e0-0000-4000-8000-00000000c01d';
 const GROUP = '4f11e5e0-0000-4000-8000-00000000a001';
 const COLD_FILES = 20_000;
 const FIRST_COLD_ID = 40_000_000_000;
-const NGINX = '/usr/sbin/nginx';
 /** sleeve's file cache in the hot cases (the default) and in the cold case (under a fifth of the set). */
 const HOT_CACHE = 128 * 1024 * 1024;
 const COLD_CACHE = 32 * 1024 * 1024;
@@ -115,62 +115,28 @@ async function makeStore(dataDir: string): Promise<Store> {
 }
 
 /** nginx as the issue measured it: Debian's package, one process, sendfile, keep-alive without a request limit. */
-function nginxConfig(prefix: string, root: string): string {
-  const p = (n: string) => path.join(prefix, n);
-  return `daemon off;
-master_process off;
-pid ${p('nginx.pid')};
-error_log ${p('error.log')} warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
+function nginxConfig(prefix: string, root: string, port: number): string {
+  return nginxMain(
+    prefix,
+    `  sendfile on;
   tcp_nopush on;
-  keepalive_requests 10000000;
-  client_body_temp_path ${p('body')};
-  proxy_temp_path ${p('proxy')};
-  fastcgi_temp_path ${p('fastcgi')};
-  uwsgi_temp_path ${p('uwsgi')};
-  scgi_temp_path ${p('scgi')};
   types { image/jpeg jpg; image/png png; image/gif gif; application/json json; }
   default_type application/octet-stream;
   server {
-    listen 127.0.0.1:PORT;
+    listen 127.0.0.1:${port};
     location /download/ {
       alias ${root}/;
       add_header Access-Control-Allow-Origin "*" always;
       add_header X-Content-Type-Options "nosniff" always;
       add_header Cache-Control "public, max-age=31536000, immutable" always;
     }
-  }
-}
-`;
-}
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      s.close(() => (typeof addr === 'object' && addr !== null ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
+  }`,
+  );
 }
 
-/** nginx on the server core, printing its URL once it answers (nginx itself prints nothing). */
-async function startNginx(prefix: string, root: string): Promise<Server> {
+async function startFilesNginx(prefix: string, root: string): Promise<Server> {
   const port = await freePort();
-  const conf = path.join(prefix, 'nginx.conf');
-  writeFileSync(conf, nginxConfig(prefix, root).replace('PORT', String(port)));
-  // A shell that starts nginx, waits for the port, says where it is, then waits on nginx.
-  const script = `"$@" & pid=$!; for i in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && break; sleep 0.05; done; echo "listening http://127.0.0.1:${port} pid $pid"; trap 'kill -QUIT $pid; wait $pid; exit 0' TERM; wait $pid`;
-  const [cmd, args] = pinned(SERVER_CORE, '/bin/bash', ['-c', script, 'nginx', NGINX, '-p', prefix, '-c', conf, '-e', path.join(prefix, 'error.log')]);
-  const server = await startServer({ name: 'nginx', cmd, args, env: cleanEnv({}), ready: /listening (http:\/\/\S+) pid \d+/ });
-  // Its CPU is nginx's, not the waiting shell's.
-  const pid = Number(/listening \S+ pid (\d+)/.exec(server.output())?.[1]);
-  server.cpuSeconds = () => cpuOf(pid);
-  return server;
+  return startNginx({ prefix, conf: nginxConfig(prefix, root, port), port });
 }
 
 /** Peak resident set of a server's process (VmHWM), in KiB; for nginx the process the shell started. */
@@ -254,7 +220,7 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
         return server;
       };
       const targets: Target[] = [
-        { label: 'nginx', start: tracked('nginx', () => startNginx(prefix, store.files)), check: check(c.path), path: c.path, pathsFile: c.pathsFile },
+        { label: 'nginx', start: tracked('nginx', () => startFilesNginx(prefix, store.files)), check: check(c.path), path: c.path, pathsFile: c.pathsFile },
         {
           label: 'sleeve /download/',
           start: tracked('sleeve', () => startSleeve({ name: 'sleeve', dataDir, only: 'coverart', cpuProf: opts.cpuProf, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) } })),

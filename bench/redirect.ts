@@ -27,7 +27,7 @@ function log(line: string): void {
 }
 
 /** A data directory holding one release with a real JPEG front, made through sleeve's own domain functions. */
-async function makeCatalogue(dataDir: string): Promise<void> {
+export async function makeCatalogue(dataDir: string): Promise<void> {
   const config = loadConfig({ SLEEVE_DATA_DIR: dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' });
   const rt = await openRuntime(config);
   try {

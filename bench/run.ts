@@ -1,7 +1,7 @@
 /**
  * sleeve's benchmarks (the issues' performance sections). `npm run bench` runs redirect,
- * ingest, scale, auth and cluster; `npm run bench -- redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|mirror-db`
- * runs some; `--help` lists the options.
+ * ingest, scale, auth and cluster; `npm run bench -- NAME…` runs some (bench/lib/options.ts lists them);
+ * `--help` lists the options.
  * Progress goes to stderr, the report (markdown) to stdout.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -9,7 +9,9 @@ import path from 'node:path';
 import os from 'node:os';
 import { authBench } from './auth.js';
 import { clusterBench } from './cluster.js';
+import { derivativesBench } from './derivatives.js';
 import { filesBench } from './files.js';
+import { frontDoorBench } from './front-door.js';
 import { galleryBench } from './gallery.js';
 import { ingestBench } from './ingest.js';
 import { mirrorBench } from './mirror.js';
@@ -23,7 +25,7 @@ import { soakBench } from './soak.js';
 import { uploadBench } from './upload.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench, 'mirror-db': mirrorDbBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench, 'front-door': frontDoorBench, derivatives: derivativesBench, 'mirror-db': mirrorDbBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

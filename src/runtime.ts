@@ -1,5 +1,6 @@
 import type { AuthDeps } from './auth/deps.js';
 import { SigningKeys } from './auth/signing-keys.js';
+import { ClientDocuments } from './auth/client-metadata.js';
 import type { Config } from './config/load.js';
 import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';
@@ -45,7 +46,8 @@ export async function openRuntime(
   const database = await openDatabase(config.database, { durability: options.durability, create: options.create }).catch((err: unknown) => {
     throw databaseFailure(err, config.database);
   });
-  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl, fields: config.listingFields };
+  const thumbnailFormats = config.thumbnailFormats.length > 1 ? config.thumbnailFormats : undefined;
+  let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl, fields: config.listingFields, thumbnailFormats, eventBaseUrl: config.eventBaseUrl };
   try {
     // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
     const pending = await pendingMigrations(database.db);
@@ -53,7 +55,7 @@ export async function openRuntime(
       throw new OperatorError('NOT_MIGRATED', `${describeDatabase(config.database)} has no sleeve tables yet: run sleeve migrate first`);
     }
     if (pending.length > 0) await migrateToLatest(database);
-    if (options.urls === 'published') urls = { ...((await readPublishedUrls(database.db))?.urls ?? urls), fields: config.listingFields };
+    if (options.urls === 'published') urls = { ...((await readPublishedUrls(database.db))?.urls ?? urls), fields: config.listingFields, thumbnailFormats, eventBaseUrl: config.eventBaseUrl };
   } catch (err) {
     await database.close().catch(() => {});
     throw databaseFailure(err, config.database);
@@ -64,7 +66,7 @@ export async function openRuntime(
     config,
     database,
     store,
-    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, refreshGraceSeconds: config.refreshGraceSeconds, pkce: config.pkce, signingKeys: new SigningKeys(database.db, clock) },
+    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, refreshGraceSeconds: config.refreshGraceSeconds, pkce: config.pkce, signingKeys: new SigningKeys(database.db, clock), clientDocuments: new ClientDocuments(config.clientMetadata, clock) },
     coverArt: {
       db: database.db,
       store,

@@ -7,7 +7,7 @@ import { redactSecrets, type Config } from './config/load.js';
 import { PasswordHasher } from './auth/crypto.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedClaims, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
-import { catalogueKeeps, catalogueKeepsNow, type ApiDeps, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
+import { catalogueKeeps, catalogueKeepsNow, type ApiDeps, type ThumbnailOptions, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
 import { buildCoverArtApp } from './cover-art/app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
@@ -20,7 +20,7 @@ import { WriteBatcher } from './db/write-batch.js';
 import { importLockHeld, type ImportLockPlace } from './import/lock.js';
 import { LiveCatalogue } from './import/live/index.js';
 import { isStoreUnavailable } from './shared/errors.js';
-import { keepTickShape } from './shared/tick-shape.js';
+import { keepTickShape } from './edge/tick-shape.js';
 import { FsObjectStore } from './storage/index.js';
 import type { Clock } from './shared/clock.js';
 import type { ReplayLimits } from './auth/replay-store.js';
@@ -190,6 +190,15 @@ async function prepareCatalogue(s: Serving, options: ServeOptions): Promise<Prep
   return { urlsChange, pendingIndexes, demoLoaded };
 }
 
+/** What the API answers besides the interface's thumbnails (undefined: nothing: the interface's answers exactly). */
+function thumbnailOptions(config: Readonly<Config>): ThumbnailOptions | undefined {
+  const added = config.thumbnailSizes.filter((n) => n !== 250 && n !== 500 && n !== 1200);
+  const formats = config.thumbnailFormats.filter((f): f is 'webp' | 'avif' => f !== 'jpeg');
+  if (added.length === 0 && formats.length === 0) return undefined;
+  // SLEEVE_IMAGE_RESPONSE=bytes answers with the file, which carries no Vary: the path names the format there.
+  return { added: new Set(added), formats, negotiate: config.imageResponse !== 'bytes' };
+}
+
 /** The cover art listener, its caches and the parts that follow other processes; returns its address. */
 async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   const { config, runtime, metrics } = s;
@@ -197,7 +206,11 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   const fileCache = new FileCache(config.fileCacheBytes);
   const { commands, notifications } = openRedis(s);
   // Files the store lacks: listings written from the database, images fetched through (SLEEVE_UPSTREAM_URL).
-  const misses = storeMisses(runtime.coverArt, config.upstream);
+  const misses = storeMisses(runtime.coverArt, {
+    upstream: config.upstream,
+    thumbnails: { sizes: config.thumbnailSizes, formats: config.thumbnailFormats },
+    refreshed: (gid) => s.cluster.watch?.forgetRelease(gid),
+  });
   const { db, readsNow } = runtime.database;
   const files = new FileServer({
     store: runtime.store,
@@ -209,7 +222,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   });
   const app = buildCoverArtApp({
     routes: {
-      api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, approval: config.approval, ensureListing: (id) => misses.listings.ensure(id) },
+      api: { db: runtime.database.db, urls: runtime.coverArt.urls, imageBaseUrl: config.imageBaseUrl, approval: config.approval, ensureListing: (id) => misses.listings.ensure(id), thumbnails: thumbnailOptions(config), ensureEventListing: (id) => misses.listings.ensureEvent(id), eventHost: new URL(config.eventBaseUrl).host },
       cache,
       // From a bucket too: with SLEEVE_IMAGE_BASE_URL=$SLEEVE_BASE_URL/download a private bucket is served through sleeve.
       files,
@@ -233,6 +246,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
     metrics.http.fileCache = fileCache;
     metrics.http.storeReads = files.storeReads;
     metrics.http.pullThrough = misses.upstream?.counts;
+    metrics.http.thumbnailsMade = misses.derivatives?.counts;
   }
   s.apps.push(app);
   const registration = await startClusterParts(s, [cache, fileCache], app.log);

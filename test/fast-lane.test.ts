@@ -1,5 +1,5 @@
 /*
- * The fast lane (SLEEVE_FAST_LANE, src/http/fast-lane.ts): the cover art listener answers plain
+ * The fast lane (SLEEVE_FAST_LANE, src/edge/fast-lane.ts): the cover art listener answers plain
  * GETs and HEADs of files and cached answers from the socket, and gives every other request,
  * with the rest of its connection, to node:http. Raw TCP through the public listener: the
  * lane's answers are byte for byte node:http's (Date and X-Request-Id aside); pipelined
@@ -21,7 +21,7 @@ import { makeJpeg } from './helpers/images.js';
 import { countOf, scrape } from './metrics/support.js';
 import { loadConfig } from '../src/config/load.js';
 import { serve, type Server } from '../src/serve.js';
-import { installFastLane, LaneReply, readIntoShared, readIntoStream, type LaneAnswer } from '../src/http/fast-lane.js';
+import { installFastLane, LaneReply, readIntoShared, readIntoStream, type LaneAnswer } from '../src/edge/fast-lane.js';
 import type { ConnectionLimits } from '../src/config/load.js';
 
 const R1 = '5f1a2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b';

@@ -1,5 +1,5 @@
 /*
- * OneWriteResponse (src/http/one-write.ts), the response class of every listener: end(body)
+ * OneWriteResponse (src/edge/one-write.ts), the response class of every listener: end(body)
  * must send exactly what Node's own end(body) sends, framing included.
  */
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { loadTlsMaterial } from '../src/auth/tls.js';
-import { OneWriteResponse } from '../src/http/one-write.js';
+import { OneWriteResponse } from '../src/edge/one-write.js';
 
 /** The raw bytes of answers to `request` from a server of this response class and handler, Date header removed. */
 async function answer(responseClass: typeof http.ServerResponse, handler: (req: IncomingMessage, res: ServerResponse) => void, request: string): Promise<string> {

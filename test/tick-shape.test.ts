@@ -1,5 +1,5 @@
 /*
- * The CLI's first module keeps one nextTick entry alive (see src/shared/tick-shape.ts);
+ * The CLI's first module keeps one nextTick entry alive (see src/edge/tick-shape.ts);
  * its effect on speed is measured by the benchmarks, this checks it is in place and harmless.
  */
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 
 const EARLY = new URL('../src/cli/early.js', import.meta.url).href;
-const TICK_SHAPE = new URL('../src/shared/tick-shape.js', import.meta.url).href;
+const TICK_SHAPE = new URL('../src/edge/tick-shape.js', import.meta.url).href;
 
 test('the CLI holds one nextTick entry from its first module on, and leaves no async hook enabled', () => {
   const script = `

@@ -29,6 +29,8 @@ export interface LoadOptions {
   core: number | undefined;
   /** Request paths to pick from at random instead of `url`'s path. */
   pathsFile?: string;
+  /** Request headers besides the load generator's own (wrk only). */
+  headers?: Record<string, string>;
   /** Reads the server's CPU seconds, to report its CPU use during the run. */
   serverCpuSeconds?: () => number;
 }
@@ -113,6 +115,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   let tool: LoadResult['tool'];
   if (WRK !== undefined) {
     const args = ['-t1', `-c${opts.connections}`, `-d${opts.durationS}s`, '--latency'];
+    for (const [name, value] of Object.entries(opts.headers ?? {})) args.push('-H', `${name}: ${value}`);
     args.push('-s', opts.pathsFile !== undefined ? wrkRandomScript(opts.pathsFile) : wrkPercentilesScript());
     args.push(opts.url);
     const [cmd, full] = pinned(opts.core, WRK, args);
@@ -121,6 +124,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     result = parseWrk(r.stdout);
     tool = 'wrk';
   } else {
+    if (opts.headers !== undefined) throw new Error('request headers need wrk (SLEEVE_BENCH_LOADGEN=autocannon cannot send them)');
     const args = [benchScript('autocannon-driver.js'), opts.url, String(opts.connections), String(opts.durationS)];
     if (opts.pathsFile !== undefined) args.push(path.resolve(opts.pathsFile));
     const [cmd, full] = pinned(opts.core, process.execPath, args);

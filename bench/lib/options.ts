@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror', 'gallery', 'upload', 'mirror-db'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror', 'gallery', 'upload', 'front-door', 'derivatives', 'mirror-db'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
 /** What runs when no benchmark is named (import, files and soak only when asked: a while, nginx, ten minutes). */
 export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
@@ -71,14 +71,19 @@ export interface Options {
   mirrorDbPollMs: number;
 }
 
-export const USAGE = `usage: npm run bench -- [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|upload|mirror-db|all ...] [options]
-   or: node dist/bench/run.js [redirect|ingest|scale|auth|cluster|import|files|soak|mirror|gallery|upload|mirror-db|all ...] [options]
+export const USAGE = `usage: npm run bench -- [${BENCHMARKS.join('|')}|all ...] [options]
+   or: node dist/bench/run.js [${BENCHMARKS.join('|')}|all ...] [options]
 
-With no benchmark named, redirect, ingest, scale, auth and cluster run; import, files and soak
-run when named (or with all), as do gallery, mirror (against Debian's curl), upload (the write
-API against sleeve art add; its rounds are --cli-rounds) and mirror-db (the mirror's live database
-against the imported catalogue; PostgreSQL from --postgres). files needs Debian's nginx (/usr/sbin/nginx) and runs the redirect
-benchmark too. cluster and import take PostgreSQL from --postgres /
+With no benchmark named, redirect, ingest, scale, auth and cluster run; the others run when named
+(or with all):
+  import, files, soak   a while, nginx, ten minutes
+  gallery, mirror       the website's gallery; the bulk mirror against Debian's curl
+  upload                the write API against sleeve art add (its rounds are --cli-rounds)
+  front-door            the redirect through deploy/nginx/musicbrainz-mirror.conf against nginx's own 307
+  derivatives           thumbnails made on demand against sharp alone
+  mirror-db             the mirror's live database against the imported catalogue (PostgreSQL from --postgres)
+files and front-door need Debian's nginx (/usr/sbin/nginx); files runs the redirect benchmark too.
+cluster and import take PostgreSQL from --postgres /
 SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
 is made and dropped per run.
 

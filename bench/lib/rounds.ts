@@ -12,6 +12,8 @@ export interface Target {
   path: string;
   /** Random paths to request instead. */
   pathsFile?: string;
+  /** Request headers besides wrk's own (e.g. Host, for a server chosen by name). */
+  headers?: Record<string, string>;
 }
 
 export interface Series {
@@ -45,6 +47,7 @@ async function once(t: Target, server: Server, durationS: number, s: RoundSettin
     durationS,
     core: s.loadCore,
     pathsFile: t.pathsFile,
+    headers: t.headers,
     serverCpuSeconds: () => server.cpuSeconds(),
   });
 }

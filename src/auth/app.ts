@@ -7,7 +7,8 @@ import type { ConnectionLimits } from '../config/load.js';
 import { forwardedProto } from '../http/client-address.js';
 import type { ListenerHealth } from '../http/health.js';
 import { answerClientError } from '../http/client-error.js';
-import { installFastLane, type LaneReply, type LaneRequest, type PlainReply, type PlainRequest } from '../http/fast-lane.js';
+import { installFastLane, type LaneReply, type LaneRequest } from '../edge/fast-lane.js';
+import type { PlainReply, PlainRequest } from '../shared/plain-http.js';
 import { buildListener, type RequestHandler } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
 import type { AuthDeps } from './deps.js';
@@ -50,7 +51,7 @@ export interface AuthAppOptions {
    * the router answer. Its answers carry SECURITY_HEADERS like every other.
    */
   frontDoor?: (req: PlainRequest, res: PlainReply, requestId: string) => string | undefined;
-  /** The front door's pages and the token endpoint's form POSTs answered in the fast lane, before node:http, over TLS (SLEEVE_FAST_LANE; http/fast-lane.ts, auth/token-lane.ts). */
+  /** The front door's pages and the token endpoint's form POSTs answered in the fast lane, before node:http, over TLS (SLEEVE_FAST_LANE; edge/fast-lane.ts, auth/token-lane.ts). */
   fastLane?: boolean;
 }
 

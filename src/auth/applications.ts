@@ -8,7 +8,8 @@ export type AppKind = 'confidential' | 'public';
 
 export interface Application {
   id: number;
-  owner_id: number;
+  /** Null for a client known by its metadata document (nobody here registered it). */
+  owner_id: number | null;
   name: string;
   kind: AppKind;
   client_id: string;

@@ -28,6 +28,8 @@ export type AuditEvent =
   | 'dpop.rejected'
   /** A DPoP proof presented a second time (its jti seen before, in this process or, with Redis, any). */
   | 'dpop.replayed'
+  /** A client metadata document refused (`reason`: private_address, redirect, client_id_mismatch, changed, timeout, too_large, not_json, …). */
+  | 'client_document.refused'
   /** A user's role changed (`reason`: the new role, editor or approver). */
   | 'user.role_changed';
 

@@ -1,5 +1,6 @@
 import type { AuthDeps } from './deps.js';
 import { findAppByClientId, redirectUriRefusal, type Application } from './applications.js';
+import { isDocumentClientId, type ClientDocument } from './client-metadata.js';
 import { OAuthError, type OAuthErrorCode } from './errors.js';
 import { MAX_ID_TOKEN_HINT_LENGTH } from './id-token.js';
 import { parseScope } from './scopes.js';
@@ -41,6 +42,8 @@ export interface AuthorizeTarget {
   state: string | undefined;
   /** The request's parameters, each sent at most once. */
   params: Map<string, string>;
+  /** The client's metadata document, when its client_id is the document's URL (auth/client-metadata.ts). */
+  document?: ClientDocument | undefined;
 }
 
 /**
@@ -55,12 +58,42 @@ export async function authorizeTarget(deps: AuthDeps, query: URLSearchParams): P
     if (REQUIRED.has(name) && v[0] === undefined) throw new OAuthError('invalid_request', `Required parameter is missing: ${name}`);
     if (v[0] !== undefined) params.set(name, v[0]);
   }
-  const client = await findAppByClientId(deps, params.get('client_id') as string);
-  if (client === undefined) throw new OAuthError('invalid_client', 'Unknown client', 400);
+  const clientId = params.get('client_id') as string;
   const redirectUri = params.get('redirect_uri') as string;
+  if (isDocumentClientId(clientId) && deps.clientDocuments !== undefined) {
+    const document = await deps.clientDocuments.resolve(clientId);
+    const client = documentClient(document, await findAppByClientId(deps, clientId), deps.clock.now());
+    // Only the URIs the document lists (a loopback one on any port): not every loopback and out-of-band URI as for a registered public application.
+    const refusal = redirectUriRefusal({ kind: 'confidential', redirect_uri: client.redirect_uri }, redirectUri);
+    if (refusal !== undefined) throw new OAuthError('invalid_request', refusal);
+    return { client, redirectUri, state: params.get('state'), params, document };
+  }
+  const client = await findAppByClientId(deps, clientId);
+  if (client === undefined) throw new OAuthError('invalid_client', 'Unknown client', 400);
   const refusal = redirectUriRefusal(client, redirectUri);
   if (refusal !== undefined) throw new OAuthError('invalid_request', refusal);
   return { client, redirectUri, state: params.get('state'), params };
+}
+
+/**
+ * The application a metadata document describes, as the authorization request sees it: a public
+ * one (PKCE, no secret) whose refresh tokens rotate, with the row a user's consent made before
+ * (its id), or none yet (id 0: the consent that issues a code makes it; grants.ts storeDocumentClient).
+ */
+function documentClient(doc: ClientDocument, row: Application | undefined, now: number): Application {
+  return {
+    id: row?.owner_id === null ? row.id : 0,
+    owner_id: null,
+    name: doc.name,
+    kind: 'public',
+    client_id: doc.url,
+    redirect_uri: doc.redirectUris.join('\n'),
+    created_at: row?.created_at ?? now,
+    resource_server: 0,
+    id_token_alg: doc.idTokenAlg,
+    rotate_refresh: 1,
+    require_dpop: 0,
+  };
 }
 
 /** A well-formed authorization request, ready for consent. */
@@ -135,6 +168,8 @@ export function authorizeRequest(target: AuthorizeTarget, pkce: AuthDeps['pkce']
   if (pkce === 's256-for-public' && client.kind === 'public' && method !== 'S256') {
     return refuse('invalid_request', 'A public client must use PKCE with code_challenge_method=S256');
   }
+  // A client known by its document has no secret: PKCE with S256 is what protects its codes.
+  if (target.document !== undefined && method !== 'S256') return refuse('invalid_request', 'A client known by its metadata document must use PKCE with code_challenge_method=S256');
   const nonce = params.get('nonce');
   if (nonce !== undefined && (nonce.length > MAX_NONCE_LENGTH || /[^\x20-\x7e]/.test(nonce))) return refuse('invalid_request', `Invalid nonce: at most ${MAX_NONCE_LENGTH} printable ASCII characters`);
   const prompt = parsePrompt(params.get('prompt'));

@@ -1,6 +1,7 @@
 import type { Db } from '../db/schema.js';
 import type { WriteBatcher } from '../db/write-batch.js';
 import type { Clock } from '../shared/clock.js';
+import type { ClientDocuments } from './client-metadata.js';
 import type { PasswordHasher } from './crypto.js';
 import type { ReplayStore } from './replay-store.js';
 import type { SigningKeys } from './signing-keys.js';
@@ -25,5 +26,7 @@ export interface AuthDeps {
   signingKeys: SigningKeys;
   /** The DPoP proofs' jti seen (auth/replay-store.ts); serve() gives one that shares them through Redis when configured. */
   dpopReplay?: ReplayStore | undefined;
+  /** Client ID Metadata Documents (auth/client-metadata.ts): their fetches and cache; absent, a URL client_id is an unknown client. */
+  clientDocuments?: ClientDocuments | undefined;
 }
 

@@ -21,6 +21,8 @@ export interface CodeRequest {
   /** OpenID Connect: the request's nonce and when the user signed in (epoch ms), for the id_token. */
   nonce?: string | undefined;
   authTime?: number | undefined;
+  /** A client known by its metadata document: the document's hash, checked again at the exchange. */
+  documentHash?: string | undefined;
 }
 
 /** Issues a single-use authorization code bound to client, user, scope and redirect URI. */
@@ -44,6 +46,7 @@ export async function issueCode(deps: AuthDeps, req: CodeRequest): Promise<strin
       scope_text: req.scopeText ?? null,
       nonce: req.nonce ?? null,
       auth_time: req.authTime ?? null,
+      document_hash: req.documentHash ?? null,
     })
     .execute();
   // Codes are short-lived; old ones only matter for reuse detection within their life.
@@ -173,6 +176,7 @@ const CODE_COLUMNS = [
   'c.scope_text',
   'c.nonce',
   'c.auth_time',
+  'c.document_hash',
   'u.name as account_name',
 ] as const;
 
@@ -237,8 +241,23 @@ export async function clientWithCode(
 /** A row of codeWithClient as the application and the code, when `secret` is that application's. */
 function codeOfClient(row: Awaited<ReturnType<typeof codeWithClient>>['rows'][number] | undefined, secret: string): { app: Application; code: CodeRow } | undefined {
   if (row === undefined || !constantTimeEqual(tokenHash(secret), row.secret_hash)) return undefined;
-  const { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, account_name } = row;
-  const read: CodeRow = { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, account_name };
+  return splitCodeRow(row);
+}
+
+/**
+ * A code exchange of a client known by its metadata document (which has no secret: PKCE and the
+ * document's hash are checked by exchangeCode): its row and the code in one lookup, when the code
+ * is that client's; otherwise undefined, and the caller looks the client up alone.
+ */
+export async function documentClientWithCode(deps: AuthDeps, clientId: string, code: string): Promise<{ app: Application; code: CodeRow } | undefined> {
+  if (!wellFormedCode(code) || clientId.length > 200) return undefined;
+  const row = (await lookupForWrite(deps, (db) => codeWithClient(db, { hash: tokenHash(code), clientId }))).rows[0];
+  return row === undefined || row.owner_id !== null ? undefined : splitCodeRow(row);
+}
+
+function splitCodeRow(row: Awaited<ReturnType<typeof codeWithClient>>['rows'][number]): { app: Application; code: CodeRow } {
+  const { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, document_hash, account_name } = row;
+  const read: CodeRow = { code_hash, account_id, application_id, scope, offline, redirect_uri, code_challenge, code_challenge_method, expires_at, used_at, grant_id, scope_text, nonce, auth_time, document_hash, account_name };
   const app: Application = { id: row.id, owner_id: row.owner_id, name: row.name, kind: row.kind, client_id: row.client_id, redirect_uri: row.app_redirect_uri, created_at: row.created_at, resource_server: row.resource_server, id_token_alg: row.id_token_alg, rotate_refresh: row.rotate_refresh, require_dpop: row.require_dpop };
   return { app, code: read };
 }
@@ -317,6 +336,8 @@ export interface ExchangeParams {
   dpopJkt?: string | undefined;
   /** The DPoP proof's jti remembered, once the code proved usable and before anything is issued (auth/dpop.ts rememberProof). */
   rememberProof?: (() => Promise<void>) | undefined;
+  /** A client known by its metadata document: the hash of its document now (the code's must be the same). */
+  documentHash?: string | undefined;
 }
 
 /** A code exchange whose writes were made with its lookup (clientWithCode): the answer without its id_token, and the time it was made at. */
@@ -341,7 +362,31 @@ function exchangeRefusal(params: ExchangeParams, row: CodeRow, now: number): OAu
     return new OAuthError('invalid_grant', 'A code_verifier was sent but the authorization request had no code_challenge');
   }
   if (row.expires_at <= now) return new OAuthError('invalid_grant', 'Expired authorization code');
+  if (row.document_hash !== null && row.document_hash !== params.documentHash) return new DocumentChanged();
   return undefined;
+}
+
+/** A code of a client known by its metadata document, whose document changed (in what sleeve takes from it) since the code was issued: for the audit trail. */
+export class DocumentChanged extends OAuthError {
+  constructor() {
+    super('invalid_grant', "The client's metadata document changed since the authorization request: ask for a new authorization");
+  }
+}
+
+/**
+ * The row of a client known by its metadata document, made or brought up to date (name, redirect
+ * URIs, id_token algorithm) when a user allows it: its grants and codes need one. It has no
+ * owner, and a secret nobody knows (such a client authenticates by PKCE alone). Its refresh
+ * tokens rotate (docs/decisions.md, "Client ID Metadata Documents: a row without an owner").
+ */
+export async function storeDocumentClient(deps: AuthDeps, doc: { url: string; name: string; redirectUris: readonly string[]; idTokenAlg: Application['id_token_alg'] }): Promise<Application> {
+  const fields = { name: doc.name, redirect_uri: doc.redirectUris.join('\n'), id_token_alg: doc.idTokenAlg };
+  return deps.db
+    .insertInto('oauth_application')
+    .values({ ...fields, owner_id: null, kind: 'public', client_id: doc.url, secret_hash: tokenHash(randomToken()), created_at: deps.clock.now(), rotate_refresh: 1 })
+    .onConflict((oc) => oc.column('client_id').doUpdateSet(fields))
+    .returning(APP_COLUMNS)
+    .executeTakeFirstOrThrow();
 }
 
 /**
@@ -618,6 +663,8 @@ export async function introspect(deps: AuthDeps, caller: Pick<Application, 'clie
 export interface UserGrant {
   id: number;
   appName: string;
+  /** A client known by its metadata document: the document's host (its name is only what the document says). */
+  documentHost?: string | undefined;
   scope: number;
   offline: boolean;
   createdAt: number;
@@ -632,7 +679,7 @@ export async function listUserGrants(deps: AuthDeps, accountId: number): Promise
   const rows = await deps.db
     .selectFrom('oauth_grant as g')
     .innerJoin('oauth_application as a', 'a.id', 'g.application_id')
-    .select(['g.id', 'g.application_id', 'a.name', 'g.scope', 'g.offline', 'g.created_at'])
+    .select(['g.id', 'g.application_id', 'a.name', 'a.owner_id', 'a.client_id', 'g.scope', 'g.offline', 'g.created_at'])
     .where('g.account_id', '=', accountId)
     .where('g.revoked_at', 'is', null)
     .orderBy('a.name')
@@ -643,10 +690,19 @@ export async function listUserGrants(deps: AuthDeps, accountId: number): Promise
   for (const r of rows) {
     const key = `${r.application_id}/${r.scope}`;
     const seen = groups.get(key);
-    if (seen === undefined) groups.set(key, { id: r.id, appName: r.name, scope: r.scope, offline: r.offline === 1, createdAt: r.created_at });
+    if (seen === undefined) groups.set(key, { id: r.id, appName: r.name, documentHost: r.owner_id === null ? hostOf(r.client_id) : undefined, scope: r.scope, offline: r.offline === 1, createdAt: r.created_at });
     else if (r.offline === 1) seen.offline = true;
   }
   return [...groups.values()];
+}
+
+/** The host of a client_id that is a document's URL. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
 }
 
 /** One of the user's active authorizations (for the confirmation page before revoking), or undefined. */

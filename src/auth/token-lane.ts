@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import type { LanePosts, LaneReply, LaneRequest } from '../http/fast-lane.js';
+import type { LanePosts, LaneReply, LaneRequest } from '../edge/fast-lane.js';
 import { CLIENT_CLOSED, type RequestObserver } from '../http/observe.js';
 import { DEVICE_CODE_GRANT } from './device.js';
 import { OAuthError } from './errors.js';

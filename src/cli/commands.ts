@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { appendFile, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/load.js';
@@ -23,6 +24,7 @@ import { invalidInput, isStoreUnavailable, notFound, OperatorError } from '../sh
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
+import { addEvent, addEventArt, isEvent } from '../cover-art/events.js';
 import { readCatalogueMark } from '../cluster/mark.js';
 import { afterChange, openExisting, type Command, type CommandContext } from './command.js';
 
@@ -112,9 +114,9 @@ async function readUpload(file: string, maxBytes: number): Promise<Buffer> {
   return readFile(file);
 }
 
-function describeImage(verb: string, release: string, image: ListingImage): string {
+function describeImage(verb: string, release: string, image: Pick<ListingImage, 'id' | 'types' | 'image'>, entity = 'release'): string {
   const types = image.types.length > 0 ? image.types.join(', ') : 'no type';
-  return `${verb} image ${image.id} (${types}) on release ${release}\n  ${image.image}`;
+  return `${verb} image ${image.id} (${types}) on ${entity} ${release}\n  ${image.image}`;
 }
 
 const serveCommand: Command = {
@@ -190,10 +192,17 @@ function serveFailure(err: unknown, config: Readonly<Config>): unknown {
   return new OperatorError('CANNOT_LISTEN', `cannot listen on ${listen.host}:${listen.port}: it ${reason} give ${variable} another host:port`, { cause: err });
 }
 
+/** Which certificate the auth listener serves, as loadTlsMaterial chooses it. */
+function certificateSource(config: Readonly<Config>): string {
+  if (config.tlsCert !== undefined) return `certificate ${config.tlsCert}`;
+  const fromInit = path.join(config.dataDir, 'tls', 'server.crt');
+  return existsSync(fromInit) ? `certificate ${fromInit} from sleeve tls init` : 'a self-signed certificate; see sleeve tls init';
+}
+
 function printBanner(config: Readonly<Config>, coverArt: string | undefined, auth: string | undefined, demo: string[], metrics: string | undefined): void {
   const lines = ['', 'sleeve is running.'];
   if (coverArt !== undefined) lines.push(`  cover art:  ${coverArt}  (public URL ${config.baseUrl})`);
-  if (auth !== undefined) lines.push(`  auth:       ${auth}  (public URL ${config.authUrl}; self-signed unless SLEEVE_TLS_CERT is set)`);
+  if (auth !== undefined) lines.push(`  auth:       ${auth}  (public URL ${config.authUrl}; ${certificateSource(config)})`);
   if (metrics !== undefined) lines.push(`  metrics:    ${metrics}/metrics  (Prometheus)`);
   if (coverArt !== undefined) {
     const [first] = DEMO.releases;
@@ -264,6 +273,17 @@ const releaseAdd: Command = {
   },
 };
 
+const eventAdd: Command = {
+  name: 'event add',
+  options: { name: { type: 'string' } },
+  async run(ctx) {
+    const [mbid = ''] = want(ctx, 1, 'event add MBID [--name NAME]');
+    const result = await withRuntime(ctx, (rt) => addEvent(rt.coverArt, { mbid, name: str(ctx, 'name') }));
+    ctx.out(`added event ${result.mbid}`, { event: result.mbid });
+    return 0;
+  },
+};
+
 const releaseMerge: Command = {
   name: 'release merge',
   async run(ctx) {
@@ -309,23 +329,24 @@ const artAdd: Command = {
   name: 'art add',
   options: { type: { type: 'string', multiple: true }, comment: { type: 'string' }, edit: { type: 'string' }, approved: { type: 'boolean' }, unapproved: { type: 'boolean' } },
   async run(ctx) {
-    const [release = '', file = ''] = want(ctx, 2, 'art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]');
+    const [release = '', file = ''] = want(ctx, 2, 'art add MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]');
     const approved = approvedFlag(ctx);
     const editText = str(ctx, 'edit');
     if (editText !== undefined && !/^\d{1,10}$/.test(editText)) throw invalidInput('--edit must be a whole number');
     const config = ctx.config();
     const bytes = await readUpload(file, config.uploadMaxBytes);
-    const image = await withRuntime(ctx, (rt) =>
-      addArt(rt.coverArt, {
-        release,
-        bytes,
-        types: list(ctx, 'type'),
-        comment: str(ctx, 'comment'),
-        edit: editText === undefined ? undefined : Number(editText),
-        approved,
-      }),
-    );
-    ctx.out(describeImage('added', parseMbid(release) ?? release, image), image);
+    const edit = editText === undefined ? undefined : Number(editText);
+    let entity = 'release';
+    const image = await withRuntime(ctx, async (rt) => {
+      // An event's MBID (and no release's): the Event Art Archive (cover-art/events.ts).
+      const mbid = parseMbid(release);
+      if (mbid !== undefined && (await findRelease(rt.coverArt.db, mbid)) === undefined && (await isEvent(rt.coverArt.db, mbid))) {
+        entity = 'event';
+        return addEventArt(rt.coverArt, { event: release, bytes, types: list(ctx, 'type'), comment: str(ctx, 'comment'), edit, approved });
+      }
+      return addArt(rt.coverArt, { release, bytes, types: list(ctx, 'type'), comment: str(ctx, 'comment'), edit, approved });
+    });
+    ctx.out(describeImage('added', parseMbid(release) ?? release, image, entity), image);
     return 0;
   },
 };
@@ -636,6 +657,7 @@ export const COMMANDS: Record<string, Command> = Object.fromEntries(
     migrateCommand,
     demoCommand,
     releaseAdd,
+    eventAdd,
     releaseMerge,
     setCover,
     artAdd,

@@ -1,4 +1,4 @@
 // Runs before every other module of the CLI loads (imported first by index.ts).
-import { keepTickShape } from '../shared/tick-shape.js';
+import { keepTickShape } from '../edge/tick-shape.js';
 
 keepTickShape();

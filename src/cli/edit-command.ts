@@ -93,6 +93,7 @@ function describeEdit(e: Edit): string {
     ...(e.after === null ? [] : [`  after:    ${JSON.stringify(e.after)}`]),
   ];
   if (e.closed !== null && e.status !== 'applied') lines.push(`  ${e.status}: by ${e.closed.by === null ? '(operator)' : e.closed.by.name}, ${isoTime(e.closed.at)}`);
+  if (e.edit_note !== null) lines.push(`  edit note: ${e.edit_note.replace(/\r?\n/g, '\n             ')}`);
   if (e.note !== null) lines.push(`  note:     ${e.note}`);
   return lines.join('\n');
 }

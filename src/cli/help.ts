@@ -18,9 +18,11 @@ export const USAGE = `usage: sleeve [--config FILE] [--data-dir DIR] [--json] CO
   demo                                  load the demo catalogue
   release add MBID --release-group RG_MBID [--title T] [--date YYYY[-MM[-DD]]]
   release merge OLD_MBID INTO_MBID      the old MBID then resolves to the new one
+  event add MBID [--name NAME]          an event of the Event Art Archive
   release list [--after MBID] [--limit N]
   release-group set-cover RG_MBID RELEASE_MBID
-  art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]
+  art add MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]
+                                        MBID: a release's or an event's
   art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved] [--expect-revision N]
   art remove RELEASE_MBID IMAGE_ID [--expect-revision N]
   art reorder RELEASE_MBID IMAGE_ID... [--expect-revision N]
@@ -81,6 +83,11 @@ const HELP: Record<string, CommandHelp> = {
       date: ['YYYY[-MM[-DD]]', 'the earliest release date (decides which release represents its group)'],
     },
   },
+  'event add': {
+    usage: 'event add MBID [--name NAME]',
+    about: 'Adds an event of the Event Art Archive; art add then takes its MBID, and /event/MBID/ answers.',
+    options: { name: ['NAME', 'the event name'] },
+  },
   'release merge': {
     usage: 'release merge OLD_MBID INTO_MBID',
     about: 'Moves the images of OLD_MBID to INTO_MBID; the old MBID then resolves to the new one.',
@@ -95,11 +102,13 @@ const HELP: Record<string, CommandHelp> = {
     about: "Makes the release the group's cover art comes from (it must be in the group).",
   },
   'art add': {
-    usage: 'art add RELEASE_MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]',
+    usage: 'art add MBID FILE [--type NAME]... [--comment TEXT] [--edit N] [--approved|--unapproved]',
     about:
       'Adds a JPEG, PNG or GIF image (FILE, or - for standard input) to a release: checks it, stores it\n' +
       'with its 250/500/1200 px thumbnails and rewrites the release\'s index.json. Recorded as an edit\n' +
-      'of the operator, applied and approved at once; the listing\'s edit is its id unless --edit names another.',
+      'of the operator, applied and approved at once; the listing\'s edit is its id unless --edit names another.\n' +
+      'MBID may name an event (sleeve event add) instead: the image goes to the Event Art Archive, typed\n' +
+      'with its types (Poster, …), its listing\'s edit 0 unless --edit names one; no sleeve edit is recorded.',
     options: {
       type: ['NAME', 'an art type (Front, Back, Booklet, Medium, …; case-insensitive); repeat for several'],
       comment: ['TEXT', 'a comment shown in the listing'],

@@ -1,4 +1,4 @@
-// First, before anything else loads and the first garbage collections run: see shared/tick-shape.ts.
+// First, before anything else loads and the first garbage collections run: see edge/tick-shape.ts.
 import './early.js';
 import { main } from './main.js';
 

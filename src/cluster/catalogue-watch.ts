@@ -1,5 +1,6 @@
 import type { Db } from '../db/schema.js';
 import { isStoreUnavailable } from '../shared/errors.js';
+import { listingRefreshesSince } from './listing-refresh.js';
 import { publishCatalogue, readCatalogueMark } from './mark.js';
 import type { Log } from './redis.js';
 
@@ -11,6 +12,11 @@ import type { Log } from './redis.js';
  */
 export interface ChangeFollower {
   clear(): void;
+  /**
+   * Forgets what it keeps of one release's listings (a listing refreshed with new measures,
+   * cluster/listing-refresh.ts); absent: `clear` is called instead.
+   */
+  forgetRelease?(gid: string): void;
 }
 
 export interface CatalogueWatchOptions {
@@ -55,6 +61,8 @@ export class CatalogueWatch {
   private running: Promise<number> | undefined;
   private queued: Promise<number> | undefined;
   private readonly advanced: ((mark: number) => void)[] = [];
+  /** The `listing_refreshed` counter as last followed (undefined before the first read). */
+  private refreshed: number | undefined;
 
   constructor(opts: CatalogueWatchOptions) {
     this.opts = opts;
@@ -122,6 +130,22 @@ export class CatalogueWatch {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+  }
+
+  /** Forgets one release's cached listings in every follower (those that cannot: emptied). */
+  forgetRelease(gid: string): void {
+    for (const f of this.followers) {
+      if (f.forgetRelease !== undefined) f.forgetRelease(gid);
+      else f.clear();
+    }
+  }
+
+  /** Follows the listings refreshed since the last look (cluster/listing-refresh.ts). */
+  async followRefreshes(): Promise<void> {
+    const { seq, gids } = await listingRefreshesSince(this.opts.db, this.refreshed);
+    if (gids === 'all') this.clearAll();
+    else for (const gid of gids) this.forgetRelease(gid);
+    this.refreshed = seq;
   }
 
   private clearAll(): void {
@@ -194,6 +218,7 @@ export class CatalogueWatch {
     const { log } = this.opts;
     try {
       await this.refresh();
+      await this.followRefreshes();
       if (this.failing) {
         this.failing = false;
         log.info({}, 'catalogue watch: the database answers again');

@@ -41,6 +41,21 @@ export interface RateLimitConfig {
  * How long a client may take, and how many connections it may hold, on each listener
  * (docs/decisions.md, "Connections").
  */
+/** Client ID Metadata Documents (auth/client-metadata.ts; docs/oauth.md, "Applications nobody registered"). */
+export interface ClientMetadataConfig {
+  /** SLEEVE_CLIENT_METADATA: off, on (any host), or on for the listed hosts only. */
+  enabled: boolean;
+  /** The hosts (lower case) whose documents may be fetched, or undefined for any. */
+  hosts: readonly string[] | undefined;
+  /** SLEEVE_CLIENT_METADATA_ALLOW_PRIVATE: whether documents may be fetched from loopback, private and link-local addresses. */
+  allowPrivate: boolean;
+  /** How long a fetch may take in all, ms (its connection within the same or 3 s, whichever is less). */
+  timeoutMs: number;
+  /** The bounds within which a document's Cache-Control decides how long it is kept, seconds. */
+  cacheMinSeconds: number;
+  cacheMaxSeconds: number;
+}
+
 export interface ConnectionLimits {
   /** A request's head (request line and headers) must arrive within this, ms; so must a new connection's first byte, and its TLS handshake. */
   headersTimeoutMs: number;
@@ -68,6 +83,8 @@ export interface Config {
   authUrl: string;
   imageBaseUrl: string;
   musicBrainzUrl: string;
+  /** Public URL of the Event Art Archive: its Host answers event paths only; event listings name it. */
+  eventBaseUrl: string;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   trustProxy: string[];
@@ -80,6 +97,8 @@ export interface Config {
   refreshGraceSeconds: number;
   /** Whether public applications must use PKCE with S256 (SLEEVE_PKCE). */
   pkce: 'optional' | 's256-for-public';
+  /** Client ID Metadata Documents: whether, from where, and how they are fetched and kept. */
+  clientMetadata: ClientMetadataConfig;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   uploadMaxBytes: number;
   uploadMaxPixels: number;
@@ -89,6 +108,10 @@ export interface Config {
   approval: 'auto' | 'review';
   /** SLEEVE_LISTING_FIELDS: listings with sleeve's measured fields (`full`) or exactly the real indexer's (`caa`). */
   listingFields: 'full' | 'caa';
+  /** SLEEVE_THUMBNAIL_SIZES: the thumbnail sizes answered, ascending (250, 500 and 1200 always among them). */
+  thumbnailSizes: readonly number[];
+  /** SLEEVE_THUMBNAIL_FORMATS: the thumbnail formats made (jpeg always first). */
+  thumbnailFormats: readonly ('jpeg' | 'webp' | 'avif')[];
   /** How often a serving process looks for catalogue changes made elsewhere, in ms. */
   changePollMs: number;
   /** The same while Redis notifies it of changes (the poll is then only the safety net), in ms. */
@@ -113,7 +136,7 @@ export interface Config {
   musicBrainzDatabase: MusicBrainzDatabaseConfig | undefined;
   /** What the image endpoints answer: their 307 (`redirect`, the interface's) or the file itself (`bytes`). */
   imageResponse: 'redirect' | 'bytes';
-  /** Whether the listeners answer their plainest requests before node:http (http/fast-lane.ts). */
+  /** Whether the listeners answer their plainest requests before node:http (edge/fast-lane.ts). */
   fastLane: boolean;
 }
 
@@ -133,6 +156,7 @@ export const VARIABLES = {
   SLEEVE_FAST_LANE: 'on (default: plain GET and HEAD requests for files and cached answers, and cached gallery pages over HTTPS, are answered straight from the socket) or off (node:http reads every request)',
   SLEEVE_IMAGE_RESPONSE: 'redirect (default: the image endpoints answer 307) or bytes (they answer 200 with the file, fetched through SLEEVE_UPSTREAM_URL if the store lacks it)',
   SLEEVE_MUSICBRAINZ_URL: 'prefix of the release links in listings (default https://musicbrainz.org)',
+  SLEEVE_EVENT_BASE_URL: "public URL of the Event Art Archive (default https://eventartarchive.org): requests to its host answer /event/ paths only, and events' listings name it",
   SLEEVE_TLS_CERT: 'PEM certificate for the auth listener (default: generated self-signed)',
   SLEEVE_TLS_KEY: 'PEM private key for the auth listener (default: generated)',
   SLEEVE_TRUST_PROXY: 'comma-separated addresses/CIDRs whose X-Forwarded-* headers are believed',
@@ -145,12 +169,19 @@ export const VARIABLES = {
   SLEEVE_AUTH_CODE_TTL: 'authorization code life time in seconds (default 600)',
   SLEEVE_REFRESH_GRACE_SECONDS: 'applications with refresh token rotation: a used refresh token presented again this soon gets the same answer instead of ending the grant, seconds (default 30, 0 = none)',
   SLEEVE_PKCE: 'optional|s256-for-public: whether public (installed) applications must use PKCE with S256 (default optional)',
+  SLEEVE_CLIENT_METADATA: 'on (default: a client_id that is an https URL is fetched as its Client ID Metadata Document), off, or a comma-separated list of the hosts whose documents may be fetched',
+  SLEEVE_CLIENT_METADATA_ALLOW_PRIVATE: 'on|off: whether client metadata documents may be fetched from loopback, private and link-local addresses (default off)',
+  SLEEVE_CLIENT_METADATA_TIMEOUT_MS: 'most time a client metadata document fetch may take, connection included, ms (default 5000)',
+  SLEEVE_CLIENT_METADATA_CACHE_MIN_SECONDS: "a client metadata document is kept at least this long, whatever its Cache-Control says, seconds (default 60)",
+  SLEEVE_CLIENT_METADATA_CACHE_MAX_SECONDS: "and at most this long (default 86400)",
   SLEEVE_LOG_LEVEL: 'fatal|error|warn|info|debug|trace|silent (default info)',
   SLEEVE_UPLOAD_MAX_BYTES: 'largest accepted image file in bytes (default 52428800)',
   SLEEVE_UPLOAD_MAX_PIXELS: 'largest accepted image in pixels, width×height (default 100000000)',
   SLEEVE_DEMO: 'load the demo catalogue when the database is empty: on|off (default on)',
   SLEEVE_APPROVAL: "cover art changes by editors without the approver role: auto (applied at once) or review (pending until an approver decides) (default auto)",
   SLEEVE_LISTING_FIELDS: "listing entries: full (with width, height, size, mime_type and thumbnail_dimensions when known) or caa (exactly the real indexer's) (default full)",
+  SLEEVE_THUMBNAIL_SIZES: 'thumbnail sizes answered, comma-separated pixels from 16 to 10000; 250, 500 and 1200 are always answered; the others are made on first request (default 250,500,1200)',
+  SLEEVE_THUMBNAIL_FORMATS: 'thumbnail formats, comma-separated: jpeg, webp, avif; WebP and AVIF are made on demand and chosen by Accept (default jpeg)',
   SLEEVE_CHANGE_POLL_MS: 'how often a server checks for catalogue changes, ms (default 250)',
   SLEEVE_CHANGE_POLL_REDIS_MS: 'the same while Redis notifies it of changes, ms (default 1000)',
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
@@ -232,8 +263,11 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const demo = readDemo(r);
   const approval = readApproval(r);
   const listingFields = readListingFields(r);
+  const thumbnailSizes = readThumbnailSizes(r);
+  const thumbnailFormats = readThumbnailFormats(r);
   const imageResponse = readImageResponse(r);
   const fastLane = r.onOff('SLEEVE_FAST_LANE', true);
+  const clientMetadata = readClientMetadata(r);
   r.checkUnknown();
   r.throwIfAny();
   return Object.freeze({
@@ -247,16 +281,20 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     authUrl: urls.authUrl,
     imageBaseUrl: urls.imageBaseUrl,
     musicBrainzUrl: urls.musicBrainzUrl,
+    eventBaseUrl: urls.eventBaseUrl,
     ...tls,
     ...clients,
     connections: Object.freeze(connections),
     ...lifetimes,
+    clientMetadata: Object.freeze(clientMetadata),
     logLevel,
     uploadMaxBytes: serving.uploadMaxBytes,
     uploadMaxPixels: serving.uploadMaxPixels,
     demo,
     approval,
     listingFields,
+    thumbnailSizes,
+    thumbnailFormats,
     changePollMs: serving.changePollMs,
     changePollRedisMs: serving.changePollRedisMs,
     shutdownDelayMs: serving.shutdownDelayMs,
@@ -386,14 +424,15 @@ function readListeners(r: SettingsReader): Pick<Config, 'coverArtListen' | 'auth
 function readPublicUrls(
   r: SettingsReader,
   storage: StorageConfig | string,
-): Pick<Config, 'baseUrl' | 'listingUrlsGiven' | 'authUrl' | 'imageBaseUrl' | 'musicBrainzUrl'> {
+): Pick<Config, 'baseUrl' | 'listingUrlsGiven' | 'authUrl' | 'imageBaseUrl' | 'musicBrainzUrl' | 'eventBaseUrl'> {
   const baseUrl = r.url('SLEEVE_BASE_URL', 'http://localhost:8080', ['http', 'https']);
   const authUrl = r.url('SLEEVE_AUTH_URL', 'https://localhost:8443', ['https']);
   // With a bucket, redirects go straight to it unless an image base (a CDN, or /download for a private bucket) is given.
   const imageBaseUrl = r.url('SLEEVE_IMAGE_BASE_URL', typeof storage !== 'string' && storage.kind === 's3' ? storage.publicUrl : `${baseUrl}/download`, ['http', 'https']);
   const musicBrainzUrl = r.url('SLEEVE_MUSICBRAINZ_URL', 'https://musicbrainz.org', ['http', 'https']);
   const listingUrlsGiven = r.get('SLEEVE_BASE_URL') !== undefined || r.get('SLEEVE_MUSICBRAINZ_URL') !== undefined;
-  return { baseUrl, listingUrlsGiven, authUrl, imageBaseUrl, musicBrainzUrl };
+  const eventBaseUrl = r.url('SLEEVE_EVENT_BASE_URL', 'https://eventartarchive.org', ['http', 'https']);
+  return { baseUrl, listingUrlsGiven, authUrl, imageBaseUrl, musicBrainzUrl, eventBaseUrl };
 }
 
 /** The auth listener's certificate and key: both or neither (then generated). */
@@ -437,6 +476,28 @@ function readTokenLifetimes(r: SettingsReader): Pick<Config, 'accessTokenTtl' | 
     authCodeTtl: r.int('SLEEVE_AUTH_CODE_TTL', 600, 1, 600),
     refreshGraceSeconds: r.int('SLEEVE_REFRESH_GRACE_SECONDS', 30, 0, 300),
     pkce: pkce === 's256-for-public' ? 's256-for-public' : 'optional',
+  };
+}
+
+/** SLEEVE_CLIENT_METADATA and its bounds: on, off, or the hosts allowed (names as in a URL, without port). */
+function readClientMetadata(r: SettingsReader): ClientMetadataConfig {
+  const raw = (r.get('SLEEVE_CLIENT_METADATA') ?? 'on').trim().toLowerCase();
+  let hosts: string[] | undefined;
+  if (raw !== 'on' && raw !== 'off') {
+    hosts = raw.split(',').map((h) => h.trim()).filter((h) => h !== '');
+    const bad = hosts.find((h) => !/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)$/.test(h));
+    if (bad !== undefined || hosts.length === 0) r.bad('SLEEVE_CLIENT_METADATA', `must be on, off or a comma-separated list of host names${bad === undefined ? '' : ` (${JSON.stringify(bad)} is not one)`}`);
+  }
+  const cacheMinSeconds = r.int('SLEEVE_CLIENT_METADATA_CACHE_MIN_SECONDS', 60, 0, 86_400);
+  const cacheMaxSeconds = r.int('SLEEVE_CLIENT_METADATA_CACHE_MAX_SECONDS', 86_400, 0, 604_800);
+  if (cacheMaxSeconds < cacheMinSeconds) r.bad('SLEEVE_CLIENT_METADATA_CACHE_MAX_SECONDS', `must not be less than SLEEVE_CLIENT_METADATA_CACHE_MIN_SECONDS (${cacheMinSeconds})`);
+  return {
+    enabled: raw !== 'off',
+    hosts,
+    allowPrivate: r.onOff('SLEEVE_CLIENT_METADATA_ALLOW_PRIVATE', false),
+    timeoutMs: r.int('SLEEVE_CLIENT_METADATA_TIMEOUT_MS', 5000, 10, 60_000),
+    cacheMinSeconds,
+    cacheMaxSeconds,
   };
 }
 
@@ -490,6 +551,41 @@ function readListingFields(r: SettingsReader): Config['listingFields'] {
   if (raw === 'full' || raw === 'caa') return raw;
   r.bad('SLEEVE_LISTING_FIELDS', 'must be full or caa');
   return 'full';
+}
+
+/** The interface's three sizes, always answered (docs/interface.md). */
+const INTERFACE_SIZES = [250, 500, 1200];
+
+function readThumbnailSizes(r: SettingsReader): readonly number[] {
+  const raw = r.get('SLEEVE_THUMBNAIL_SIZES');
+  if (raw === undefined) return Object.freeze([...INTERFACE_SIZES]);
+  const sizes = new Set(INTERFACE_SIZES);
+  for (const part of raw.split(',')) {
+    const text = part.trim();
+    if (text === '') continue;
+    if (!/^[1-9][0-9]{0,4}$/.test(text) || Number(text) < 16 || Number(text) > 10_000) {
+      r.bad('SLEEVE_THUMBNAIL_SIZES', 'must be sizes in pixels from 16 to 10000, separated by commas (e.g. 250,500,600,1200)');
+      break;
+    }
+    sizes.add(Number(text));
+  }
+  if (sizes.size > 32) r.bad('SLEEVE_THUMBNAIL_SIZES', 'may name at most 32 sizes');
+  return Object.freeze([...sizes].sort((a, b) => a - b));
+}
+
+function readThumbnailFormats(r: SettingsReader): Config['thumbnailFormats'] {
+  const raw = r.get('SLEEVE_THUMBNAIL_FORMATS') ?? 'jpeg';
+  const formats = new Set<'jpeg' | 'webp' | 'avif'>(['jpeg']);
+  for (const part of raw.split(',')) {
+    const name = part.trim().toLowerCase();
+    if (name === '') continue;
+    if (name !== 'jpeg' && name !== 'webp' && name !== 'avif') {
+      r.bad('SLEEVE_THUMBNAIL_FORMATS', 'must be formats among jpeg, webp and avif, separated by commas (JPEG is always made)');
+      break;
+    }
+    formats.add(name);
+  }
+  return Object.freeze(['jpeg', 'webp', 'avif'].filter((f) => formats.has(f as 'jpeg')) as ('jpeg' | 'webp' | 'avif')[]);
 }
 
 function readImageResponse(r: SettingsReader): Config['imageResponse'] {

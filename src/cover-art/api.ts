@@ -1,7 +1,8 @@
 import { parseMbid } from '../shared/uuid.js';
 import type { ApiDeps } from './deps.js';
 import { parseId } from './ids.js';
-import { imageKey, indexKey, type ThumbnailSize } from './keys.js';
+import { imageKey, indexKey } from './keys.js';
+import { eventHasImages, findEvent, findEventFront, findEventImage } from './event-repo.js';
 import { buildListing, serializeListing } from './listing.js';
 import {
   BACK_TYPE,
@@ -36,12 +37,46 @@ export interface ApiRequest {
   url: string;
   httpVersion: string;
   accept: string | undefined;
+  /** The Host header: which archive is asked (hostArchive). Absent: the Cover Art Archive. */
+  host?: string | undefined;
 }
 
 // The error texts of this file are coverartarchive.org's, kept byte-for-byte on purpose, odd
 // wordings included (docs/interface.md, "What sleeve serves").
 const ENTITIES = ['release', 'release-group'];
 const ENTITY_MESSAGE = `Only the following entities are supported: ${ENTITIES.join(', ')}`;
+const EVENT_ENTITIES = ['event'];
+const EVENT_MESSAGE = `Only the following entities are supported: ${EVENT_ENTITIES.join(', ')}`;
+const ALL_ENTITIES = [...ENTITIES, ...EVENT_ENTITIES];
+const ALL_MESSAGE = `Only the following entities are supported: ${ALL_ENTITIES.join(', ')}`;
+const BETA_HOST = /^beta\.(?:cover|event)artarchive\.org(?::[0-9]+)?$/;
+
+export type Archive = 'cover' | 'event' | 'all';
+
+/**
+ * Which archive a request's Host asks, as artwork-redirect decides it, with sleeve's own names
+ * (docs/decisions.md, "One listener for coverartarchive.org and eventartarchive.org"): the
+ * Event Art Archive's host (SLEEVE_EVENT_BASE_URL's, or eventartarchive.org) answers events
+ * only; beta.coverartarchive.org and beta.eventartarchive.org answer both; every other host
+ * (coverartarchive.org, localhost, a mirror's own name) answers both too, in the Cover Art
+ * Archive's words.
+ */
+export function hostArchive(host: string | undefined, eventHost: string | undefined): Archive {
+  if (host === undefined) return 'cover';
+  const h = host.toLowerCase();
+  if (h !== eventHost && !h.includes('artarchive.')) return 'cover';
+  if (h === eventHost) return 'event';
+  const colon = h.lastIndexOf(':');
+  const name = colon === -1 || h.endsWith(']') ? h : h.slice(0, colon);
+  if (name === 'eventartarchive.org') return 'event';
+  return BETA_HOST.test(h) ? 'all' : 'cover';
+}
+
+function entitiesOf(archive: Archive): [string[], string] {
+  // Another host answers every entity (as artwork-redirect answers a host it does not know), its
+  // refusal in coverartarchive.org's words: every answer the Cover Art Archive gives is unchanged.
+  return archive === 'cover' ? [ALL_ENTITIES, ENTITY_MESSAGE] : archive === 'event' ? [EVENT_ENTITIES, EVENT_MESSAGE] : [ALL_ENTITIES, ALL_MESSAGE];
+}
 const DOCS_URL = 'https://musicbrainz.org/doc/Cover_Art_Archive/API';
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
@@ -89,8 +124,23 @@ export function answerKey(url: string): string {
 /** An image id as written (leading zeros dropped) and as a number when it can be one. */
 type Kind = { kind: 'front' } | { kind: 'back' } | { kind: 'id'; digits: string; id: number | undefined };
 
-/** Filename rules as coverartarchive.org reads them: prefix match for front/back, leading digits for ids. */
-export function parseFilename(filename: string): (Kind & { size: ThumbnailSize | undefined }) | undefined {
+/** What the operator added to the interface's thumbnails (ApiDeps.thumbnails). */
+export interface ThumbnailOptions {
+  /** Sizes answered besides 250, 500 and 1200 (SLEEVE_THUMBNAIL_SIZES), matched exactly. */
+  added: ReadonlySet<number>;
+  /** Formats besides JPEG (SLEEVE_THUMBNAIL_FORMATS): named in the path (`front-600.webp`), or chosen by Accept. */
+  formats: readonly ('webp' | 'avif')[];
+  /** Whether Accept chooses the format (off under SLEEVE_IMAGE_RESPONSE=bytes: docs/decisions.md, "Thumbnail formats negotiated at the redirect"). */
+  negotiate: boolean;
+}
+
+/**
+ * Filename rules as coverartarchive.org reads them: prefix match for front/back, leading digits
+ * for ids, and a size after the last `-` by prefix (`-2500` is 250). A size the operator added is
+ * matched exactly (`-600`, `-600.jpg`), and a format the operator turned on named after it
+ * (`-600.webp`) asks for that format.
+ */
+export function parseFilename(filename: string, thumbs?: ThumbnailOptions): (Kind & { size: number | undefined; format?: 'webp' | 'avif' }) | undefined {
   let kind: Kind;
   if (filename.startsWith('front')) kind = { kind: 'front' };
   else if (filename.startsWith('back')) kind = { kind: 'back' };
@@ -102,15 +152,23 @@ export function parseFilename(filename: string): (Kind & { size: ThumbnailSize |
     const digits = match.replace(/^0+(?=[0-9])/, '');
     kind = { kind: 'id', digits, id: parseId(digits) };
   }
-  let size: ThumbnailSize | undefined;
+  let size: number | undefined;
+  let format: 'webp' | 'avif' | undefined;
   const dash = filename.lastIndexOf('-');
   if (dash !== -1) {
     const tail = filename.slice(dash + 1);
-    if (tail.startsWith('250')) size = 250;
+    const digits = /^[1-9][0-9]{0,4}(?=$|\.)/.exec(tail)?.[0];
+    if (digits !== undefined && thumbs?.added.has(Number(digits)) === true) size = Number(digits);
+    else if (tail.startsWith('250')) size = 250;
     else if (tail.startsWith('500')) size = 500;
     else if (tail.startsWith('1200')) size = 1200;
+    const ext = size === undefined || thumbs === undefined ? '' : tail.slice(String(size).length);
+    if (ext === '.webp' || ext === '.avif') {
+      const named = ext.slice(1) as 'webp' | 'avif';
+      if (thumbs?.formats.includes(named) === true) format = named;
+    }
   }
-  return { ...kind, size };
+  return format === undefined ? { ...kind, size } : { ...kind, size, format };
 }
 
 /** The stricter filename check OPTIONS applies on coverartarchive.org. */
@@ -144,14 +202,15 @@ const INDEX_PAGE = `<!doctype html>
  */
 export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<ApiResponse> {
   const method = req.method.toUpperCase();
-  if (method === 'OPTIONS') return handleOptions(req);
+  const [entities, entityMessage] = entitiesOf(hostArchive(req.host, deps.eventHost));
+  if (method === 'OPTIONS') return handleOptions(req, entities, entityMessage);
   const segments = pathSegments(req.url);
   const [entity, mbidText, filename] = segments;
 
   if (entity === undefined) return READ_METHODS.has(method) ? html(200, INDEX_PAGE) : errorPage(405, undefined, { allow: ALLOW });
   if (entity === 'robots.txt' && segments.length === 1) return plainText(200, 'User-agent: *\nAllow: /', {}, true);
   if (entity === 'api') return redirect(301, DOCS_URL, 'public, max-age=86400');
-  if (!ENTITIES.includes(entity)) return errorPage(400, ENTITY_MESSAGE, {}, true);
+  if (!entities.includes(entity)) return errorPage(400, entityMessage, {}, true);
   if (mbidText === undefined) return errorPage(400, 'no MBID specified', {}, true);
   const mbid = parseMbid(mbidText);
   if (mbid === undefined) return errorPage(400, 'invalid MBID specified', {}, true);
@@ -160,16 +219,17 @@ export async function handleApiRequest(deps: ApiDeps, req: ApiRequest): Promise<
     if (entity === 'release-group' && filename === undefined) return errorPage(501, undefined, { allow: ALLOW }, true);
     return errorPage(405, undefined, { allow: ALLOW }, true);
   }
+  if (entity === 'event') return handleEvent(deps, req, mbid, filename);
   return entity === 'release' ? handleRelease(deps, req, mbid, filename) : handleReleaseGroup(deps, mbid, filename);
 }
 
-function handleOptions(req: ApiRequest): ApiResponse {
+function handleOptions(req: ApiRequest, entities: string[], entityMessage: string): ApiResponse {
   if (req.httpVersion !== '1.1') return errorPage(501);
   if (req.url === '*') return options();
   const segments = pathSegments(req.url);
   const [entity, mbidText, filename] = segments;
   if (entity === undefined || entity === '*') return segments.length <= 1 ? options() : errorPage(400);
-  if (!ENTITIES.includes(entity)) return errorPage(400, ENTITY_MESSAGE);
+  if (!entities.includes(entity)) return errorPage(400, entityMessage);
   if (mbidText === undefined) return errorPage(400, 'no MBID specified');
   if (parseMbid(mbidText) === undefined) return errorPage(400, 'invalid MBID specified');
   if (filename !== undefined && !optionsFilenameValid(filename)) return errorPage(400);
@@ -181,8 +241,28 @@ function imageUrl(deps: ApiDeps, key: string): string {
 }
 
 /** The 307 to an image of the store, which names its key (SLEEVE_IMAGE_RESPONSE=bytes answers with the file instead). */
-function imageRedirect(deps: ApiDeps, key: string, cacheControl: string): ApiResponse {
-  return { ...redirect(307, imageUrl(deps, key), cacheControl), imageKey: key };
+function imageRedirect(deps: ApiDeps, key: string, cacheControl: string, vary = false): ApiResponse {
+  const answer = { ...redirect(307, imageUrl(deps, key), cacheControl), imageKey: key };
+  if (vary) answer.headers.vary = 'Accept';
+  return answer;
+}
+
+/**
+ * The 307 to an image or its thumbnail. A thumbnail of an image (not a PDF) whose format the
+ * path does not name, with formats besides JPEG on: the JPEG redirect with the others as its
+ * variants, all with Vary: Accept (chooseVariant picks per request). Otherwise exactly the
+ * interface's redirect.
+ */
+function fileRedirect(deps: ApiDeps, gid: string, image: { id: number; suffix: string }, parsed: { size: number | undefined; format?: 'webp' | 'avif' }, cacheControl: string): ApiResponse {
+  const thumbs = deps.thumbnails;
+  const key = imageKey(gid, image.id, image.suffix, parsed.size, parsed.format);
+  if (parsed.size === undefined || parsed.format !== undefined || thumbs?.negotiate !== true || thumbs.formats.length === 0 || image.suffix === 'pdf') {
+    return imageRedirect(deps, key, cacheControl);
+  }
+  const answer = imageRedirect(deps, key, cacheControl, true);
+  answer.variants = {};
+  for (const format of thumbs.formats) answer.variants[format] = imageRedirect(deps, imageKey(gid, image.id, image.suffix, parsed.size, format), cacheControl, true);
+  return answer;
 }
 
 async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filename: string | undefined): Promise<ApiResponse> {
@@ -195,14 +275,14 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
     await deps.ensureListing?.(release.id);
     return { ...redirect(307, imageUrl(deps, indexKey(release.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
   }
-  const parsed = parseFilename(filename);
+  const parsed = parseFilename(filename, deps.thumbnails);
   // "does not not" is kept on purpose: byte-for-byte as upstream (docs/interface.md, "What sleeve serves").
   if (parsed === undefined) return errorPage(400, `${filename} does not not contain a valid cover image id`, {}, true);
   if (parsed.kind === 'id') {
     const release = await findRelease(deps.db, mbid);
     const image = release === undefined || parsed.id === undefined ? undefined : await findImage(deps.db, release.id, parsed.id);
     if (release === undefined || image === undefined) return errorPage(404, `cover image with id ${parsed.digits} not found`, {}, true);
-    return imageRedirect(deps, imageKey(release.gid, image.id, image.suffix, parsed.size), IMAGE_ID_CACHE_CONTROL);
+    return fileRedirect(deps, release.gid, image, parsed, IMAGE_ID_CACHE_CONTROL);
   }
   const found = await findReleaseAndPrimaryImage(deps.db, mbid, parsed.kind === 'front' ? FRONT_TYPE : BACK_TYPE, coversNeedApproval(deps.approval));
   const release = found?.release;
@@ -210,7 +290,36 @@ async function handleRelease(deps: ApiDeps, req: ApiRequest, mbid: string, filen
   if (release === undefined || image === undefined) {
     return errorPage(404, `No ${parsed.kind} cover image found for release with identifier ${mbid}`, {}, true);
   }
-  return imageRedirect(deps, imageKey(release.gid, image.id, image.suffix, parsed.size), CURATED_CACHE_CONTROL);
+  return fileRedirect(deps, release.gid, image, parsed, CURATED_CACHE_CONTROL);
+}
+
+/**
+ * The Event Art Archive's paths, answered as artwork-redirect answers eventartarchive.org:
+ * `front` is the first image typed Poster; there is no `back` (it is read as an image id, and
+ * has none); errors name events.
+ */
+async function handleEvent(deps: ApiDeps, req: ApiRequest, mbid: string, filename: string | undefined): Promise<ApiResponse> {
+  const event = await findEvent(deps.db, mbid);
+  const gid = event?.gid ?? mbid;
+  if (filename === undefined) {
+    if (!acceptsJson(req.accept)) return errorPage(406);
+    if (event === undefined || !(await eventHasImages(deps.db, event.id))) {
+      return { ...errorPage(404, `No artwork found for event ${gid}`, {}, true), needsJsonAccept: true };
+    }
+    await deps.ensureEventListing?.(event.id);
+    return { ...redirect(307, imageUrl(deps, indexKey(event.gid)), CURATED_CACHE_CONTROL), needsJsonAccept: true };
+  }
+  const parsed = parseFilename(filename);
+  if (parsed?.kind === 'front') {
+    const image = event === undefined ? undefined : await findEventFront(deps.db, event.id, coversNeedApproval(deps.approval));
+    if (event === undefined || image === undefined) return errorPage(404, `No front image found for event with identifier ${gid}`, {}, true);
+    return imageRedirect(deps, imageKey(event.gid, image.id, image.suffix, parsed.size), CURATED_CACHE_CONTROL);
+  }
+  // "does not not" as upstream; `back…` has no leading digits either.
+  if (parsed === undefined || parsed.kind !== 'id') return errorPage(400, `${filename} does not not contain a valid event image id`, {}, true);
+  const image = event === undefined || parsed.id === undefined ? undefined : await findEventImage(deps.db, event.id, parsed.id);
+  if (event === undefined || image === undefined) return errorPage(404, `event image with id ${parsed.digits} not found`, {}, true);
+  return imageRedirect(deps, imageKey(event.gid, image.id, image.suffix, parsed.size), IMAGE_ID_CACHE_CONTROL);
 }
 
 async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string | undefined): Promise<ApiResponse> {
@@ -220,11 +329,11 @@ async function handleReleaseGroup(deps: ApiDeps, mbid: string, filename: string 
   if (chosen === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
   if (filename === undefined) {
     const listing = buildListing(deps.urls, chosen.gid, await listImages(deps.db, chosen.id), approvedOnly);
-    return jsonBody(serializeListing(listing));
+    return { ...jsonBody(serializeListing(listing)), listingOf: chosen.gid };
   }
   if (!filename.startsWith('front')) return plainText(400, `${filename} not supported for release groups.`, {}, true);
-  const parsed = parseFilename(filename);
+  const parsed = parseFilename(filename, deps.thumbnails);
   const image = await findPrimaryImage(deps.db, chosen.id, FRONT_TYPE, approvedOnly);
   if (image === undefined) return errorPage(404, `No cover art found for release group ${mbid}`, {}, true);
-  return imageRedirect(deps, imageKey(chosen.gid, image.id, image.suffix, parsed?.size), CURATED_CACHE_CONTROL);
+  return fileRedirect(deps, chosen.gid, image, { size: parsed?.size, format: parsed?.format }, CURATED_CACHE_CONTROL);
 }

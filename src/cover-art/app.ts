@@ -3,15 +3,15 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { clientAddress, throttleAddress, type TrustedProxies } from '../http/client-address.js';
 import { answerClientErrorAsFastify } from '../http/client-error.js';
-import { installFastLane, type LaneReply, type LaneRequest } from '../http/fast-lane.js';
+import { installFastLane, type LaneReply, type LaneRequest } from '../edge/fast-lane.js';
 import type { ListenerHealth } from '../http/health.js';
 import { buildListener } from '../http/listener.js';
 import { answeredStatus, type RequestObserver } from '../http/observe.js';
 import type { RateDecision, RequestLimiter } from '../http/rate-limit.js';
 import type { Clock } from '../shared/clock.js';
-import { answerKey, handleApiRequest } from './api.js';
+import { answerKey, handleApiRequest, hostArchive } from './api.js';
 import type { CoverArtRouteDeps } from './deps.js';
-import { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
+import { acceptsJson, chooseVariant, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
 import { coverArtRoute } from './route-label.js';
 import { coverArtRoutes, sendApiResponse } from './routes.js';
 import { writeResponse } from './wire.js';
@@ -30,7 +30,7 @@ export interface CoverArtAppOptions {
   observer: RequestObserver;
   /** Header, request and keep-alive timeouts and the connection cap. */
   connections: ConnectionLimits;
-  /** Plain GETs and HEADs of files and cached answers answered before node:http (SLEEVE_FAST_LANE; http/fast-lane.ts). */
+  /** Plain GETs and HEADs of files and cached answers answered before node:http (SLEEVE_FAST_LANE; edge/fast-lane.ts). */
   fastLane?: boolean;
   /**
    * While the catalogue is not there yet (the mirror's database not read once: docs/mirror-database.md),
@@ -65,6 +65,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   // SLEEVE_IMAGE_RESPONSE=bytes: a replayed redirect to an image is answered with the file instead.
   const imageFiles = opts.routes.imageBytes === true ? files : undefined;
   const { observer } = opts;
+  const eventHost = opts.routes.api.eventHost;
   const clientOf = (req: IncomingMessage): string => clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], opts.trustedProxies);
   const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
     if (decision.allowed) return false;
@@ -78,7 +79,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     if (url === '*') {
       // Asterisk-form (OPTIONS *) never reaches a router.
       const answer = (): Promise<ApiResponse> =>
-        handleApiRequest(opts.routes.api, { method: req.method ?? 'GET', url, httpVersion: req.httpVersion, accept: undefined });
+        handleApiRequest(opts.routes.api, { method: req.method ?? 'GET', url, httpVersion: req.httpVersion, accept: undefined, host: req.headers.host });
       void answer().then((r) => write(req, res, req.method === 'OPTIONS' ? r : errorPage(400), observer));
       return true;
     }
@@ -89,14 +90,18 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
       files.answer(req, res, observer.id(req), app.log);
       return true;
     }
+    // The cache holds the Cover Art Archive's answers: another archive's host is answered afresh (api.ts, hostArchive).
+    if (hostArchive(req.headers.host, eventHost) !== 'cover') return false;
     const key = answerKey(url);
     // Files are never in this cache (their lookups would only dilute the hit ratio).
     if (key.startsWith('/download/')) return false;
-    const hit = cache.get(key);
-    if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) {
+    const kept = cache.get(key);
+    if (kept === undefined || (kept.needsJsonAccept === true && !acceptsJson(req.headers.accept))) {
       observer.cacheLookup(false);
       return false;
     }
+    // A thumbnail redirect kept with its other formats: the one this Accept prefers (responses.ts).
+    const hit = chooseVariant(kept, req.headers.accept);
     observer.cacheLookup(true);
     if (imageFiles !== undefined && hit.imageKey !== undefined) {
       imageFiles.answerImage(req, res, hit.imageKey, hit.headers['cache-control'], observer.id(req), app.log);
@@ -148,10 +153,12 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     if (files !== undefined && url.startsWith('/download/')) {
       if (!files.answerNow(req, reply, observer.id(req), app.log)) return false;
     } else {
+      if (hostArchive(req.headers.host, eventHost) !== 'cover') return false;
       const key = answerKey(url);
       if (key.startsWith('/download/')) return false;
-      const hit = cache.get(key);
-      if (hit === undefined || (hit.needsJsonAccept === true && !acceptsJson(req.headers.accept))) return false;
+      const kept = cache.get(key);
+      if (kept === undefined || (kept.needsJsonAccept === true && !acceptsJson(req.headers.accept))) return false;
+      const hit = chooseVariant(kept, req.headers.accept);
       // An image endpoint answered with the file (SLEEVE_IMAGE_RESPONSE=bytes): the door's.
       if (imageFiles !== undefined && hit.imageKey !== undefined) return false;
       observer.cacheLookup(true);

@@ -2,9 +2,11 @@
  * Closing pending edits (docs/decisions.md, "Cover art edits and approval"). Under the
  * `review` policy an ordinary editor's change waits for an approver: an addition is stored
  * at once with `approved: false`; an edit of types or comment, a removal, a reorder and a
- * group's cover choice wait unapplied. Approving applies what waits (if the release still
- * looks as the edit saw it; else CONFLICT, and the edit can only be rejected); rejecting drops
- * it, and a rejected addition goes with its files, as removeArt removes an image.
+ * group's cover choice wait unapplied. Approving applies what waits if what it changes is
+ * still as the edit saw it (the image's fields it edits, the image it removes, the images a
+ * reorder names and their order among themselves); else CONFLICT, and the edit can only be
+ * rejected. Rejecting drops it, and a rejected addition goes with its files, as removeArt
+ * removes an image.
  */
 import { AppError, invalidInput } from '../shared/errors.js';
 import {
@@ -54,6 +56,27 @@ async function imageOf(trx: Queryable, edit: Edit, release: ReleaseRef): Promise
 }
 
 /**
+ * The order a pending reorder gives the release as it is now (docs/decisions.md, "A pending
+ * reorder is judged by the images it names"). It names the images the release had when it was
+ * made: if one of them is gone, or their order among themselves is no longer the one the edit
+ * saw (an edit applied since reordered them), it is stale. Otherwise they take the places they
+ * hold now in the edit's order, and every image it does not name (added since, or placed by an
+ * applied reorder) keeps its place: an image added since stays after them.
+ */
+function reorderedNow(edit: Edit, current: number[]): number[] {
+  const before = (edit.before as { order: string[] }).order.map(Number);
+  const after = (edit.after as { order: string[] }).order.map(Number);
+  const present = new Set(current);
+  const gone = after.filter((id) => !present.has(id));
+  if (gone.length > 0) throw stale(edit, `${gone.length === 1 ? 'image' : 'images'} ${gone.join(', ')} ${gone.length === 1 ? 'is' : 'are'} gone`);
+  const named = new Set(after);
+  const seen = current.filter((id) => named.has(id));
+  if (seen.join(' ') !== before.filter((id) => named.has(id)).join(' ')) throw stale(edit, 'the order of its images was changed by an edit applied since');
+  let next = 0;
+  return current.map((id) => (named.has(id) ? (after[next++] as number) : id));
+}
+
+/**
  * Approves a pending edit and applies it. CONFLICT when it is no longer pending, or when what
  * it changes changed since (another order, another comment, an image gone).
  */
@@ -74,10 +97,7 @@ export async function approveEdit(deps: CoverArtDeps, id: number | string, appro
     await markChanged(trx, release.id, now);
     await closeEdit(trx, edit.id, 'approved', approver, now, note);
     if (edit.kind === 'reorder') {
-      const before = (edit.before as { order: string[] }).order;
-      const order = await currentOrder(trx, release.id);
-      if (order.map(String).join(' ') !== before.join(' ')) throw stale(edit, 'the images or their order changed since it was made');
-      await setOrdering(trx, (edit.after as { order: string[] }).order.map(Number));
+      await setOrdering(trx, reorderedNow(edit, await currentOrder(trx, release.id)));
       return { release };
     }
     const image = await imageOf(trx, edit, release);

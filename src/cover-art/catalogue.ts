@@ -3,7 +3,7 @@ import { parseMbid } from '../shared/uuid.js';
 import type { CoverArtDeps } from './deps.js';
 import { idForTime, parseId } from './ids.js';
 import { writeIndex } from './indexer.js';
-import { folderKey, imageKey, THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
+import { folderKey, imageKey, THUMBNAIL_SIZES, thumbnailPrefix, type ThumbnailSize } from './keys.js';
 import { buildListing, type ListingImage } from './listing.js';
 import { thumbnailDimensionsOf } from './measure.js';
 import {
@@ -127,6 +127,7 @@ export async function setGroupCover(deps: CoverArtDeps, groupText: string, relea
       release: release.gid,
       releaseGroup: group.gid,
       editor: options.editor,
+      editNote: options.editNote,
       before: { release: chosen?.gid ?? null },
       after: { release: release.gid },
       pending,
@@ -229,6 +230,7 @@ export async function addArt(deps: CoverArtDeps, input: AddArtInput, options: Ch
         release: release.gid,
         image: id,
         editor: options.editor,
+        editNote: options.editNote,
         after: { types: types.names, comment: input.comment ?? '', approved, ...(external === undefined ? {} : { edit: external }) },
         pending,
         now: deps.clock.now(),
@@ -436,7 +438,7 @@ export async function editArt(deps: CoverArtDeps, input: EditArtInput, options: 
     const before: ImageFields = {};
     for (const key of Object.keys(after) as (keyof ImageFields)[]) Object.assign(before, { [key]: current[key] });
     if (!pending) await applyImageFields(trx, image.id, after);
-    const edit = await recordEdit(trx, { kind: 'edit', release: release.gid, image: image.id, editor: options.editor, before, after, pending, now: deps.clock.now() });
+    const edit = await recordEdit(trx, { kind: 'edit', release: release.gid, image: image.id, editor: options.editor, editNote: options.editNote, before, after, pending, now: deps.clock.now() });
     return { image, edit };
   });
   options.onEdit?.(edit);
@@ -456,7 +458,7 @@ export async function removeArt(deps: CoverArtDeps, releaseText: string, imageId
     const image = await requireImage(trx, release, imageIdText);
     const before = await imageFields(trx, image.id);
     if (!pending) await deleteImage(trx, release.id, image.id);
-    const edit = await recordEdit(trx, { kind: 'remove', release: release.gid, image: image.id, editor: options.editor, before, pending, now: deps.clock.now() });
+    const edit = await recordEdit(trx, { kind: 'remove', release: release.gid, image: image.id, editor: options.editor, editNote: options.editNote, before, pending, now: deps.clock.now() });
     return { image, edit };
   });
   options.onEdit?.(edit);
@@ -477,6 +479,12 @@ export async function afterRemoval(deps: CoverArtDeps, release: { id: number; gi
   // While the old index.json may still name the image, its files stay (art reindex removes them later).
   if (await rewriteIndex(deps, release)) {
     const keys = [undefined, ...THUMBNAIL_SIZES].map((size) => imageKey(release.gid, image.id, image.suffix, size));
+    // And the sizes and formats made on demand (derivatives.ts), found by their names' prefix.
+    try {
+      for (const key of await deps.store.list(thumbnailPrefix(release.gid, image.id))) if (!keys.includes(key)) keys.push(key);
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+    }
     await removeLeftovers(deps, `the files of image ${image.id}`, keys, 'sleeve art reindex removes them once the store is back.');
   }
 }
@@ -519,7 +527,7 @@ export async function reorderArt(deps: CoverArtDeps, releaseText: string, idText
     if (missing.length > 0) throw invalidInput(`every image of the release must be named; missing: ${missing.join(' ')}`);
     if (!pending) await setOrdering(trx, ids);
     const before = { order: existing.map(String) };
-    return recordEdit(trx, { kind: 'reorder', release: release.gid, editor: options.editor, before, after: { order: ids.map(String) }, pending, now: deps.clock.now() });
+    return recordEdit(trx, { kind: 'reorder', release: release.gid, editor: options.editor, editNote: options.editNote, before, after: { order: ids.map(String) }, pending, now: deps.clock.now() });
   });
   options.onEdit?.(edit);
   if (!pending) await rewriteIndex(deps, release);

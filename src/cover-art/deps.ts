@@ -1,6 +1,7 @@
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import type { ObjectStore } from '../storage/index.js';
+import type { ThumbnailOptions } from './api.js';
 import type { FileServer } from './file-server.js';
 import type { ListingUrls } from './listing.js';
 import type { Queryable } from './repo.js';
@@ -37,8 +38,17 @@ export interface ApiDeps {
   imageBaseUrl: string;
   /** The approval policy (CoverArtDeps.approval): under `review` only approved images are covers (repo.ts, coversNeedApproval). Absent: `auto`. */
   approval?: 'auto' | 'review';
+  /** Sizes and formats besides the interface's (SLEEVE_THUMBNAIL_SIZES, SLEEVE_THUMBNAIL_FORMATS). Absent: the interface's only. */
+  thumbnails?: ThumbnailOptions;
   /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
   ensureListing?: (releaseId: number) => Promise<void>;
+  /**
+   * The Event Art Archive's host (SLEEVE_EVENT_BASE_URL's, lower case, with its port when not
+   * the default): requests naming it answer /event/ paths only (api.ts, hostArchive).
+   */
+  eventHost?: string;
+  /** The same for an event's listing (`/event/{mbid}/`). */
+  ensureEventListing?: (eventId: number) => Promise<void>;
 }
 
 /** What the cover art listener's routes need. */

@@ -39,7 +39,10 @@ export interface Edit {
   /** applied: applied at once; pending: waiting for an approver; approved or rejected by one. */
   status: EditStatus;
   closed: { by: { id: number; name: string } | null; at: number } | null;
+  /** The note of whoever closed it (an approver, or its editor withdrawing it). */
   note: string | null;
+  /** The editor's own note on the change (the upload page's edit note), or null. */
+  edit_note: string | null;
 }
 
 /** What a change may say besides its input: who makes it and which listing it was based on. */
@@ -48,6 +51,8 @@ export interface ChangeOptions {
   editor?: Editor | null | undefined;
   /** The release's revision the change was based on (from releaseArt); another one: CONFLICT. */
   expectRevision?: number | undefined;
+  /** The editor's note on the change, stored with its edit (at most EDIT_NOTE_MAX_LENGTH characters). */
+  editNote?: string | undefined;
   /** Told of the edit the change recorded: its id, and whether it applied or waits (status). */
   onEdit?: ((edit: Edit) => void) | undefined;
 }
@@ -66,10 +71,21 @@ interface NewEdit {
   releaseGroup?: string | null;
   image?: number | null;
   editor: Editor | null | undefined;
+  editNote?: string | undefined;
   before?: unknown;
   after?: unknown;
   pending: boolean;
   now: number;
+}
+
+/** The longest edit note, in characters (the upload page's field says so too). */
+export const EDIT_NOTE_MAX_LENGTH = 2000;
+
+/** An edit note as stored: trimmed, null when empty; INVALID_INPUT when longer than EDIT_NOTE_MAX_LENGTH. */
+function editNote(text: string | undefined): string | null {
+  const note = (text ?? '').trim();
+  if (note.length > EDIT_NOTE_MAX_LENGTH) throw invalidInput(`the edit note is longer than ${EDIT_NOTE_MAX_LENGTH} characters`);
+  return note === '' ? null : note;
 }
 
 /**
@@ -98,6 +114,7 @@ export async function recordEdit(trx: Queryable, e: NewEdit): Promise<Edit> {
     closed_by_name: e.pending ? null : (editor?.name ?? null),
     closed_at: e.pending ? null : e.now,
     note: null,
+    edit_note: editNote(e.editNote),
   };
   await trx.insertInto('cover_art_edit').values(values).execute();
   return toEdit(values);
@@ -138,6 +155,7 @@ function toEdit(r: EditRow): Edit {
     status: r.status,
     closed: r.closed_at === null ? null : { by: r.closed_by_id === null ? null : { id: r.closed_by_id, name: r.closed_by_name ?? '' }, at: Number(r.closed_at) },
     note: r.note,
+    edit_note: r.edit_note ?? null,
   };
 }
 

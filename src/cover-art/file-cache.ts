@@ -3,7 +3,7 @@ import { preparedQuery } from '../db/prepared.js';
 import type { Db } from '../db/schema.js';
 import { layoutCacheControl, layoutContentType, type ObjectInfo } from '../storage/index.js';
 import { parseImageKey } from './keys.js';
-import { flatLatin1 } from '../shared/flat-string.js';
+import { flatLatin1 } from '../edge/flat-string.js';
 
 /**
  * A file of the layout held in memory with everything its answers need, prepared once.
@@ -576,6 +576,22 @@ export class FileCache {
     if (generation !== this.generation) return;
     if (this.answers.size >= this.maxAnswers) this.answers.clear();
     this.answers.set(key, keep);
+  }
+
+  /**
+   * Forgets `gid`'s index.json (its listing was refreshed with new measures: cluster/listing-refresh.ts);
+   * a read begun before is not kept (the generation moves), every other file stays.
+   */
+  forgetRelease(gid: string): void {
+    this.generation++;
+    const key = `mbid-${gid}/index.json`;
+    this.answers.delete(key);
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.entries.delete(key);
+    this.used -= this.cost(entry);
+    this.held[keyHash(key) & this.heldMask]--;
+    this.retire(entry);
   }
 
   /** Forgets everything (the catalogue changed: listings were rewritten, images may be gone). */

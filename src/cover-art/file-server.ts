@@ -1,6 +1,6 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
-import type { PlainReply, PlainRequest } from '../http/fast-lane.js';
+import type { PlainReply, PlainRequest } from '../shared/plain-http.js';
 import { isStoreUnavailable } from '../shared/errors.js';
 import { unchangingKey, type ByteRange, type ObjectInfo, type ObjectRead, type ObjectStore } from '../storage/index.js';
 import { cachedFile, commonOf, contentTypeOf, fileHeaders, notModifiedOf, okLines, refill, type CachedFile, type FileCache } from './file-cache.js';
@@ -224,7 +224,7 @@ export class FileServer {
   }
 
   /**
-   * The answer `answer` gives, made now or not at all (the fast lane, http/fast-lane.ts): true
+   * The answer `answer` gives, made now or not at all (the fast lane, edge/fast-lane.ts): true
    * once written; false, with nothing written, where `answer` would wait (a catalogue question
    * to await, a file to stream, to fetch or to write first, a store read through the pool).
    */

@@ -1,5 +1,5 @@
 /** The cover art module's public surface. */
-export { answerKey, handleApiRequest, pathSegments, parseFilename, type ApiRequest } from './api.js';
+export { answerKey, handleApiRequest, pathSegments, parseFilename, type ApiRequest, type ThumbnailOptions } from './api.js';
 export {
   addArt,
   addRelease,
@@ -19,6 +19,7 @@ export {
   listEdits,
   FIRST_EDIT_ID,
   MAX_EDIT_PAGE,
+  EDIT_NOTE_MAX_LENGTH,
   type ChangeOptions,
   type Edit,
   type EditKind,

@@ -1,4 +1,5 @@
 import type { IndexDeps } from './deps.js';
+import { finishPendingEventIndexes } from './events.js';
 import { timeOfId } from './ids.js';
 import { indexKey, isMisspelledImageKey, parseImageKey } from './keys.js';
 import { buildListing, serializeListing } from './listing.js';
@@ -20,7 +21,7 @@ export async function writeIndex(deps: IndexDeps, releaseId: number): Promise<vo
     // writer's own, unless no server ever ran here.
     const published = await readPublishedUrls(trx);
     // Which fields: this writer's SLEEVE_LISTING_FIELDS (the published URLs carry none).
-    const listing = buildListing({ ...(published?.urls ?? deps.urls), fields: deps.urls.fields }, release.gid, await listImages(trx, releaseId), coversNeedApproval(deps.approval));
+    const listing = buildListing({ ...(published?.urls ?? deps.urls), fields: deps.urls.fields, thumbnailFormats: deps.urls.thumbnailFormats }, release.gid, await listImages(trx, releaseId), coversNeedApproval(deps.approval));
     await deps.store.put(indexKey(release.gid), Buffer.from(serializeListing(listing), 'utf8'), 'application/json; charset=utf-8');
     await trx.updateTable('release').set({ index_urls: published?.version ?? 0 }).where('id', '=', releaseId).execute();
   });
@@ -34,7 +35,8 @@ export async function finishPendingIndexes(deps: IndexDeps, olderThan = Number.M
   // `> 0`, not `!= 0`: a range the index answers directly, however many clean releases there are.
   const dirty = await deps.db.selectFrom('release').select('id').where('index_dirty', '>', 0).where('index_dirty', '<', olderThan).execute();
   for (const { id } of dirty) await writeIndex(deps, id);
-  return dirty.length;
+  // Events' listings too (cover-art/events.ts): the same dirty marks, in their own table.
+  return dirty.length + (await finishPendingEventIndexes(deps, olderThan));
 }
 
 /** Files older than this that no row names are leftovers of an interrupted upload. */

@@ -2,6 +2,7 @@ import type { Db } from '../db/schema.js';
 import { isStoreUnavailable } from '../shared/errors.js';
 import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
+import { ensureEventListing, eventIndexFill } from './events.js';
 import { writeIndex } from './indexer.js';
 import type { ListingUrls } from './listing.js';
 import { hasImages } from './repo.js';
@@ -25,6 +26,8 @@ const INDEX_KEY_RE = /^mbid-([0-9a-f-]{36})\/index\.json$/;
 export class ListingsOnDemand {
   private readonly deps: ListingDeps;
   private readonly writing = new Map<number, Promise<void>>();
+  private readonly writingEvents = new Map<number, Promise<void>>();
+  private readonly fillingEvents = new Map<string, Promise<'stored' | undefined>>();
 
   constructor(deps: ListingDeps) {
     this.deps = deps;
@@ -51,9 +54,20 @@ export class ListingsOnDemand {
     const gid = INDEX_KEY_RE.exec(key)?.[1];
     if (gid === undefined) return undefined;
     const release = await this.deps.db.selectFrom('release').select('id').where('gid', '=', gid).executeTakeFirst();
-    if (release === undefined || !(await hasImages(this.deps.db, release.id))) return undefined;
+    // Not a release's: an event's, perhaps (the Event Art Archive shares the layout).
+    if (release === undefined) return this.fillEvent(gid);
+    if (!(await hasImages(this.deps.db, release.id))) return undefined;
     await this.write(release.id);
     return 'stored';
+  }
+
+  /** As `ensure`, for an event (`/event/{mbid}/`). */
+  async ensureEvent(eventId: number): Promise<void> {
+    await singleFlight(this.writingEvents, eventId, () => ensureEventListing(this.deps, eventId));
+  }
+
+  private fillEvent(gid: string): Promise<'stored' | undefined> {
+    return singleFlight(this.fillingEvents, gid, () => eventIndexFill(this.deps, gid));
   }
 
   private write(releaseId: number): Promise<void> {

@@ -23,6 +23,8 @@ export interface ListingImage {
   mime_type?: string;
   /** The thumbnails that exist, by nominal size: a small original's are smaller (never upscaled). */
   thumbnail_dimensions?: Record<string, { width: number; height: number }>;
+  /** The formats its thumbnails are answered in (SLEEVE_THUMBNAIL_FORMATS), when more than JPEG; never of a PDF. */
+  thumbnail_formats?: string[];
 }
 
 export interface Listing {
@@ -39,6 +41,10 @@ export interface ListingUrls {
    * default, also when absent) adds what sleeve measured of the files.
    */
   fields?: ListingFields;
+  /** SLEEVE_THUMBNAIL_FORMATS when more than JPEG: named in each image's entry (`full` only). */
+  thumbnailFormats?: readonly string[] | undefined;
+  /** SLEEVE_EVENT_BASE_URL: where an event's listing points (absent: baseUrl). */
+  eventBaseUrl?: string;
 }
 
 export type ListingFields = 'full' | 'caa';
@@ -52,24 +58,48 @@ export function buildListing(urls: ListingUrls, mbid: string, images: ImageWithT
   const cover = (type: number) => images.find((i) => i.typeIds.includes(type) && (!approvedOnly || i.approved === 1));
   const front = cover(FRONT_TYPE);
   const back = cover(BACK_TYPE);
-  const prefix = `${urls.baseUrl}/release/${mbid}/`;
   return {
-    images: images.map((i) => {
-      const thumb = (size: number) => `${prefix}${i.id}-${size}.jpg`;
-      return {
-        approved: i.approved === 1,
-        back: i === back,
-        comment: i.comment,
-        edit: i.edit,
-        front: i === front,
-        id: String(i.id),
-        image: `${prefix}${i.id}.${i.suffix}`,
-        thumbnails: { '1200': thumb(1200), '250': thumb(250), '500': thumb(500), large: thumb(500), small: thumb(250) },
-        types: i.types,
-        ...(urls.fields === 'caa' ? {} : measuredFields(i)),
-      };
-    }),
+    images: images.map((i) => ({ ...entryOf(urls, 'release', mbid, i, front), back: i === back })),
     release: `${urls.musicBrainzUrl}/release/${mbid}`,
+  };
+}
+
+/** An event's image entry: a release's without `back` (the Event Art Archive's indexer writes none). */
+export type EventListingImage = Omit<ListingImage, 'back'>;
+
+export interface EventListing {
+  images: EventListingImage[];
+  event: string;
+}
+
+/**
+ * The listing of an event (the Event Art Archive's index.json): `front` marks the first image
+ * typed Poster (among approved ones when `approvedOnly`), URLs are under `/event/{mbid}/`, and
+ * the link field is `event`.
+ */
+export function buildEventListing(urls: ListingUrls, mbid: string, images: ImageWithTypes[], approvedOnly: boolean, posterType: number): EventListing {
+  const front = images.find((i) => i.typeIds.includes(posterType) && (!approvedOnly || i.approved === 1));
+  return {
+    images: images.map((i) => entryOf(urls, 'event', mbid, i, front)),
+    event: `${urls.musicBrainzUrl}/event/${mbid}`,
+  };
+}
+
+function entryOf(urls: ListingUrls, entity: 'release' | 'event', mbid: string, i: ImageWithTypes, front: ImageWithTypes | undefined): EventListingImage {
+  const base = entity === 'event' ? (urls.eventBaseUrl ?? urls.baseUrl) : urls.baseUrl;
+  const prefix = `${base}/${entity}/${mbid}/`;
+  const thumb = (size: number) => `${prefix}${i.id}-${size}.jpg`;
+  return {
+    approved: i.approved === 1,
+    comment: i.comment,
+    edit: i.edit,
+    front: i === front,
+    id: String(i.id),
+    image: `${prefix}${i.id}.${i.suffix}`,
+    thumbnails: { '1200': thumb(1200), '250': thumb(250), '500': thumb(500), large: thumb(500), small: thumb(250) },
+    types: i.types,
+    ...(urls.fields === 'caa' ? {} : measuredFields(i)),
+    ...(urls.fields === 'caa' || urls.thumbnailFormats === undefined || urls.thumbnailFormats.length < 2 || i.suffix === 'pdf' ? {} : { thumbnail_formats: [...urls.thumbnailFormats] }),
   };
 }
 

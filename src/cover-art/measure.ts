@@ -10,7 +10,8 @@ import { writeIndex } from './indexer.js';
 import { readImageHeader } from './image-header.js';
 import { originalKey, parseImageKey, THUMBNAIL_SIZES, thumbnailKey } from './keys.js';
 import { parseThumbnailDimensions } from './listing.js';
-import { bumpCatalogueVersion, listImages, type ImageRow } from './repo.js';
+import { recordListingRefresh } from '../cluster/listing-refresh.js';
+import { listImages, type ImageRow } from './repo.js';
 import { sharpModule } from './thumbnails.js';
 
 /** The columns measure writes. */
@@ -121,14 +122,16 @@ function sameMeasures(row: ImageRow, m: ImageMeasures): boolean {
 }
 
 /**
- * After a file was fetched into the store by pull-through (cover-art/fill.ts): records what it
- * says of its image, under the image's row lock (two thumbnails stored at once both land), moves
- * the catalogue mark (the serving processes' caches are emptied: docs/decisions.md, "Listings that
- * describe the images") and rewrites the release's index.json. The file is read back from the store.
+ * After a file was stored by pull-through or made on demand (cover-art/fill.ts): records what it
+ * says of its image, under the image's row lock (two thumbnails stored at once both land),
+ * rewrites the release's index.json and records that this release's listing was refreshed (the
+ * serving processes forget that release's cached listings only: docs/decisions.md, "A listing
+ * refreshed is forgotten per release"). The file is read back from the store. Answers the
+ * release's MBID when its listing was refreshed.
  */
-export async function recordStoredFile(deps: IndexDeps, key: string): Promise<void> {
+export async function recordStoredFile(deps: IndexDeps, key: string): Promise<string | undefined> {
   const parsed = parseImageKey(key);
-  if (parsed === undefined) return;
+  if (parsed === undefined) return undefined;
   const row = await deps.db
     .selectFrom('cover_art as ca')
     .innerJoin('release as r', 'r.id', 'ca.release')
@@ -136,9 +139,9 @@ export async function recordStoredFile(deps: IndexDeps, key: string): Promise<vo
     .where('ca.id', '=', parsed.id)
     .where('r.gid', '=', parsed.mbid)
     .executeTakeFirst();
-  if (row === undefined) return;
+  if (row === undefined) return undefined;
   const read = await deps.store.read(key, parsed.size === undefined ? MAX_ORIGINAL_BYTES : MAX_THUMBNAIL_BYTES);
-  if (read?.bytes === undefined) return;
+  if (read?.bytes === undefined) return undefined;
   const bytes = read.bytes;
   let change: (current: { thumbnail_dimensions: string | null }) => Partial<ImageMeasures>;
   if (parsed.size === undefined) {
@@ -146,7 +149,7 @@ export async function recordStoredFile(deps: IndexDeps, key: string): Promise<vo
     change = () => ({ width: size?.width ?? null, height: size?.height ?? null, stored_size: bytes.length });
   } else {
     const header = readImageHeader(bytes);
-    if (header === undefined) return;
+    if (header === undefined) return undefined;
     const entry = { [String(parsed.size)]: { width: header.width, height: header.height } };
     change = (current) => ({ thumbnail_dimensions: JSON.stringify({ ...parseThumbnailDimensions(current.thumbnail_dimensions), ...entry }) });
   }
@@ -158,9 +161,10 @@ export async function recordStoredFile(deps: IndexDeps, key: string): Promise<vo
     await trx.updateTable('cover_art').set(change(current)).where('id', '=', parsed.id).execute();
   });
   await writeIndex(deps, row.release);
-  // The listings changed: every serving process empties its caches at its next look (once per file
-  // ever), after the new index.json is in the store, so none keeps the old one again.
-  await bumpCatalogueVersion(deps.db);
+  // After the new index.json is in the store, so no process keeps the old one again; no catalogue
+  // change: other releases' cached answers stay (anonymous requests cause these).
+  await recordListingRefresh(deps.db, parsed.mbid);
+  return parsed.mbid;
 }
 
 /**

@@ -69,6 +69,20 @@ export class ResponseCache {
     this.held += bytes;
   }
 
+  /**
+   * Forgets the answers that show `gid`'s listing (a release group's listing: the release's own
+   * redirects to index.json, which the file cache forgets). Those answered meanwhile from the
+   * old listing are not kept: the generation moves too.
+   */
+  forgetRelease(gid: string): void {
+    this.generation++;
+    for (const [key, e] of this.entries) {
+      if (e.response.listingOf !== gid) continue;
+      this.entries.delete(key);
+      this.held -= e.bytes;
+    }
+  }
+
   clear(): void {
     this.generation++;
     this.entries.clear();

@@ -15,6 +15,13 @@ export interface ApiResponse {
   needsJsonAccept?: boolean;
   /** A redirect to an image of the store: its key, for SLEEVE_IMAGE_RESPONSE=bytes (which answers with the file). */
   imageKey?: string;
+  /**
+   * The same redirect to a thumbnail in other formats (SLEEVE_THUMBNAIL_FORMATS), chosen by the
+   * request's Accept (chooseVariant); every one of them, this one included, carries Vary: Accept.
+   */
+  variants?: Partial<Record<'webp' | 'avif', ApiResponse>>;
+  /** The release whose listing the body shows (a release group's listing): forgotten when that listing is refreshed. */
+  listingOf?: string;
 }
 
 export const ALLOW = 'GET, HEAD, OPTIONS';
@@ -125,4 +132,55 @@ export function acceptsJson(accept: string | undefined): boolean {
     }
   }
   return best >= 0 && bestQ > 0;
+}
+
+/** The q of a media type in a parsed Accept: [q, specificity] of its most specific range (2 exact, 1 image/*, 0 *\/*), or undefined. */
+function acceptQ(ranges: [string, number][], type: string): [number, number] | undefined {
+  let best: [number, number] | undefined;
+  for (const [range, q] of ranges) {
+    const specificity = range === type ? 2 : range === 'image/*' ? 1 : range === '*/*' ? 0 : -1;
+    if (specificity >= 0 && (best === undefined || specificity > best[1])) best = [q, specificity];
+  }
+  return best;
+}
+
+/**
+ * The format a thumbnail request's Accept prefers among `offered` (JPEG always offered): the
+ * highest q, then the most specific range (a type named beats image/* and *\/*), then JPEG (the
+ * interface's), then AVIF over WebP. No Accept, or one naming no image type: JPEG. A q of 0
+ * refuses (docs/decisions.md, "Thumbnail formats negotiated at the redirect").
+ */
+export function preferredFormat(accept: string | undefined, offered: readonly ('webp' | 'avif')[]): 'jpeg' | 'webp' | 'avif' {
+  if (accept === undefined || offered.length === 0) return 'jpeg';
+  const ranges: [string, number][] = [];
+  for (const part of accept.split(',', 64)) {
+    const [range = '', ...params] = part.split(';').map((x) => x.trim().toLowerCase());
+    let q = 1;
+    for (const p of params) {
+      const m = /^q=([0-9.]{1,8})$/.exec(p);
+      if (m) q = Math.min(1, Number(m[1]) || 0);
+    }
+    ranges.push([range, q]);
+  }
+  // Ties keep the earlier: JPEG, then AVIF, then WebP.
+  let chosen: 'jpeg' | 'webp' | 'avif' = 'jpeg';
+  let best = acceptQ(ranges, 'image/jpeg') ?? [0, -1];
+  for (const format of ['avif', 'webp'] as const) {
+    if (!offered.includes(format)) continue;
+    const got = acceptQ(ranges, `image/${format}`);
+    if (got === undefined || got[0] <= 0) continue;
+    if (got[0] > best[0] || (got[0] === best[0] && got[1] > best[1])) {
+      chosen = format;
+      best = got;
+    }
+  }
+  return chosen;
+}
+
+/** The answer for a request with this Accept: `response` itself unless it has variants (a thumbnail redirect under SLEEVE_THUMBNAIL_FORMATS). */
+export function chooseVariant(response: ApiResponse, accept: string | undefined): ApiResponse {
+  const variants = response.variants;
+  if (variants === undefined) return response;
+  const format = preferredFormat(accept, Object.keys(variants) as ('webp' | 'avif')[]);
+  return format === 'jpeg' ? response : (variants[format] ?? response);
 }

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isStoreUnavailable } from '../shared/errors.js';
-import { answerKey, handleApiRequest } from './api.js';
+import { answerKey, handleApiRequest, hostArchive } from './api.js';
 import type { CoverArtRouteDeps } from './deps.js';
 import { keyForDownloadPath, serveFile, storeUnavailableResponse, type FileResponse } from './file-server.js';
-import { etagMatches, notModified, type ApiResponse } from './responses.js';
+import { chooseVariant, etagMatches, notModified, type ApiResponse } from './responses.js';
 
 function header(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];
@@ -53,16 +53,20 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
     url: '*',
     handler: async function coverArtApi(req, reply) {
       const generation = deps.cache.generation;
-      const response = await handleApiRequest(deps.api, {
+      // Kept whole (a thumbnail redirect with its other formats), answered as this request's Accept chooses.
+      const whole = await handleApiRequest(deps.api, {
         method: req.method,
         url: req.url,
         httpVersion: req.raw.httpVersion,
         accept: header(req, 'accept'),
+        host: header(req, 'host'),
       });
+      const response = chooseVariant(whole, header(req, 'accept'));
       if (req.method === 'GET' || req.method === 'HEAD') {
         const key = answerKey(req.url);
-        // Never under a file's key: the front door sends those to the file server.
-        if (!key.startsWith('/download/')) deps.cache.set(key, response, generation);
+        // Never under a file's key: the front door sends those to the file server. The cache is
+        // the Cover Art Archive's (keyed on the path alone): other hosts' answers are not kept.
+        if (!key.startsWith('/download/') && hostArchive(header(req, 'host'), deps.api.eventHost) === 'cover') deps.cache.set(key, whole, generation);
         if (deps.imageBytes === true && deps.files !== undefined && response.imageKey !== undefined) {
           // SLEEVE_IMAGE_RESPONSE=bytes: the file itself, answered by the file server on the raw response.
           reply.hijack();
@@ -82,6 +86,7 @@ export async function coverArtRoutes(app: FastifyInstance, deps: CoverArtRouteDe
       url: req.url,
       httpVersion: req.raw.httpVersion,
       accept: header(req, 'accept'),
+      host: header(req, 'host'),
     });
     return sendApiResponse(reply, response, undefined);
   });

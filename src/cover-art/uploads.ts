@@ -186,13 +186,22 @@ export async function sweepUploads(deps: CoverArtDeps): Promise<SweepResult> {
   for (const folder of folders) {
     if (leaseIsLive(await readLease(store, folder), now)) continue;
     const id = Number(/^uploads\/(\d+)-/.exec(folder)?.[1]);
-    const row = await db
-      .selectFrom('cover_art as ca')
-      .innerJoin('release as r', 'r.id', 'ca.release')
-      .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
-      .select(['r.gid', 'it.suffix'])
-      .where('ca.id', '=', id)
-      .executeTakeFirst();
+    const row =
+      (await db
+        .selectFrom('cover_art as ca')
+        .innerJoin('release as r', 'r.id', 'ca.release')
+        .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+        .select(['r.gid', 'it.suffix'])
+        .where('ca.id', '=', id)
+        .executeTakeFirst()) ??
+      // An event's image (cover-art/events.ts): ids come from the same counter.
+      (await db
+        .selectFrom('event_art as ea')
+        .innerJoin('event as e', 'e.id', 'ea.event')
+        .innerJoin('image_type as it', 'it.mime_type', 'ea.mime_type')
+        .select(['e.gid', 'it.suffix'])
+        .where('ea.id', '=', id)
+        .executeTakeFirst());
     if (row === undefined) {
       // The lease first: an upload that was only stopped, not dead, finds it gone and gives up before its commit.
       await store.delete(`${folder}/${LEASE}`);

@@ -6,7 +6,7 @@ import { isAppError } from '../shared/errors.js';
 import { singleFlight } from '../shared/single-flight.js';
 import type { ObjectStore } from '../storage/index.js';
 import { FILE_SAFETY, type FileResponse } from './file-server.js';
-import { imageKey, originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
+import { imageKey, isInterfaceSize, originalKey, parseImageKey, type ThumbnailSize } from './keys.js';
 import { discard, readBody, RedirectRefused, UpstreamCall, upstreamGet } from './upstream-http.js';
 import { processImage, verifyImage } from './thumbnails.js';
 
@@ -115,7 +115,8 @@ export class Upstream {
    */
   async known(key: string): Promise<KnownFile | undefined> {
     const parsed = parseImageKey(key);
-    if (parsed === undefined) return undefined;
+    // Sizes and formats made on demand are never asked of the upstream (the real archive has none): derivatives.ts makes them.
+    if (parsed === undefined || (parsed.size !== undefined && (!isInterfaceSize(parsed.size) || parsed.format !== 'jpeg'))) return undefined;
     const row = await this.deps.db
       .selectFrom('cover_art as ca')
       .innerJoin('release as r', 'r.id', 'ca.release')
@@ -128,7 +129,7 @@ export class Upstream {
     // The catalogue's own name of the file, nothing else: an original with another suffix names
     // none (nor, to be sure, does a key spelled otherwise than keys.ts spells it).
     if (row === undefined || key !== imageKey(parsed.mbid, parsed.id, row.suffix, parsed.size)) return undefined;
-    return { key, mbid: parsed.mbid, id: parsed.id, size: parsed.size, mime: row.mime_type, suffix: row.suffix };
+    return { key, mbid: parsed.mbid, id: parsed.id, size: parsed.size as ThumbnailSize | undefined, mime: row.mime_type, suffix: row.suffix };
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { PlainReply } from '../http/fast-lane.js';
+import type { PlainReply } from '../shared/plain-http.js';
 import type { ApiResponse } from './responses.js';
 
 /** A response as the front door writes it, prepared once per response object. */

@@ -84,6 +84,28 @@ export interface CoverArtTypeTable {
   type_id: number;
 }
 
+/** A listing rewritten with new measures (db/migrations/20261207T0200_listing_refresh.ts). */
+export interface ListingRefreshTable {
+  seq: number;
+  gid: string;
+}
+
+/** An event of the Event Art Archive (migration 20261207T0500): as a release, without a group or date. */
+export interface EventTable {
+  id: Generated<number>;
+  gid: string;
+  name: string;
+  index_dirty: Generated<number>;
+  index_urls: Generated<number | null>;
+  revision: Generated<number>;
+  imported: Generated<number>;
+}
+
+/** An image of an event: cover_art's columns with `event` for `release`. */
+export interface EventArtTable extends Omit<CoverArtTable, 'release'> {
+  event: number;
+}
+
 export interface CounterTable {
   name: string;
   value: number;
@@ -151,7 +173,8 @@ export interface SigninDeviceTable {
 
 export interface OAuthApplicationTable {
   id: Generated<number>;
-  owner_id: number;
+  /** Null for a client known from its Client ID Metadata Document (its client_id is the document's https URL; migration 20261207T0100). */
+  owner_id: number | null;
   name: string;
   kind: 'confidential' | 'public';
   client_id: string;
@@ -215,6 +238,8 @@ export interface OAuthCodeTable {
   nonce: Generated<string | null>;
   /** When the user signed in (epoch ms): the id_token's `auth_time`. */
   auth_time: Generated<number | null>;
+  /** The SHA-256 of the Client ID Metadata Document the code was issued under, or null for a registered client (migration 20261207T0100). */
+  document_hash: Generated<string | null>;
 }
 
 /** A device authorization request (RFC 8628; migration 20261125T0200): codes stored only hashed. */
@@ -297,7 +322,10 @@ export interface CoverArtEditTable {
   closed_by_id: number | null;
   closed_by_name: string | null;
   closed_at: number | null;
+  /** The approver's (or withdrawing editor's) note on closing it. */
   note: string | null;
+  /** The editor's own note on the change (migration 20261207T0300). */
+  edit_note: string | null;
 }
 
 export interface Database {
@@ -313,7 +341,13 @@ export interface Database {
   image_type: ImageTypeTable;
   cover_art: CoverArtTable;
   cover_art_type: CoverArtTypeTable;
+  event: EventTable;
+  event_gid_redirect: GidRedirectTable;
+  event_art_kind: ArtTypeTable;
+  event_art: EventArtTable;
+  event_art_type: CoverArtTypeTable;
   counter: CounterTable;
+  listing_refresh: ListingRefreshTable;
   import_run: ImportRunTable;
   account: AccountTable;
   web_session: WebSessionTable;

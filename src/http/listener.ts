@@ -3,7 +3,7 @@ import type https from 'node:https';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { limitConnections, serverTimeouts } from './connections.js';
-import { OneWriteResponse } from './one-write.js';
+import { OneWriteResponse } from '../edge/one-write.js';
 
 /** A node:http request handler (Fastify's own, or a listener's in front of it). */
 export type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;

@@ -107,7 +107,7 @@ export class HttpMetrics {
   cacheHits = 0;
   cacheMisses = 0;
   rateLimited = 0;
-  /** Requests answered in the fast lane, before node:http (http/fast-lane.ts). */
+  /** Requests answered in the fast lane, before node:http (edge/fast-lane.ts). */
   fastLane = 0;
   /** Entries in the response cache now, when there is one. */
   cacheEntries: (() => number) | undefined;
@@ -119,6 +119,8 @@ export class HttpMetrics {
   storeReads: { readonly hits: number; readonly misses: number } | undefined;
   /** What the pull-through did with the store's misses, when SLEEVE_UPSTREAM_URL is set. */
   pullThrough: { readonly stored: number; readonly notFound: number; readonly failed: ReadonlyMap<string, number> } | undefined;
+  /** Thumbnails made on demand, and misses refused while too many waited (cover-art/derivatives.ts). */
+  thumbnailsMade: { readonly made: number; readonly busy: number } | undefined;
 
   listener(name: string): ListenerMetrics {
     let l = this.listeners.find((x) => x.listener === name);
@@ -182,6 +184,13 @@ export class HttpMetrics {
       for (const [reason, n] of [...p.failed].sort((a, b) => a[0].localeCompare(b[0]))) {
         out.sample('sleeve_pull_through_total', formatLabels([['result', 'failed'], ['reason', reason]]), n);
       }
+    }
+    const d = this.thumbnailsMade;
+    if (d !== undefined) {
+      out
+        .family('sleeve_thumbnails_made_total', 'counter', 'Thumbnails of sizes and formats made on demand (SLEEVE_THUMBNAIL_SIZES, SLEEVE_THUMBNAIL_FORMATS), by result (busy: refused with 503, too many waited).')
+        .sample('sleeve_thumbnails_made_total', formatLabels([['result', 'made']]), d.made)
+        .sample('sleeve_thumbnails_made_total', formatLabels([['result', 'busy']]), d.busy);
     }
     out.single(
       'sleeve_http_fast_lane_total',

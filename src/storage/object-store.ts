@@ -110,6 +110,10 @@ function typeOfSuffix(ext: string): string | undefined {
       return 'image/png';
     case 'gif':
       return 'image/gif';
+    case 'webp':
+      return 'image/webp';
+    case 'avif':
+      return 'image/avif';
     case 'pdf':
       return 'application/pdf';
     case 'json':

@@ -29,8 +29,8 @@ export async function asEditor(deps: WebsiteDeps, editor: Editor): Promise<Cover
   return { id: editor.id, name: editor.name, approver: roles.includes('approver') };
 }
 
-async function options(deps: WebsiteDeps, editor: Editor, expectRevision: number | undefined): Promise<ChangeOptions> {
-  return { editor: await asEditor(deps, editor), expectRevision };
+async function options(deps: WebsiteDeps, editor: Editor, expectRevision: number | undefined, editNote?: string): Promise<ChangeOptions> {
+  return { editor: await asEditor(deps, editor), expectRevision, editNote };
 }
 
 /**
@@ -115,11 +115,13 @@ export interface AddInput {
   bytes: Buffer;
   types: string[];
   comment: string;
+  /** The editor's note, stored with the edit. */
+  editNote?: string | undefined;
 }
 
 export function addImage(deps: WebsiteDeps, editor: Editor, input: AddInput, ifMatch?: string): Promise<ListingImage> {
   return guarded(deps, input.release, ifMatch, async (expectRevision) =>
-    addArt(deps.coverArt, { release: input.release, bytes: input.bytes, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision)),
+    addArt(deps.coverArt, { release: input.release, bytes: input.bytes, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision, input.editNote)),
   );
 }
 

@@ -336,6 +336,7 @@ const SCHEMAS = {
             created: { type: 'string', format: 'date-time' },
             before: {},
             after: {},
+            edit_note: { type: ['string', 'null'], description: "The editor's note on the change (the upload page's edit note), or null" },
           },
         },
       },

@@ -9,6 +9,7 @@ export interface CachedPage {
   visitorPage?: Buffer;
 }
 
+import { listingRefreshesSince } from '../cluster/listing-refresh.js';
 import { readCounter, type CoverArtDeps } from '../cover-art/index.js';
 
 /**
@@ -22,6 +23,8 @@ export class PageCache {
   private readonly entries = new Map<string, CachedPage>();
   private held = 0;
   private version = -1;
+  /** The `listing_refreshed` counter as last followed (cluster/listing-refresh.ts). */
+  private refreshed: number | undefined;
 
   constructor(
     private readonly limits: { maxEntries: number; maxChars: number } = { maxEntries: 2000, maxChars: 16_000_000 },
@@ -35,7 +38,20 @@ export class PageCache {
       this.held = 0;
       this.version = version;
     }
+    const { seq, gids } = await listingRefreshesSince(db, this.refreshed);
+    if (gids === 'all') this.forget(() => true);
+    // A release's listing refreshed with new measures: its pages, and the groups' (which show a release's images).
+    else if (gids.length > 0) this.forget((key) => key.startsWith('group ') || gids.some((gid) => key.includes(gid)));
+    this.refreshed = seq;
     return version;
+  }
+
+  private forget(which: (key: string) => boolean): void {
+    for (const [k, v] of this.entries) {
+      if (!which(k)) continue;
+      this.entries.delete(k);
+      this.held -= k.length + v.title.length + 2 * v.body.length + LAYOUT_CHARS;
+    }
   }
 
   /** The body for `key`, made by `make` when missing (and kept if the catalogue did not change meanwhile). */

@@ -1,37 +1,37 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { csrfValid, errorPage, EXPIRED, html, page, pageErrors, redirectWithFlash, requireViewer, sendPage, type SafeHtml, type SignedIn } from '../auth/pages.js';
-import { artTypeNames, type ListingImage } from '../cover-art/index.js';
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { csrfValid, errorPage, EXPIRED, formParams, page, pageErrors, redirectWithFlash, requireViewer, sendPage, type SafeHtml, type SignedIn } from '../auth/pages.js';
+import { artTypeNames, EDIT_NOTE_MAX_LENGTH, type ListingImage } from '../cover-art/index.js';
 import { isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { addImage, COMMENT_MAX_LENGTH, releaseListing, undoAdd } from './changes.js';
 import type { WebsiteDeps } from './deps.js';
 import { auditCuration } from './audit.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, type StreamedForm } from './upload-body.js';
-import { makeUploads, UPLOAD_RETRY_AFTER, UPLOADS_PER_USER } from './uploads.js';
+import { makeUploads, UPLOAD_RETRY_AFTER, UPLOADS_PER_USER, type Uploads } from './uploads.js';
+import { UPLOAD_SCRIPT } from './views/upload-script.js';
+import { UPLOAD_STYLE, uploadBody, type UploadView } from './views/upload.js';
 
 /*
- * The upload page (docs/website.md, "Uploading on the website"): signed-in editors add several images
- * at once, each with its types and comment. A plain multipart form (CSRF token first), so it
- * works without script; a small same-origin script adds previews and upload progress. The
- * body streams to disk like the API's, and the same domain path adds each image.
+ * The upload page (docs/website.md, "Uploading on the website"): signed-in editors add images,
+ * each with its types and comment, and one edit note for the batch. A plain multipart form (CSRF
+ * token first) takes one image per submission without script and answers with Post/Redirect/Get;
+ * the page's same-origin script (views/upload-script.ts) sends several, one request each with
+ * `Accept: application/json` (answered in JSON), then posts their ids to …/done for the
+ * gallery's notice. The body streams to disk like the API's, and the same domain path adds
+ * each image.
  */
 
-/** Images one form sends at most. */
+/** Images one form sends at most (the page sends one; a hand-made form may send more, one change). */
 export const PAGE_FILES = 4;
+/** Ids the …/done step names at most. */
+const DONE_MAX = 100;
 const SCRIPT_PATH = '/static/add-cover-art.js';
 const STYLE_PATH = '/static/add-cover-art.css';
-/** The page's own rules, beside the site's stylesheet: type checkboxes in rows that wrap, 44 px targets, previews that fit a phone. */
-const UPLOAD_STYLE = `fieldset.upload-row{display:grid;gap:.5rem;min-width:0;margin:.75rem 0}
-fieldset.types{display:flex;flex-wrap:wrap;gap:0 1rem;border:0;padding:0;margin:.25rem 0;min-width:0}
-fieldset.types legend{font-weight:600;padding:0;margin-bottom:.25rem}
-label.check{display:inline-flex;align-items:center;gap:.4rem;font-weight:400;min-height:2.75rem;min-width:2.75rem}
-label.check input{width:1.25rem;height:1.25rem;margin:0}
-input[type=file]{font:inherit;min-height:2.75rem;max-width:100%}
-fieldset.upload-row input[type=text]{box-sizing:border-box}
-.preview img{display:block;max-width:100%;height:auto;border:1px solid var(--line);border-radius:.25rem}
-.upload-status progress{width:100%;height:1rem}
-form#add-cover-art{max-width:100%;min-width:0}
-`;
+/** Versioned by content: a new script or stylesheet is fetched at once, the same one comes from the browser's cache. */
+const version = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 12);
+const SCRIPT_URL = `${SCRIPT_PATH}?v=${version(UPLOAD_SCRIPT)}`;
+const STYLE_URL = `${STYLE_PATH}?v=${version(UPLOAD_STYLE)}`;
 /** The upload page's policy: the page's own, plus its script, previews of chosen files (blob:) and its upload (connect-src). */
 const UPLOAD_CSP = "default-src 'none'; style-src 'self'; img-src 'self' blob:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -43,59 +43,65 @@ function sendUploadPage(reply: FastifyReply, status: number, body: string): Fast
     .send(body);
 }
 
-
-function typeBoxes(types: string[], row: number, checked: Set<string>): SafeHtml[] {
-  return types.map(
-    (t) => html`<label class="check"><input type="checkbox" name="types.${row}" value="${t}"${checked.has(t) ? html` checked` : ''}> ${t}</label>`,
-  );
-}
-
-interface RowValues {
-  types: Set<string>;
-  comment: string;
-}
-
-function uploadBody(opts: { mbid: string; csrf: string; types: string[]; rows: RowValues[]; error?: string }): SafeHtml {
-  const rows = Array.from({ length: PAGE_FILES }, (_, i) => {
-    const v = opts.rows[i] ?? { types: new Set<string>(), comment: '' };
-    return html`<fieldset class="card upload-row">
-<legend>Image ${i + 1}</legend>
-<label for="file-${i}">File <span class="hint">JPEG, PNG or GIF</span></label>
-<input type="file" id="file-${i}" name="file.${i}" accept="image/jpeg,image/png,image/gif" data-preview="preview-${i}">
-<div class="preview" id="preview-${i}"></div>
-<fieldset class="types"><legend>Types</legend>
-${typeBoxes(opts.types, i, v.types)}
-</fieldset>
-<label for="comment-${i}">Comment</label>
-<input type="text" id="comment-${i}" name="comment.${i}" value="${v.comment}" maxlength="255">
-</fieldset>`;
-  });
-  const gallery = `/release/${opts.mbid}/cover-art`;
-  return html`<p><a href="${gallery}">Back to the cover art of release <code>${opts.mbid}</code></a></p>
-${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
-<form method="post" enctype="multipart/form-data" action="/release/${opts.mbid}/add-cover-art" id="add-cover-art" class="stack">
-<input type="hidden" name="csrf_token" value="${opts.csrf}">
-<p class="muted">Choose up to ${PAGE_FILES} images; give each its types and a comment. Empty rows are skipped.</p>
-${rows}
-<div class="upload-status" hidden><label for="upload-progress">Upload progress</label><progress id="upload-progress" max="100" value="0"></progress></div>
-<p id="upload-message" role="status"></p>
-<div class="actions"><button type="submit">Upload</button><a class="action" href="${gallery}">Cancel</a></div>
-</form>`;
-}
-
 function renderPage(viewer: SignedIn, body: SafeHtml): string {
   // The layout has no slot for them: the page's own stylesheet and script go at the end of its head.
   return page({ title: 'Add cover art', body, user: viewer.name, csrf: viewer.csrf }).replace(
     '</head>',
-    `<link rel="stylesheet" href="${STYLE_PATH}">\n<script src="${SCRIPT_PATH}" defer></script>\n</head>`,
+    `<link rel="stylesheet" href="${STYLE_URL}">\n<script src="${SCRIPT_URL}" defer></script>\n</head>`,
   );
 }
 
-function rowValues(form: StreamedForm | undefined): RowValues[] {
-  return Array.from({ length: PAGE_FILES }, (_, i) => ({
-    types: new Set(form?.fields.get(`types.${i}`) ?? []),
-    comment: form?.fields.get(`comment.${i}`)?.[0] ?? '',
-  }));
+/** What the form shows again after a refusal: the first row's types and comment, and the edit note. */
+function shownAgain(form: StreamedForm | undefined): { row: UploadView['row']; editNote: string } {
+  return {
+    row: { types: new Set(form?.fields.get('types.0') ?? []), comment: form?.fields.get('comment.0')?.[0] ?? '' },
+    editNote: form?.fields.get('edit_note')?.[0] ?? '',
+  };
+}
+
+/** The gallery's notice for images added (a pending one says it waits). */
+function addedNotice(entries: Pick<ListingImage, 'id' | 'approved' | 'edit'>[]): string {
+  const waiting = entries.filter((e) => !e.approved);
+  const ids = entries.map((e) => e.id);
+  const added = ids.length === 1 ? `Added image ${ids[0]}.` : `Added ${ids.length} images: ${ids.join(', ')}.`;
+  if (waiting.length === 0) return added;
+  if (waiting.length === 1 && entries.length === 1) return `${added} It waits for an approver (edit #${waiting[0]?.edit}).`;
+  return `${added} ${waiting.length === entries.length ? 'They wait' : `${waiting.length} of them wait`} for an approver.`;
+}
+
+/** Whether the page's script sent the upload (it asks for JSON), rather than the form itself. */
+function fromScript(req: FastifyRequest): boolean {
+  return /\bapplication\/json\b/i.test(req.headers.accept ?? '');
+}
+
+/** Why a posted form cannot be added as it is, before any image is decoded; undefined: it can. */
+function formProblem(form: StreamedForm): string | undefined {
+  const chosen = form.files.filter((f) => f.bytes > 0 || f.filename !== '');
+  if (chosen.length === 0) return 'Choose at least one image.';
+  const stray = chosen.find((f) => !/^file\.\d+$/.test(f.field));
+  if (stray !== undefined) return `Unknown field ${JSON.stringify(stray.field.slice(0, 40))}.`;
+  const long = chosen.find((f) => (form.fields.get(`comment.${f.field.slice('file.'.length)}`)?.[0] ?? '').length > COMMENT_MAX_LENGTH);
+  if (long !== undefined) return `The comment of ${long.filename === '' ? 'an image' : JSON.stringify(long.filename.slice(0, 80))} is longer than ${COMMENT_MAX_LENGTH} characters; nothing was added.`;
+  if ((form.fields.get('edit_note')?.[0] ?? '').trim().length > EDIT_NOTE_MAX_LENGTH) return `The edit note is longer than ${EDIT_NOTE_MAX_LENGTH} characters; nothing was added.`;
+  return undefined;
+}
+
+/** Adds a posted form's images, in turn; one form is one change: a refusal takes back what it added, and is thrown on. */
+async function addAll(deps: WebsiteDeps, uploads: Uploads, editor: { id: number; name: string }, mbid: string, form: StreamedForm): Promise<ListingImage[]> {
+  const chosen = form.files.filter((f) => f.bytes > 0 || f.filename !== '');
+  const editNote = form.fields.get('edit_note')?.[0] ?? '';
+  const entries: ListingImage[] = [];
+  try {
+    for (const file of chosen) {
+      const row = file.field.slice('file.'.length);
+      const fields = { types: form.fields.get(`types.${row}`) ?? [], comment: form.fields.get(`comment.${row}`)?.[0] ?? '', editNote };
+      entries.push(await uploads.slots.work(async () => addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), ...fields })));
+    }
+  } catch (err) {
+    for (const entry of entries.reverse()) await undoAdd(deps, editor, mbid, entry);
+    throw err;
+  }
+  return entries;
 }
 
 export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
@@ -112,21 +118,32 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
     return pageErrors(err, req, reply);
   });
 
-  app.get(SCRIPT_PATH, async function uploadScript(_req, reply) {
-    return reply.headers({ 'cache-control': 'public, max-age=3600' }).type('text/javascript; charset=utf-8').send(UPLOAD_SCRIPT);
-  });
+  for (const [path, type, text] of [
+    [SCRIPT_PATH, 'text/javascript', UPLOAD_SCRIPT],
+    [STYLE_PATH, 'text/css', UPLOAD_STYLE],
+  ] as const) {
+    app.get(path, async function uploadAsset(_req, reply) {
+      return reply.headers({ 'cache-control': 'public, max-age=86400' }).type(`${type}; charset=utf-8`).send(text);
+    });
+  }
 
-  app.get(STYLE_PATH, async function uploadStyle(_req, reply) {
-    return reply.headers({ 'cache-control': 'public, max-age=3600' }).type('text/css; charset=utf-8').send(UPLOAD_STYLE);
+  const view = async (mbid: string, viewer: SignedIn, form: StreamedForm | undefined, error?: string): Promise<UploadView> => ({
+    mbid,
+    csrf: viewer.csrf,
+    types: await artTypeNames(deps.api),
+    ...shownAgain(form),
+    maxBytes: deps.coverArt.limits.maxBytes,
+    commentMax: COMMENT_MAX_LENGTH,
+    noteMax: EDIT_NOTE_MAX_LENGTH,
+    error,
   });
 
   app.get<{ Params: { mbid: string } }>('/release/:mbid/add-cover-art', async function uploadForm(req, reply) {
     const viewer = await requireViewer(ctx, req, reply);
     if (viewer === undefined) return reply;
-    const listing = await releaseListing(deps, req.params.mbid);
+    await releaseListing(deps, req.params.mbid);
     const mbid = parseMbid(req.params.mbid) as string;
-    void listing;
-    return sendUploadPage(reply, 200, renderPage(viewer, uploadBody({ mbid, csrf: viewer.csrf, types: await artTypeNames(deps.api), rows: rowValues(undefined) })));
+    return sendUploadPage(reply, 200, renderPage(viewer, uploadBody(await view(mbid, viewer, undefined))));
   });
 
   app.post<{ Params: { mbid: string } }>('/release/:mbid/add-cover-art', async function upload(req, reply) {
@@ -134,11 +151,15 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
     if (viewer === undefined) return reply;
     await releaseListing(deps, req.params.mbid);
     const mbid = parseMbid(req.params.mbid) as string;
-    const types = await artTypeNames(deps.api);
     const editor = { id: viewer.accountId, name: viewer.name };
+    const json = fromScript(req);
     let form: StreamedForm | undefined;
-    const again = (status: number, error: string, headers: Record<string, string> = {}) =>
-      sendUploadPage(reply.headers(headers), status, renderPage(viewer, uploadBody({ mbid, csrf: viewer.csrf, types, rows: rowValues(form), error })));
+    // A refusal: to the script as JSON, to the form as the form again with the reason.
+    const again = async (status: number, error: string, headers: Record<string, string> = {}): Promise<FastifyReply> => {
+      reply.headers(headers);
+      if (json) return reply.code(status).headers({ 'cache-control': 'no-store' }).send({ error: status === 429 || status === 503 ? 'temporarily_unavailable' : 'invalid_request', error_description: error });
+      return sendUploadPage(reply, status, renderPage(viewer, uploadBody(await view(mbid, viewer, form, error))));
+    };
     // The answer, once the temporary files are gone (a function: a reply is a thenable, which an await would unwrap).
     // The body is read in a slot of this user's, shared with the write API (uploads.ts), then waits its turn to be stored.
     const done = await uploads.slots.run(viewer.accountId, answer);
@@ -147,7 +168,7 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
     if (done.refused === 'user') return again(429, `${UPLOADS_PER_USER} uploads of yours are in progress already; try again once one is done.`, refusal);
     return again(503, 'Too many uploads at once; try again shortly.', refusal);
 
-    async function answer(): Promise<() => FastifyReply> {
+    async function answer(): Promise<() => Promise<FastifyReply> | FastifyReply> {
       try {
         form = await readStreamedForm(req, uploads.folder, uploads.limits);
       } catch (err) {
@@ -157,100 +178,48 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
       try {
         req.form = new URLSearchParams([...form.fields].flatMap(([k, vs]) => vs.map((v): [string, string] => [k, v])));
         if (!csrfValid(req)) return () => again(403, EXPIRED);
-        const chosen = form.files.filter((f) => f.bytes > 0 || f.filename !== '');
-        if (chosen.length === 0) return () => again(400, 'Choose at least one image.');
-        const stray = chosen.find((f) => !/^file\.\d+$/.test(f.field));
-        if (stray !== undefined) return () => again(400, `Unknown field ${JSON.stringify(stray.field.slice(0, 40))}.`);
-        const long = chosen.find((f) => (form?.fields.get(`comment.${f.field.slice('file.'.length)}`)?.[0] ?? '').length > COMMENT_MAX_LENGTH);
-        if (long !== undefined) return () => again(400, `The comment of ${long.filename === '' ? 'an image' : JSON.stringify(long.filename.slice(0, 80))} is longer than ${COMMENT_MAX_LENGTH} characters; nothing was added.`);
-        const entries: ListingImage[] = [];
+        const problem = formProblem(form);
+        if (problem !== undefined) return () => again(400, problem);
+        let entries: ListingImage[];
         try {
-          for (const file of chosen) {
-            const row = file.field.slice('file.'.length);
-            const fields = { types: form.fields.get(`types.${row}`) ?? [], comment: form.fields.get(`comment.${row}`)?.[0] ?? '' };
-            entries.push(await uploads.slots.work(async () => addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), ...fields })));
-          }
+          entries = await addAll(deps, uploads, editor, mbid, form);
         } catch (err) {
-          // One form, one change: what this form added before the refusal goes again.
-          for (const entry of entries.reverse()) await undoAdd(deps, editor, mbid, entry);
-          if (isAppError(err) && err.expose) return () => again(400, `${chosen.length > 1 ? 'Nothing was added: ' : ''}${err.message}`);
+          const several = form.files.filter((f) => f.bytes > 0 || f.filename !== '').length > 1;
+          if (isAppError(err) && err.expose) return () => again(400, `${several ? 'Nothing was added: ' : ''}${err.message}`);
           throw err;
         }
-        const added = entries.map((e) => e.id);
-        for (const id of added) auditCuration(req, 'cover_art.added', { user: editor.name, account: editor.id, address: deps.pages.clientAddress(req), via: 'page', release: mbid, image: id });
-        const notice = added.length === 1 ? `Added image ${added[0]}.` : `Added ${added.length} images: ${added.join(', ')}.`;
+        for (const e of entries) auditCuration(req, 'cover_art.added', { user: editor.name, account: editor.id, address: deps.pages.clientAddress(req), via: 'page', release: mbid, image: e.id });
+        const notice = addedNotice(entries);
+        if (json) {
+          const first = entries[0] as ListingImage;
+          return () => reply.code(201).headers({ 'cache-control': 'no-store' }).send({ image: { id: first.id, edit: first.edit, approved: first.approved }, images: entries.map((e) => ({ id: e.id, edit: e.edit, approved: e.approved })), notice });
+        }
         return () => redirectWithFlash(reply, { a: editor.id, n: notice }, `/release/${mbid}/cover-art`);
       } finally {
         if (form !== undefined) await discard(form);
       }
     }
   });
+
+  doneRoute(app, deps, view);
 }
 
-/** The page's script: previews of the chosen files, and the upload with a progress bar (the form works without it). */
-const UPLOAD_SCRIPT = `'use strict';
-(function () {
-  function bind() {
-    var form = document.getElementById('add-cover-art');
-    if (!form || !window.FormData || !window.XMLHttpRequest) return;
-    var inputs = form.querySelectorAll('input[type=file][data-preview]');
-    Array.prototype.forEach.call(inputs, function (input) {
-      input.addEventListener('change', function () {
-        var box = document.getElementById(input.getAttribute('data-preview'));
-        if (!box) return;
-        while (box.firstChild) box.removeChild(box.firstChild);
-        var file = input.files && input.files[0];
-        if (!file) return;
-        var img = document.createElement('img');
-        img.src = URL.createObjectURL(file);
-        img.alt = 'Preview of ' + file.name;
-        img.width = 160;
-        img.className = 'preview-image';
-        box.appendChild(img);
-      });
-    });
-    form.addEventListener('submit', function (event) {
-      event.preventDefault();
-      var status = form.querySelector('.upload-status');
-      var bar = document.getElementById('upload-progress');
-      var message = document.getElementById('upload-message');
-      var button = form.querySelector('button[type=submit]');
-      status.hidden = false;
-      button.disabled = true;
-      message.textContent = 'Uploading…';
-      var xhr = new XMLHttpRequest();
-      xhr.open('POST', form.action);
-      xhr.upload.addEventListener('progress', function (e) {
-        if (e.lengthComputable) bar.value = Math.round((e.loaded / e.total) * 100);
-      });
-      xhr.addEventListener('load', function () {
-        // Redirected (Post/Redirect/Get) only when the upload succeeded: on to the gallery.
-        var url = xhr.responseURL || '';
-        if (url !== '' && url !== form.action) {
-          window.location.assign(url);
-          return;
-        }
-        // The form again, with the reason: shown in place of this one.
-        var doc = new DOMParser().parseFromString(xhr.responseText, 'text/html');
-        var main = doc.querySelector('main');
-        if (main) {
-          document.querySelector('main').replaceWith(document.importNode(main, true));
-          bind();
-          var alert = document.querySelector('main .error');
-          if (alert) alert.focus();
-        } else {
-          button.disabled = false;
-          message.textContent = 'The upload failed (' + xhr.status + ').';
-        }
-      });
-      xhr.addEventListener('error', function () {
-        button.disabled = false;
-        message.textContent = 'The upload failed: the connection was lost.';
-      });
-      xhr.send(new FormData(form));
-    });
-  }
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', bind);
-  else bind();
-})();
-`;
+type ViewOf = (mbid: string, viewer: SignedIn, form: StreamedForm | undefined, error?: string) => Promise<UploadView>;
+
+function doneRoute(app: FastifyInstance, deps: WebsiteDeps, view: ViewOf): void {
+  const ctx = deps.pages;
+  // The script's last step: the images it added, for the gallery's notice (Post/Redirect/Get).
+  app.post<{ Params: { mbid: string } }>('/release/:mbid/add-cover-art/done', async function uploaded(req, reply) {
+    const viewer = await requireViewer(ctx, req, reply);
+    if (viewer === undefined) return reply;
+    const listing = await releaseListing(deps, req.params.mbid);
+    const mbid = parseMbid(req.params.mbid) as string;
+    if (!csrfValid(req)) return sendUploadPage(reply, 403, renderPage(viewer, uploadBody(await view(mbid, viewer, undefined, EXPIRED))));
+    const named = new Set((formParams(req).get('added') ?? '').split(',').slice(0, DONE_MAX));
+    // Only images of this release: the notice never names what is not there.
+    const added = listing.images.filter((i) => named.has(i.id));
+    const gallery = `/release/${mbid}/cover-art`;
+    if (added.length === 0) return reply.redirect(gallery, 303);
+    return redirectWithFlash(reply, { a: viewer.accountId, n: addedNotice(added) }, gallery);
+  });
+}

@@ -1,5 +1,5 @@
 import { gzipSync } from 'node:zlib';
-import type { PlainReply, PlainRequest } from '../http/fast-lane.js';
+import type { PlainReply, PlainRequest } from '../shared/plain-http.js';
 import { SESSION_COOKIE } from '../auth/pages.js';
 import type { Clock } from '../shared/clock.js';
 
@@ -74,6 +74,16 @@ export class VisitorPages {
     this.generation++;
     this.entries.clear();
     this.held = 0;
+  }
+
+  /** A release's listing refreshed with new measures: the pages naming it, and every group's (cluster/listing-refresh.ts). */
+  forgetRelease(gid: string): void {
+    this.generation++;
+    for (const [k, e] of this.entries) {
+      if (!k.includes(gid) && !k.includes('release-group')) continue;
+      this.entries.delete(k);
+      this.held -= e.bytes;
+    }
   }
 
   /**

@@ -20,7 +20,7 @@ import { CoverArtArchiveApi } from 'musicbrainz-api';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import { Browser, PASSWORD } from '../helpers/auth.js';
-import { ROOT, pollUntil } from '../helpers/env.js';
+import { ROOT, cliOk, pollUntil } from '../helpers/env.js';
 import { codeOf } from '../auth/support.js';
 
 const DATA = process.env.FRONT_DOOR_DATA as string;
@@ -68,6 +68,7 @@ async function startNginx(work: string): Promise<ChildProcess> {
   for (const [from, to] of [
     ['/var/lib/sleeve/tls/', `${path.join(DATA, 'tls')}/`],
     ['server musicbrainz:5000;', 'server 127.0.0.1:5000;'],
+    ['/var/lib/nginx/sleeve-cache', path.join(work, 'sleeve-cache')],
   ] as const) {
     assert.ok(conf.includes(from), `musicbrainz-mirror.conf still has ${from}`);
     conf = conf.split(from).join(to);
@@ -203,6 +204,25 @@ describe('the front door beside a MusicBrainz mirror, and the clients through it
       assert.equal(r.status, 200, u);
       assert.equal(md5(new Uint8Array(await r.arrayBuffer())), await stored(), u);
     }
+  });
+
+  it("keeps an API answer a second at most (the recipe's micro-cache), each answer with a request id of its own", async () => {
+    const [a, b] = [await get(`${CAA}/release/${RELEASE}/front`), await get(`${CAA}/release/${RELEASE}/front`)];
+    assert.equal(a.status, 307);
+    assert.equal(a.headers.get('location'), b.headers.get('location'));
+    const ids = [a.headers.get('x-request-id'), b.headers.get('x-request-id')];
+    for (const id of ids) assert.match(id ?? '', /^[0-9a-f]{32}$/, 'nginx\'s request id');
+    assert.notEqual(ids[0], ids[1]);
+    // A release not there yet: its 404 may be kept, for a second at most.
+    const release = '5eefe000-0000-4000-8000-00000000f00d';
+    assert.equal((await get(`${CAA}/release/${release}/front`)).status, 404);
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('SLEEVE_'))) as Record<string, string>;
+    await cliOk(env, ['release', 'add', release, '--release-group', GROUP, '--title', 'Behind the micro-cache']);
+    await cliOk(env, ['art', 'add', release, path.join(DATA, 'cover.jpg'), '--type', 'Front', '--approved']);
+    const seen = await pollUntil(() => get(`${CAA}/release/${release}/front`).then((r) => r.status), (status) => status === 307, 10_000);
+    assert.equal(seen.value, 307);
+    // One second of keeping, plus the time the commands took to return: well under five.
+    assert.ok(seen.ms < 5000, `seen after ${seen.ms} ms`);
   });
 
   it("Picard's own OAuthManager signs in on port 443, fetches the user name, refreshes, and is logged in", async () => {

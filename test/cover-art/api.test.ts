@@ -353,7 +353,7 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
     });
 
     it('400 for entities other than release and release-group (case-sensitive)', async () => {
-      for (const p of [`/artist/${R1}/`, `/RELEASE/${R1}/front`, `/Release-Group/${G1}/`, `/event/${R1}/front`, '/favicon.ico', '/index.html', '/main.css', '/releases']) {
+      for (const p of [`/artist/${R1}/`, `/RELEASE/${R1}/front`, `/Release-Group/${G1}/`, '/favicon.ico', '/index.html', '/main.css', '/releases']) {
         await expectError(p, 400, 'Only the following entities are supported: release, release-group');
       }
     });

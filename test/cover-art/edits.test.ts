@@ -213,7 +213,7 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     assertRefused(await runCli(t.env, ['edit', 'list', '--editor', 'nobody']), /no user nobody/);
   });
 
-  it('a change based on a stale revision is a conflict, and so is approving a reorder the release has moved past', async () => {
+  it('a change based on a stale revision is a conflict, and so is approving a reorder whose image is gone', async () => {
     const { release } = await newRelease();
     const a = await addByCli(release, jpeg);
     const b = await addByCli(release, png);
@@ -234,10 +234,12 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     const now = (await releaseArt(rt.coverArt, release))?.revision as number;
     const first = await asEditor((onEdit) => reorderArt(rt.coverArt, release, [a.id, b.id], { editor: ed, expectRevision: now, onEdit }));
     await assert.rejects(reorderArt(rt.coverArt, release, [a.id, b.id], { editor: eve, expectRevision: now }), (err: Error & { code?: string }) => err.code === 'CONFLICT');
-    // The release moves on (a new image): the waiting reorder no longer fits and cannot be approved, only rejected.
+    // The release moves on: a new image does not stand in the waiting reorder's way (test/website/review-reorder.test.ts),
+    // but an image it names removed does: it cannot be approved, only rejected.
     const c = await addByCli(release, jpeg);
-    await assert.rejects(approveEdit(rt.coverArt, first.id, ann), /cannot be applied/);
-    assert.deepEqual((await apiListing(release)).images.map((i) => i.id), [b.id, a.id, c.id]);
+    await cliOk(t.env, ['art', 'remove', release, b.id]);
+    await assert.rejects(approveEdit(rt.coverArt, first.id, ann), new RegExp(`cannot be applied: image ${b.id} is gone`));
+    assert.deepEqual((await apiListing(release)).images.map((i) => i.id), [a.id, c.id]);
     assert.equal((await rejectEdit(rt.coverArt, first.id, ed)).status, 'rejected', 'an editor may withdraw their own edit');
   });
 

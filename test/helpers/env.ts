@@ -59,6 +59,8 @@ export async function makeTestEnv(extra: Record<string, string> = {}, options: {
     const client = new pg.Client({ connectionString: admin });
     await client.connect();
     await client.query(`CREATE DATABASE ${name}`);
+    // A test's database need not survive a crash: commits do not wait for the disk.
+    await client.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
     await client.end();
     const url = new URL(admin);
     url.pathname = `/${name}`;

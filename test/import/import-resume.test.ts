@@ -15,9 +15,11 @@ import { dbDump, spawnCli } from '../cover-art/cli-support.js';
 import { query } from './support.js';
 import { loadConfig } from '../../src/config/load.js';
 
-const RELEASES = 50_000;
-const IMAGES = 100_000;
-const BATCH = ['--batch-rows', '2000'];
+// Large enough for 25 chunks of the release file, so that a kill lands between chunks.
+const RELEASES = 10_000;
+const IMAGES = 20_000;
+const CHUNK = 400;
+const BATCH = ['--batch-rows', String(CHUNK)];
 
 /** Spawns an import and resolves once its stderr matches `pattern` (the child keeps running). */
 function importUntil(env: Record<string, string>, dir: string, pattern: RegExp, batch: string[] = BATCH) {
@@ -112,7 +114,7 @@ describe(`sleeve import musicbrainz: interrupted and repeated imports (${DIALECT
     const midway = second.files.filter((f: any) => f.resumed_from_line > 1);
     assert.equal(midway.length, 1, JSON.stringify(second.files));
     const [m] = midway;
-    assert.equal((m.resumed_from_line - 1) % 2000, 0);
+    assert.equal((m.resumed_from_line - 1) % CHUNK, 0);
     assert.ok(m.resumed_from_byte > 0 && m.rows === v1.rows[m.file]! - (m.resumed_from_line - 1), JSON.stringify(m));
     // It read only what was left: less than the whole dump.
     assert.ok(second.rows_read < v1.total - v1.rows.release_group!, `${second.rows_read} of ${v1.total}`);
@@ -124,7 +126,7 @@ describe(`sleeve import musicbrainz: interrupted and repeated imports (${DIALECT
   it('stops at a chunk boundary on SIGTERM, says how to resume, and refuses a second import meanwhile', async () => {
     const t = await env();
     // Small chunks keep this import running for a while, so the second one surely finds it running.
-    const first = importUntil(t.env, v1.dir, /mbdump\/release_group: /, ['--batch-rows', '100']);
+    const first = importUntil(t.env, v1.dir, /mbdump\/release_group: /, ['--batch-rows', '20']);
     await first.reached;
     const other = await runCli(t.env, ['import', 'musicbrainz', v1.dir]);
     assert.equal(other.code, 2, other.stderr);

@@ -225,4 +225,20 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     const approved = (await publicListing(site, late))?.images as unknown as { id: string; approved: boolean; front: boolean; back: boolean }[];
     assert.deepEqual(approved.map((i) => [i.id, i.approved, i.front, i.back])[0], [pending.id, true, true, true]);
   });
+
+  it("an editor's upload from the page says it waits for an approver, and its edit note is on the pending edit", async () => {
+    const page = await editor.fetch(`${site.web}/release/${RELEASE}/add-cover-art`);
+    const m = multipart([
+      { name: 'csrf_token', value: Browser.csrf(page) },
+      { name: 'file.0', value: jpeg, filename: 'obi.jpg', type: 'image/jpeg' },
+      { name: 'types.0', value: 'Obi' },
+      { name: 'edit_note', value: 'The obi of my copy.' },
+    ]);
+    const res = await editor.fetch(`${site.web}/release/${RELEASE}/add-cover-art`, { method: 'POST', headers: { 'content-type': m.type }, body: m.body });
+    assert.equal(res.status, 303, res.body.slice(0, 300));
+    const gallery = await editor.fetch(`${site.web}${res.headers.location}`);
+    const pending = (await images()).pending.find((p) => p.kind === 'add' && (p as Pending & { edit_note: string | null }).edit_note === 'The obi of my copy.');
+    assert.ok(pending !== undefined, 'the pending addition carries its edit note');
+    assert.match(gallery.body, new RegExp(`<p class="notice" role="status">Added image ${pending.image}\\. It waits for an approver \\(edit #${pending.edit}\\)\\.</p>`));
+  });
 });

@@ -57,21 +57,28 @@ describe(`the upload page (${DIALECT})`, () => {
     assert.deepEqual(await ids(), []);
   });
 
-  it('the form: a CSRF token, a file, type checkboxes and a comment per row, its script under the CSP', async () => {
+  it('the form: a CSRF token, one file, its types in a disclosure, a comment, an edit note, its script and stylesheet under the CSP', async () => {
     const res = await alice.fetch(pageUrl());
     assert.equal(res.status, 200);
     assert.match(String(res.headers['content-security-policy']), /script-src 'self'/);
     assert.doesNotMatch(String(res.headers['content-security-policy']), /unsafe-inline/);
     assert.match(res.body, /enctype="multipart\/form-data"/);
     assert.match(res.body, /<input type="file" id="file-0" name="file\.0"/);
-    assert.match(res.body, /<input type="checkbox" name="types\.1" value="Front">/);
+    assert.doesNotMatch(res.body, /name="file\.1"/, 'one image per submission without script');
+    assert.match(res.body, /<details class="types">\s*<summary>Types: <span class="chosen">none chosen<\/span><\/summary>/);
+    assert.match(res.body, /<input type="checkbox" id="type-0-\d+" name="types\.0" value="Front">/);
     assert.match(res.body, /name="comment\.0"/);
-    assert.match(res.body, /<script src="\/static\/add-cover-art\.js" defer><\/script>/);
+    assert.match(res.body, /<textarea id="edit-note" name="edit_note" rows="3" maxlength="2000"><\/textarea>/);
+    const script = /<script src="(\/static\/add-cover-art\.js\?v=[\w-]+)" defer><\/script>/.exec(res.body)?.[1];
+    const style = /<link rel="stylesheet" href="(\/static\/add-cover-art\.css\?v=[\w-]+)">/.exec(res.body)?.[1];
+    assert.ok(script !== undefined && style !== undefined, 'the script and stylesheet, versioned');
     assert.doesNotMatch(res.body, /<script>/, 'no inline script');
-    const script = await call(`${site.web}/static/add-cover-art.js`);
-    assert.equal(script.status, 200);
-    assert.match(String(script.headers['content-type']), /^text\/javascript/);
-    assert.match(script.body, /XMLHttpRequest/);
+    const js = await call(`${site.web}${script}`);
+    assert.equal(js.status, 200);
+    assert.match(String(js.headers['content-type']), /^text\/javascript/);
+    assert.match(js.body, /XMLHttpRequest/);
+    const css = await call(`${site.web}${style}`);
+    assert.match(String(css.headers['content-type']), /^text\/css/);
     const unknown = await alice.fetch(pageUrl(UNKNOWN));
     assert.equal(unknown.status, 404);
     const notMbid = await alice.fetch(pageUrl('not-a-release'));
@@ -99,8 +106,8 @@ describe(`the upload page (${DIALECT})`, () => {
       { name: 'types.1', value: 'Back' },
     ]);
     assert.equal(res.status, 400, res.body.slice(0, 300));
-    assert.match(res.body, /role="alert">Nothing was added: not an image sleeve can read/);
-    assert.match(res.body, /name="types\.1" value="Back" checked/);
+    assert.match(res.body, /role="alert"[^>]*>Nothing was added: not an image sleeve can read/);
+    assert.match(res.body, /name="types\.0" value="Front" checked/, 'the first row shown again');
     assert.deepEqual(await ids(), [], 'the good file of the same form was not kept');
 
     const long = await post([
@@ -147,5 +154,64 @@ describe(`the upload page (${DIALECT})`, () => {
       [['Back', 'Spine'], 'the back'],
     ]);
     assert.equal(await uploadsLeft(), 0);
+  });
+
+  it('the edit note goes with the edit: shown on its page and in the release history; over 2000 characters refused', async () => {
+    const token = await csrf();
+    const tooLong = await post([
+      { name: 'csrf_token', value: token },
+      { name: 'file.0', value: jpeg, filename: 'a.jpg', type: 'image/jpeg' },
+      { name: 'edit_note', value: 'n'.repeat(2001) },
+    ]);
+    assert.equal(tooLong.status, 400, tooLong.body.slice(0, 300));
+    assert.match(tooLong.body, /The edit note is longer than 2000 characters; nothing was added/);
+    const before = await ids();
+    assert.equal(before.length, 2);
+    const res = await post([
+      { name: 'csrf_token', value: token },
+      { name: 'file.0', value: jpeg, filename: 'liner.jpg', type: 'image/jpeg' },
+      { name: 'types.0', value: 'Liner' },
+      { name: 'edit_note', value: 'Scanned from my copy <CD>.\nSecond line.' },
+    ]);
+    assert.equal(res.status, 303, res.body.slice(0, 300));
+    const entry = (await publicListing(site, RELEASE))?.images.at(-1) as unknown as { id: string; edit: number };
+    const edit = await alice.fetch(`${site.web}/edit/${entry.edit}`);
+    assert.match(edit.body, /<dt>Edit note<\/dt><dd class="edit-note">Scanned from my copy &lt;CD&gt;\.<br>Second line\.<\/dd>/);
+    const history = await alice.fetch(`${site.web}/release/${RELEASE}/edits`);
+    assert.match(history.body, /Edit note: Scanned from my copy &lt;CD&gt;\. Second line\./);
+    const shown = await cliOk(t.env, ['--json', 'edit', 'show', String(entry.edit)]) as { edit_note: string | null };
+    assert.equal(shown.edit_note, 'Scanned from my copy <CD>.\nSecond line.');
+  });
+
+  it("the script's requests: JSON answers (201 with the image, 400 with the reason), then …/done redirects to the gallery with the notice", async () => {
+    const token = await csrf();
+    const m = multipart([
+      { name: 'csrf_token', value: token },
+      { name: 'file.0', value: png, filename: 'obi.png', type: 'image/png' },
+      { name: 'comment.0', value: 'obi' },
+      { name: 'edit_note', value: 'batch note' },
+    ]);
+    const headers = { cookie: cookieOf(alice), 'content-type': m.type, accept: 'application/json' };
+    const res = await call(pageUrl(), { method: 'POST', headers, body: m.body });
+    assert.equal(res.status, 201, res.body.slice(0, 300));
+    const added = res.json() as { image: { id: string; edit: number; approved: boolean }; notice: string };
+    assert.equal(added.image.approved, true);
+    assert.equal(added.notice, `Added image ${added.image.id}.`);
+    assert.ok((await ids()).includes(added.image.id));
+
+    const bad = multipart([{ name: 'csrf_token', value: token }, { name: 'file.0', value: Buffer.from('not an image'), filename: 'x.jpg', type: 'image/jpeg' }]);
+    const refused = await call(pageUrl(), { method: 'POST', headers: { ...headers, 'content-type': bad.type }, body: bad.body });
+    assert.equal(refused.status, 400);
+    assert.match(String(refused.headers['content-type']), /^application\/json/);
+    assert.match((refused.json() as { error_description: string }).error_description, /not an image sleeve can read/);
+
+    const done = (added: string) => alice.fetch(`${pageUrl()}/done`, { form: { csrf_token: token, added } });
+    const forged = await alice.fetch(`${pageUrl()}/done`, { form: { csrf_token: 'x'.repeat(43), added: added.image.id } });
+    assert.equal(forged.status, 403);
+    const finished = await done(`${added.image.id},99999999,../x`);
+    assert.equal(finished.status, 303, finished.body.slice(0, 300));
+    assert.equal(finished.headers.location, `/release/${RELEASE}/cover-art`);
+    const gallery = await alice.fetch(`${site.web}${finished.headers.location}`);
+    assert.match(gallery.body, new RegExp(`<p class="notice" role="status">Added image ${added.image.id}\\.</p>`), 'only the images of this release are named');
   });
 });

@@ -34,11 +34,27 @@ export function consentForm(csrf: string): SafeHtml {
 }
 
 /** The consent page of an authorization request (`redirectHost`: where the answer goes). */
-export function consentPage(opts: { viewer: Viewer; app: Application; scope: number; offlineBullet: boolean; redirectHost?: string; error?: string }): string {
+export function consentPage(opts: {
+  viewer: Viewer;
+  app: Application;
+  scope: number;
+  offlineBullet: boolean;
+  redirectHost?: string;
+  error?: string;
+  /** A client known by its metadata document: where the document is (and the page it names, if any). */
+  document?: { host: string; url: string; clientUri: string | undefined } | undefined;
+}): string {
   const items = scopeTexts(opts.scope).map((t) => html`<li>${t}</li>`);
   if (opts.offlineBullet) items.push(html`<li>Perform the above operations when I'm not using the application</li>`);
-  const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
-<p><strong>${opts.app.name}</strong> is requesting permission to:</p>
+  const doc = opts.document;
+  // The host is the one fact about such a client that its document cannot make up: it goes first, and large.
+  const unregistered =
+    doc === undefined
+      ? ''
+      : html`<h2 class="client-host">${doc.host}</h2>
+<p class="caution" role="note">This application is <strong>not registered here</strong>. It describes itself in a document at <code>${doc.url}</code>; the name below is what that document says. Allow it only if you trust <strong>${doc.host}</strong>.${doc.clientUri !== undefined ? html` Its page: <code>${doc.clientUri}</code>.` : ''}</p>`;
+  const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}${unregistered}
+<p><strong>${opts.app.name}</strong>${doc === undefined ? '' : html` (from ${doc.host})`} is requesting permission to:</p>
 <ul class="scopes">${items.length > 0 ? items : html`<li class="muted">nothing beyond knowing that you use it</li>`}</ul>
 <p class="muted">${opts.redirectHost !== undefined ? html`You will be sent back to <code>${opts.redirectHost}</code>. ` : ''}You can revoke access at any time on your <a href="/account/applications">applications page</a>.</p>
 ${consentForm(opts.viewer.csrf)}`;
@@ -134,6 +150,7 @@ export function applicationsPage(opts: { viewer: Viewer; grants: UserGrant[]; ap
       ? html`<p class="muted">You have not authorized any applications.</p>`
       : opts.grants.map(
           (g) => html`<div class="card"><h3>${g.appName}</h3>
+${g.documentHost === undefined ? '' : html`<p class="muted">From <strong>${g.documentHost}</strong>: not registered here (known by its metadata document)</p>`}
 ${scopeList(g.scope, g.offline)}
 <p class="muted">Granted ${dateText(g.createdAt)}${g.offline ? ' · offline' : ' · online'}</p>
 <div class="actions"><a class="action" href="/account/applications/revoke/${g.id}">Revoke access</a></div></div>`,

@@ -195,6 +195,7 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
       created: new Date(e.created).toISOString(),
       before: e.before ?? null,
       after: e.after ?? null,
+      edit_note: e.edit_note,
     }));
     return sendJsonStatus(reply, 200, { ...listing, pending }, { etag: listingTag(listing) });
   });

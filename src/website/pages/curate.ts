@@ -61,6 +61,15 @@ const STALE_COVER = "Someone changed the group's cover since you opened the form
 
 /** The editing pages of a release's art and of a group's cover, for signed-in users. */
 export function curationPages(app: FastifyInstance, site: Site): void {
+  const c = curation(site);
+  imagePages(app, c);
+  removalPages(app, c);
+  orderPages(app, c);
+  groupCoverPages(app, c);
+}
+
+/** What the curation pages share: the catalogue, the release of a path with its editor, the answers. */
+function curation(site: Site) {
   const { coverArt } = site.deps;
   const { db } = coverArt;
   const approvedOnly = coversNeedApproval(coverArt.approval);
@@ -98,7 +107,14 @@ export function curationPages(app: FastifyInstance, site: Site): void {
     await site.deps.afterChange?.();
     return redirectWithFlash(reply, { a: editor.accountId, n: notice }, location);
   };
+  return { site, coverArt, db, approvedOnly, open, imageOf, show, done };
+}
 
+type Curation = ReturnType<typeof curation>;
+
+/** An image's types and comment. */
+function imagePages(app: FastifyInstance, c: Curation): void {
+  const { site, coverArt, db, open, imageOf, show, done } = c;
   // Types and comment.
   const editPath = (gid: string, req: FastifyRequest) => `/release/${gid}/edit-cover-art/${(req.params as { id: string }).id}`;
   app.get('/release/:mbid/edit-cover-art/:id', async function editImageForm(req, reply) {
@@ -136,7 +152,11 @@ export function curationPages(app: FastifyInstance, site: Site): void {
       return done(req, reply, editor, 'cover_art.edited', by.said(`Saved the types and comment of image ${position}.`), `/release/${release.gid}/cover-art#image-${image.id}`, { release: release.gid, image: image.id, edit: by.edit() });
     }, again);
   });
+}
 
+/** Removing an image, after confirmation. */
+function removalPages(app: FastifyInstance, c: Curation): void {
+  const { site, coverArt, open, imageOf, show, done } = c;
   // Removal, after confirmation.
   const removePath = (gid: string, req: FastifyRequest) => `/release/${gid}/remove-cover-art/${(req.params as { id: string }).id}`;
   app.get('/release/:mbid/remove-cover-art/:id', async function removeImageForm(req, reply) {
@@ -159,7 +179,11 @@ export function curationPages(app: FastifyInstance, site: Site): void {
       return done(req, reply, editor, 'cover_art.removed', by.said(`Removed image ${position}.`), `/release/${release.gid}/cover-art`, { release: release.gid, image: image.id, edit: by.edit() });
     }, again);
   });
+}
 
+/** The order of a release's images. */
+function orderPages(app: FastifyInstance, c: Curation): void {
+  const { site, coverArt, db, open, show, done } = c;
   // Order.
   const reorderPath = (gid: string) => `/release/${gid}/reorder-cover-art`;
   app.get('/release/:mbid/reorder-cover-art', async function reorderPage(req, reply) {
@@ -212,7 +236,11 @@ export function curationPages(app: FastifyInstance, site: Site): void {
       return done(req, reply, editor, 'cover_art.reordered', by.said('Saved the new order.'), `/release/${release.gid}/cover-art`, { release: release.gid, edit: by.edit() });
     }, (status, error) => again(status, error, images));
   });
+}
 
+/** A release group's cover. */
+function groupCoverPages(app: FastifyInstance, c: Curation): void {
+  const { site, coverArt, db, approvedOnly, show, done } = c;
   // The group's cover.
   const coverPath = (gid: string) => `/release-group/${gid}/set-cover-art`;
   const openGroup = async (req: FastifyRequest, reply: FastifyReply) => {

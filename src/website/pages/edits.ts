@@ -16,6 +16,12 @@ const STATUS_OF: Record<string, number> = { CONFLICT: 409, NOT_FOUND: 404 };
 
 /** The edit pages: one per edit (with Approve and Reject for approvers), and the histories of a release and of an editor. */
 export function editPages(app: FastifyInstance, site: Site): void {
+  oneEditPages(app, site);
+  historyPages(app, site);
+}
+
+/** One edit's page, and its Approve and Reject (or Withdraw) buttons. */
+function oneEditPages(app: FastifyInstance, site: Site): void {
   const { coverArt } = site.deps;
   const { db } = coverArt;
 
@@ -84,6 +90,12 @@ export function editPages(app: FastifyInstance, site: Site): void {
       return redirectWithFlash(reply, { a: viewer.accountId, n: `${done} edit #${edit.id}.` }, `/edit/${edit.id}`);
     });
   }
+
+}
+
+/** The histories of a release and of an editor, newest first, a page at a time. */
+function historyPages(app: FastifyInstance, site: Site): void {
+  const { db } = site.deps.coverArt;
 
   /** The history's query: the pending-only filter and the page (`before`); undefined after answering 400. */
   const historyQuery = (req: FastifyRequest, reply: FastifyReply, viewer: Looker | undefined) => {

@@ -48,6 +48,17 @@ function fields(value: unknown): SafeHtml {
   return rows.length === 0 ? none() : html`<dl>${rows}</dl>`;
 }
 
+/** Text with its line breaks kept (an edit note is typed in a textarea). */
+function lines(text: string): SafeHtml {
+  return html`${text.split(/\r?\n/).map((line, i) => (i === 0 ? html`${line}` : html`<br>${line}`))}`;
+}
+
+/** The start of an edit note, for a history's line. */
+function noteExcerpt(text: string): string {
+  const flat = text.replace(/\s+/g, ' ');
+  return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
+}
+
 export interface EditView {
   edit: Edit;
   /** The edit's release as it is now (its name and group), while it exists. */
@@ -91,7 +102,8 @@ ${group}${image}
 <dt>Made</dt><dd>${when(edit.created)}</dd>
 <dt>Status</dt><dd><strong>${STATUSES[edit.status]}</strong></dd>
 ${closed}
-${edit.note === null || edit.note === '' ? '' : html`<dt>Note</dt><dd>${edit.note}</dd>`}
+${edit.edit_note === null ? '' : html`<dt>Edit note</dt><dd class="edit-note">${lines(edit.edit_note)}</dd>`}
+${edit.note === null || edit.note === '' ? '' : html`<dt>${edit.status === 'approved' ? 'Approver' : edit.closed?.by?.id === edit.editor?.id ? 'Withdrawal' : 'Rejection'} note</dt><dd>${edit.note}</dd>`}
 </dl>
 ${before}${after}
 ${closeForms(v)}`;
@@ -138,7 +150,7 @@ export function historyPage(v: HistoryView): SafeHtml {
   const items = v.edits.map(
     (e) => html`<li><a href="/edit/${String(e.id)}">#${String(e.id)}</a> ${KINDS[e.kind]} · ${
       v.show === 'release' ? (e.release === null ? none() : html`<a href="/release/${e.release}/cover-art">release ${e.release}</a>`) : who(e.editor)
-    } · ${when(e.created)} · <strong>${STATUSES[e.status]}</strong></li>`,
+    } · ${when(e.created)} · <strong>${STATUSES[e.status]}</strong>${e.edit_note === null ? '' : html`<br><span class="muted">Edit note: ${noteExcerpt(e.edit_note)}</span>`}</li>`,
   );
   return html`${filter}
 <h2>Cover art edits of ${v.of}, newest first</h2>

@@ -5,7 +5,8 @@ import { OOB_URI } from '../../applications.js';
 import { audit } from '../../audit.js';
 import { authorizeRequest, authorizeTarget, type AuthorizeRequest, type AuthorizeTarget } from '../../authorize.js';
 import { OAuthError } from '../../errors.js';
-import { hasActiveGrant, issueCode } from '../../grants.js';
+import { DocumentRefused } from '../../client-metadata.js';
+import { hasActiveGrant, issueCode, storeDocumentClient } from '../../grants.js';
 import { verifyIdTokenHint } from '../../id-token.js';
 import { csrfValid, formParams, queryParams, withParams } from '../../http-util.js';
 import { scopeNames } from '../../scopes.js';
@@ -29,7 +30,7 @@ export function authorizeEndpoint(app: FastifyInstance, ctx: PageContext): void 
     const viewer = await currentViewer(ctx, req, reply);
     if (viewer === undefined) return signedOut(ctx, req, reply);
     // Only the query carries the authorization request; a POST body is the consent form.
-    const target = await authorizeTarget(ctx.deps, queryParams(req));
+    const target = await targetOf(ctx, req, queryParams(req));
     const back = (fields: Fields, mode: 'query' | 'form_post') => sendBack(ctx, reply, viewer, target, fields, mode);
     const request = authorizeRequest(target, ctx.deps.pkce);
     if ('refused' in request) return back({ error: request.refused.error, error_description: request.refused.message, state: target.state }, 'query');
@@ -58,10 +59,22 @@ async function signedOut(ctx: PageContext, req: FastifyRequest, reply: FastifyRe
     const hint = query.get('login_hint') ?? undefined;
     return ctx.loginInterstitial(req, reply, { name: hint !== undefined && hint.length <= 255 ? hint : undefined });
   }
-  const target = await authorizeTarget(ctx.deps, query);
+  const target = await targetOf(ctx, req, query);
   const request = authorizeRequest(target, ctx.deps.pkce);
   const error = 'refused' in request ? request.refused : new OAuthError('login_required', 'The user is not signed in');
   return sendBack(ctx, reply, undefined, target, { error: error.error, error_description: error.message, state: target.state }, 'query');
+}
+
+/** authorizeTarget, with a client metadata document that cannot be used in the audit trail (the page then says why). */
+async function targetOf(ctx: PageContext, req: FastifyRequest, query: URLSearchParams): Promise<AuthorizeTarget> {
+  try {
+    return await authorizeTarget(ctx.deps, query);
+  } catch (err) {
+    if (err instanceof DocumentRefused && err.reason !== 'busy') {
+      audit(req.log, 'client_document.refused', { clientId: query.get('client_id') ?? undefined, address: ctx.clientAddress(req), reason: err.reason, via: 'oauth2/authorize' });
+    }
+    throw err;
+  }
 }
 
 /**
@@ -106,11 +119,13 @@ async function consent(
   request: AuthorizeRequest,
   back: (fields: Fields, mode: 'query' | 'form_post') => FastifyReply,
 ): Promise<FastifyReply> {
-  const { client, scope, state } = request;
+  const { client, scope, state, document } = request;
   const grantCode = async (offline: boolean) => {
     const code = await issueCode(ctx.deps, {
       account,
-      app: client,
+      // A client known by its document: its row made (or brought up to date) now, when a user allows it.
+      app: document === undefined ? client : await storeDocumentClient(ctx.deps, document),
+      documentHash: document?.hash,
       scope,
       offline,
       redirectUri: request.redirectUri,
@@ -126,7 +141,7 @@ async function consent(
   // prompt=none: the consent page would be needed, so the client hears why instead.
   if (request.prompt.has('none')) return back({ error: 'consent_required', error_description: 'The user has not authorized this application for this request', state }, 'query');
   const ask = (status: number, error?: string) =>
-    sendPage(reply, status, consentPage({ viewer, app: client, scope, offlineBullet: !request.installed && request.offline, redirectHost: describeRedirect(request.redirectUri), error }));
+    sendPage(reply, status, consentPage({ viewer, app: client, scope, offlineBullet: !request.installed && request.offline, redirectHost: describeRedirect(request.redirectUri), error, document }));
   if (req.method !== 'POST') return ask(200);
   if (!csrfValid(req)) return ask(400, EXPIRED);
   const decision = formParams(req).get('decision');

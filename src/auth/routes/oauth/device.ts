@@ -17,7 +17,8 @@ async function deviceClient(deps: AuthDeps, req: FastifyRequest, params: Map<str
   if (hasBasicAuth(req) || params.has('client_secret')) return requireClient(deps, req, params);
   const clientId = params.get('client_id');
   const app = clientId === undefined ? undefined : await findAppByClientId(deps, clientId);
-  if (app === undefined || app.kind !== 'public') throw new OAuthError('invalid_client', 'Client not authentified');
+  // A client known by its metadata document is for the code flow only (its document lists redirect URIs, nothing about devices).
+  if (app === undefined || app.kind !== 'public' || app.owner_id === null) throw new OAuthError('invalid_client', 'Client not authentified');
   return app;
 }
 

@@ -37,7 +37,7 @@ const CLAIMS = [
  * One description of the service for both documents: RFC 8414 authorization server metadata
  * and OpenID Connect Discovery 1.0 (§3) share their registry, so they say the same things.
  */
-function describe(base: string): Record<string, unknown> {
+function describe(base: string, clientDocuments: boolean): Record<string, unknown> {
   return {
     issuer: base,
     authorization_endpoint: `${base}/oauth2/authorize`,
@@ -67,16 +67,16 @@ function describe(base: string): Record<string, unknown> {
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
     service_documentation: `${base}/`,
+    // draft-ietf-oauth-client-id-metadata-document: an https client_id is its registration (SLEEVE_CLIENT_METADATA).
+    ...(clientDocuments ? { client_id_metadata_document_supported: true } : {}),
   };
 }
 
 /** Authorization server metadata (RFC 8414) and OpenID Connect discovery, the same document. */
 export function metadataEndpoint(app: FastifyInstance, ctx: PageContext): void {
+  const body = JSON.stringify(describe(ctx.deps.authUrl, ctx.deps.clientDocuments?.enabled === true));
   const send = async function metadata(_req: unknown, reply: FastifyReply) {
-    return reply
-      .headers({ ...CORS, 'cache-control': 'public, max-age=3600' })
-      .type('application/json; charset=utf-8')
-      .send(JSON.stringify(describe(ctx.deps.authUrl)));
+    return reply.headers({ ...CORS, 'cache-control': 'public, max-age=3600' }).type('application/json; charset=utf-8').send(body);
   };
   app.get('/.well-known/oauth-authorization-server', send);
   app.get('/.well-known/openid-configuration', send);

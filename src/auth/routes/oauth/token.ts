@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { findAccount } from '../../accounts.js';
 import { findAppByClientId, type Application } from '../../applications.js';
-import type { AuthDeps } from '../../deps.js';
+import { DocumentRefused, isDocumentClientId } from '../../client-metadata.js';
 import { audit } from '../../audit.js';
 import type { RequestView } from '../../http-util.js';
 import { DEVICE_CODE_GRANT } from '../../device.js';
 import { OAuthError } from '../../errors.js';
-import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DpopKeyMismatch, exchangeCode, type ExchangeParams, type Redeemed, refreshGrant, type TokenResponse } from '../../grants.js';
+import { clientWithCode, clientWithGrant, CodeReplayed, type CodeRow, DocumentChanged, documentClientWithCode, DpopKeyMismatch, exchangeCode, type ExchangeParams, type Redeemed, refreshGrant, type TokenResponse } from '../../grants.js';
 import { RefreshReused, rotateRefresh } from '../../rotation.js';
 import { tokenRequestProof, type TokenProof } from './dpop.js';
 import type { PageContext } from '../pages/shared.js';
@@ -43,14 +43,14 @@ export function tokenEndpoint(app: FastifyInstance, ctx: PageContext): void {
  */
 export async function tokenGrant(ctx: PageContext, req: RequestView, grantType: string | undefined): Promise<TokenResponse> {
   const params = checkParams(req, PARAMS, REQUIRED.get(grantType ?? '') ?? REQUIRED_ALWAYS);
-  const { client, secretless, grant, code, redeemed } = await tokenClient(ctx.deps, req, params, grantType);
+  const { client, secretless, grant, code, redeemed, documentHash } = await tokenClient(ctx, req, params, grantType);
   if (grantType !== 'authorization_code' && grantType !== 'refresh_token') {
     throw new OAuthError('unsupported_grant_type', 'Unsupported grant_type, only authorization_code and refresh_token are supported');
   }
   if ((params.get('token_type') ?? 'bearer').toLowerCase() !== 'bearer') throw new OAuthError('invalid_request', 'Invalid requested token type, only bearer is allowed');
   const proof = await tokenRequestProof(ctx, req, client);
   return grantType === 'authorization_code'
-    ? exchange(ctx, req, client, params, { secretless, proof, code, redeemed })
+    ? exchange(ctx, req, client, params, { secretless, proof, code, redeemed, documentHash })
     : refresh(ctx, req, client, params.get('refresh_token') as string, proof, grant);
 }
 
@@ -63,12 +63,16 @@ export async function tokenGrant(ctx: PageContext, req: RequestView, grantType: 
  * bearer tokens asked for) may have its writes made with the lookup (`redeemed`, clientWithCode).
  */
 async function tokenClient(
-  deps: AuthDeps,
+  ctx: PageContext,
   req: RequestView,
   params: Map<string, string>,
   grantType: string | undefined,
-): Promise<{ client: Application; secretless: boolean; grant?: Parameters<typeof refreshGrant>[4]; code?: CodeRow; redeemed?: Redeemed }> {
+): Promise<{ client: Application; secretless: boolean; grant?: Parameters<typeof refreshGrant>[4]; code?: CodeRow; redeemed?: Redeemed; documentHash?: string }> {
+  const { deps } = ctx;
   const id = params.get('client_id');
+  if (!hasBasicAuth(req) && params.get('client_secret') === undefined && id !== undefined && isDocumentClientId(id)) {
+    return documentTokenClient(ctx, req, params, id, grantType);
+  }
   if (!hasBasicAuth(req) && params.get('client_secret') === undefined && id !== undefined && id !== '') {
     const app = await findAppByClientId(deps, id);
     if (app?.kind === 'public') return { client: app, secretless: true };
@@ -91,16 +95,50 @@ async function tokenClient(
   return { client: await requireClient(deps, req, params), secretless: false };
 }
 
+/**
+ * A client known by its metadata document (auth/client-metadata.ts), by its client_id alone: the
+ * row a user's consent made for it. A code exchange also reads its document (from the cache, or
+ * fetched again) for the hash its code must match; a refresh does not (its grant stands as a
+ * registered application's does). With the documents turned off, such clients get no tokens.
+ */
+async function documentTokenClient(
+  ctx: PageContext,
+  req: RequestView,
+  params: Map<string, string>,
+  id: string,
+  grantType: string | undefined,
+): Promise<{ client: Application; secretless: true; documentHash?: string; code?: CodeRow }> {
+  const documents = ctx.deps.clientDocuments;
+  if (documents?.enabled !== true) throw new OAuthError('invalid_client', 'Client not authentified');
+  // A code exchange: the client's row and the code in one lookup when they belong together.
+  const code = grantType === 'authorization_code' ? params.get('code') : undefined;
+  const found = code === undefined ? undefined : await documentClientWithCode(ctx.deps, id, code);
+  const app = found?.app ?? (await findAppByClientId(ctx.deps, id));
+  if (app === undefined || app.owner_id !== null) throw new OAuthError('invalid_client', 'Client not authentified');
+  if (grantType !== 'authorization_code') return { client: app, secretless: true };
+  try {
+    const documentHash = (await documents.resolve(id)).hash;
+    return { client: app, secretless: true, documentHash, ...(found === undefined ? {} : { code: found.code }) };
+  } catch (err) {
+    if (err instanceof DocumentRefused && err.reason !== 'busy') audit(req.log, 'client_document.refused', { clientId: id, address: ctx.clientAddress(req), reason: err.reason, via: 'oauth2/token' });
+    throw err;
+  }
+}
+
 /** exchangeCode, with a replayed code (which revoked its grant) in the audit trail. */
 async function exchange(
   ctx: PageContext,
   req: RequestView,
   client: Application,
   params: Map<string, string>,
-  how: { secretless: boolean; proof: TokenProof | undefined; code: CodeRow | undefined; redeemed: Redeemed | undefined },
+  how: { secretless: boolean; proof: TokenProof | undefined; code: CodeRow | undefined; redeemed: Redeemed | undefined; documentHash: string | undefined },
 ): Promise<TokenResponse> {
   const request = exchangeParams(params, how.secretless, how.proof);
-  return exchangeCode(ctx.deps, client, request, how.code, how.redeemed).catch(auditRevoked(ctx, req, CodeReplayed, 'code_replayed'));
+  request.documentHash = how.documentHash;
+  return exchangeCode(ctx.deps, client, request, how.code, how.redeemed).catch((err: unknown) => {
+    if (err instanceof DocumentChanged) audit(req.log, 'client_document.refused', { clientId: client.client_id, address: ctx.clientAddress(req), reason: 'changed', via: 'oauth2/token' });
+    return auditRevoked(ctx, req, CodeReplayed, 'code_replayed')(err);
+  });
 }
 
 /** A code exchange's parameters (checkParams made sure of `code` and `redirect_uri`). */

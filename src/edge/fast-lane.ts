@@ -1,8 +1,8 @@
-import { STATUS_CODES, type IncomingHttpHeaders, type Server } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { writeSync } from 'node:fs';
 import type { ConnectionLimits } from '../config/load.js';
-import { flatLatin1 } from '../shared/flat-string.js';
+import { flatLatin1 } from './flat-string.js';
 
 /**
  * The fast lane: a listener's plainest requests answered straight from the socket, before
@@ -22,29 +22,6 @@ import { flatLatin1 } from '../shared/flat-string.js';
  * has. So the lane only ever answers requests whose grammar and framing leave no room for two
  * readings, and every error answer (400, 408, 431, 505, …) is node:http's own.
  */
-
-/** A request as an answer that may run in the lane reads it: node:http's, or the lane's own. */
-export interface PlainRequest {
-  readonly method?: string | undefined;
-  readonly url?: string | undefined;
-  readonly headers: IncomingHttpHeaders;
-}
-
-/** An answer as an answer that may run in the lane writes it: node:http's response, or a LaneReply. */
-export interface PlainReply {
-  writeHead(status: number, headers: string[] | Record<string, string>): unknown;
-  end(body?: string | Uint8Array): unknown;
-  /**
-   * writeHead with the header lines already made (`name: value\r\n` each), where the answer
-   * has them (the file server's, file-cache.ts okLines): the lane's own (LaneReply); node:http's
-   * response has none, and is given the list.
-   */
-  writeHeadLines?(status: number, lines: string): unknown;
-  readonly writableLength: number;
-  readonly headersSent: boolean;
-  once(event: 'close', listener: () => void): unknown;
-  destroy(): unknown;
-}
 
 /** A request the lane took: lower-case header names, each at most once. */
 export interface LaneRequest {

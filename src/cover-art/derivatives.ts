@@ -1,0 +1,172 @@
+/*
+ * Thumbnails made on demand (docs/file-serving.md, "Sizes and formats made on demand"): a size
+ * the operator added (SLEEVE_THUMBNAIL_SIZES) or a WebP/AVIF thumbnail (SLEEVE_THUMBNAIL_FORMATS),
+ * made from the original the first time the file server is asked for it, stored, and from then
+ * on served like any thumbnail. One resize per file however many ask at once (per process; the
+ * store's put is atomic, so two processes making it store the same bytes and none is ever seen
+ * half-written), a bounded number at once, a bounded number waiting: beyond, 503 with Retry-After.
+ */
+import { failpoint } from '../shared/failpoint.js';
+import { singleFlight } from '../shared/single-flight.js';
+import { isStoreUnavailable } from '../shared/errors.js';
+import type { Db } from '../db/schema.js';
+import type { ObjectStore } from '../storage/index.js';
+import { FILE_SAFETY, type FileResponse, type FileServerLog } from './file-server.js';
+import { isInterfaceSize, originalKey, parseImageKey, type ImageKeyParts, type ThumbnailFormat } from './keys.js';
+import { sharpModule } from './thumbnails.js';
+
+export interface DerivativeOptions {
+  /** Every size answered (SLEEVE_THUMBNAIL_SIZES: the interface's three among them). */
+  sizes: readonly number[];
+  /** Every format made (SLEEVE_THUMBNAIL_FORMATS: JPEG among them). */
+  formats: readonly ThumbnailFormat[];
+  /** Pixel limit of the decode (SLEEVE_UPLOAD_MAX_PIXELS). */
+  maxPixels: number;
+  /** The largest original read (SLEEVE_UPLOAD_MAX_BYTES, or the upstream's limit when larger). */
+  maxBytes: number;
+  /** Resizes at once (default: MAX_ACTIVE). */
+  maxActive?: number;
+  /** Files waiting for a resize; more are answered 503 (default: MAX_WAITING). */
+  maxWaiting?: number;
+}
+
+export interface DerivativeDeps {
+  db: Db;
+  store: ObjectStore;
+  /** The file server's miss for the original (pull-through when configured): 'stored' once the store has it. */
+  original: (key: string, log: FileServerLog) => Promise<'stored' | FileResponse | undefined>;
+}
+
+/** Resizes at once per process: sharp's own work runs on libuv's pool, four threads by default. */
+export const MAX_ACTIVE = 2;
+/** Files waiting for a resize per process (requests for one file share its place). */
+export const MAX_WAITING = 32;
+/** Seconds a client is told to wait when too many resizes wait. */
+const RETRY_AFTER_S = 2;
+
+const JPEG_QUALITY = 85;
+const WEBP_QUALITY = 80;
+/** AVIF at sharp's default quality, effort 4 of 9: libaom's slow end costs seconds per thumbnail. */
+const AVIF = { quality: 50, effort: 4 } as const;
+
+const MIME: Record<ThumbnailFormat, string> = { jpeg: 'image/jpeg', webp: 'image/webp', avif: 'image/avif' };
+
+/**
+ * Resizes an original the way sleeve's thumbnails are made (thumbnails.ts): EXIF orientation
+ * applied, the longest side at most `size` and never upscaled, the first frame of an animation,
+ * alpha flattened on white, sRGB (a CMYK JPEG or a 16-bit PNG comes out as 8-bit sRGB), then
+ * encoded as `format`. Throws for bytes that do not decode.
+ */
+export async function resizeImage(bytes: Buffer, size: number, format: ThumbnailFormat, maxPixels: number): Promise<Buffer> {
+  const sharp = await sharpModule();
+  const pipeline = sharp(bytes, { limitInputPixels: maxPixels, failOn: 'truncated' })
+    .rotate()
+    .resize(size, size, { fit: 'inside', withoutEnlargement: true })
+    .flatten({ background: '#ffffff' })
+    .toColourspace('srgb');
+  if (format === 'webp') return pipeline.webp({ quality: WEBP_QUALITY }).toBuffer();
+  if (format === 'avif') return pipeline.avif(AVIF).toBuffer();
+  return pipeline.jpeg({ quality: JPEG_QUALITY }).toBuffer();
+}
+
+/** The 503 when too many resizes wait (the file server's other 503s have the same headers). */
+function busy(): FileResponse {
+  return {
+    status: 503,
+    headers: { ...FILE_SAFETY, 'retry-after': String(RETRY_AFTER_S), 'content-type': 'text/plain; charset=utf-8' },
+    body: 'Too many thumbnails are being made; try again shortly.\n',
+  };
+}
+
+/** What `make` answers: stored (read it), a 404, or an answer to give (503). */
+type Made = 'stored' | FileResponse | undefined;
+
+/** Makes the thumbnails of sizes and formats beyond the interface's JPEG ones, on the file server's miss. */
+export class Derivatives {
+  private readonly deps: DerivativeDeps;
+  private readonly sizes: ReadonlySet<number>;
+  private readonly formats: ReadonlySet<ThumbnailFormat>;
+  private readonly opts: DerivativeOptions;
+  private readonly inflight = new Map<string, Promise<Made>>();
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  /** Files made, and misses refused for want of room (GET /metrics could show them). */
+  readonly counts = { made: 0, busy: 0 };
+
+  constructor(deps: DerivativeDeps, opts: DerivativeOptions) {
+    this.deps = deps;
+    this.opts = opts;
+    this.sizes = new Set(opts.sizes);
+    this.formats = new Set(opts.formats);
+  }
+
+  /**
+   * The parts of `key` when it names a thumbnail made on demand here (a size or format the
+   * operator turned on, other than the interface's JPEG ones), else undefined.
+   */
+  madeHere(key: string): ImageKeyParts | undefined {
+    const parsed = parseImageKey(key);
+    if (parsed?.size === undefined || parsed.format === undefined) return undefined;
+    if (isInterfaceSize(parsed.size) && parsed.format === 'jpeg') return undefined;
+    return this.sizes.has(parsed.size) && this.formats.has(parsed.format) ? parsed : undefined;
+  }
+
+  /** The file server's miss of a derivative key (madeHere): made and stored once, however many ask. */
+  make(key: string, parts: ImageKeyParts, log: FileServerLog): Promise<Made> {
+    return singleFlight(this.inflight, key, () => this.queued(key, parts, log));
+  }
+
+  private async queued(key: string, parts: ImageKeyParts, log: FileServerLog): Promise<Made> {
+    if (this.active >= (this.opts.maxActive ?? MAX_ACTIVE)) {
+      if (this.waiting.length >= (this.opts.maxWaiting ?? MAX_WAITING)) {
+        this.counts.busy++;
+        return busy();
+      }
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else this.active++;
+    try {
+      return await this.makeNow(key, parts, log);
+    } finally {
+      // The slot goes to the next waiting file, or is given back.
+      const next = this.waiting.shift();
+      if (next !== undefined) next();
+      else this.active--;
+    }
+  }
+
+  private async makeNow(key: string, parts: ImageKeyParts, log: FileServerLog): Promise<Made> {
+    const { db, store } = this.deps;
+    const row = await db
+      .selectFrom('cover_art as ca')
+      .innerJoin('release as r', 'r.id', 'ca.release')
+      .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+      .select(['it.suffix'])
+      .where('ca.id', '=', parts.id)
+      .where('r.gid', '=', parts.mbid)
+      .executeTakeFirst();
+    // No such image, or a PDF: no thumbnail (as for uploads).
+    if (row === undefined || row.suffix === 'pdf') return undefined;
+    const source = originalKey(parts.mbid, parts.id, row.suffix);
+    let read = await store.read(source, this.opts.maxBytes);
+    if (read === undefined) {
+      // Not stored: fetched through (pull-through), when it can be.
+      const got = await this.deps.original(source, log);
+      if (got !== 'stored') return got;
+      read = await store.read(source, this.opts.maxBytes);
+    }
+    if (read?.bytes === undefined) return undefined;
+    let bytes: Buffer;
+    try {
+      bytes = await resizeImage(read.bytes, parts.size as number, parts.format as ThumbnailFormat, this.opts.maxPixels);
+    } catch (err) {
+      if (isStoreUnavailable(err)) throw err;
+      log.warn({ key, err: (err as Error).message }, 'no thumbnail could be made of the stored original');
+      return undefined;
+    }
+    // Tests stop here (made, not stored) to show an interrupted resize leaves no file.
+    await failpoint('derivative-made', key);
+    await store.put(key, bytes, MIME[parts.format as ThumbnailFormat]);
+    this.counts.made++;
+    return 'stored';
+  }
+}
