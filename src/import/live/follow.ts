@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../../db/schema.js';
 import type { Clock } from '../../shared/clock.js';
-import { approvedSince, changedRows, countEvents, deletedRows, emptyAffected, EVENT_TABLES, findsDeletes, LIVE_TABLES, movedEvents, type EventRanges, type EventTable, readSnapshot, readStats, type Affected, type LiveTable, type SnapshotMark, type TableStats } from './changes.js';
+import { approvedSince, changedRows, countEvents, deletedRows, emptyAffected, EVENT_TABLES, findsDeletes, LIVE_TABLES, movedEvents, type EventRanges, type EventTable, readSnapshot, readStats, type Affected, type LiveTable, type TableStats } from './changes.js';
 import { readBatch, readTypes, type LiveTypes, type SkipRow } from './read.js';
 import { isMirrorAway, type LiveQuery, LiveSource } from './source.js';
 import { writeBatch, writeTypes } from './write.js';
@@ -315,4 +315,3 @@ function sameStats(a: TableStats | null, b: TableStats | null): boolean {
   return a !== null && b !== null && a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
 }
 
-export type { SnapshotMark };
