@@ -15,6 +15,7 @@ import { frontDoorBench } from './front-door.js';
 import { galleryBench } from './gallery.js';
 import { ingestBench } from './ingest.js';
 import { mirrorBench } from './mirror.js';
+import { mirrorDbBench } from './mirror-db.js';
 import { importBench } from './import.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { parseOptions, type BenchName, type Options } from './lib/options.js';
@@ -24,7 +25,7 @@ import { soakBench } from './soak.js';
 import { uploadBench } from './upload.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench, 'front-door': frontDoorBench, derivatives: derivativesBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench, 'front-door': frontDoorBench, derivatives: derivativesBench, 'mirror-db': mirrorDbBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

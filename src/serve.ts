@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { publishConfiguredChange } from './cluster/freshness.js';
+import { publishChange, publishConfiguredChange } from './cluster/freshness.js';
 import type { Server as HttpServer } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
 import { sql } from 'kysely';
-import type { Config } from './config/load.js';
+import { redactSecrets, type Config } from './config/load.js';
 import { PasswordHasher } from './auth/crypto.js';
 import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedClaims, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
@@ -18,6 +18,7 @@ import { listenMetrics, Metrics } from './metrics/index.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { WriteBatcher } from './db/write-batch.js';
 import { importLockHeld, type ImportLockPlace } from './import/lock.js';
+import { LiveCatalogue } from './import/live/index.js';
 import { isStoreUnavailable } from './shared/errors.js';
 import { keepTickShape } from './edge/tick-shape.js';
 import { FsObjectStore } from './storage/index.js';
@@ -64,6 +65,8 @@ interface ClusterParts {
   uploadSweeper?: { stop(): void };
   registration?: ServingRegistration;
   redis: { close(): Promise<void> }[];
+  /** The mirror's live database followed into the catalogue (SLEEVE_MUSICBRAINZ_DATABASE_URL). */
+  live?: LiveCatalogue;
 }
 
 /** What the steps of `serve` share, and what `close` stops. */
@@ -181,7 +184,8 @@ async function prepareCatalogue(s: Serving, options: ServeOptions): Promise<Prep
   // Other serving processes let go of the index.json files they hold.
   if (finished > 0) await publishCatalogue(runtime.database.db);
   let demoLoaded: string[] = [];
-  if (config.demo && options.only !== 'auth') {
+  // The mirror's database is the catalogue: no demo beside it.
+  if (config.demo && options.only !== 'auth' && config.musicBrainzDatabase === undefined) {
     const any = await runtime.database.db.selectFrom('release').select('id').limit(1).executeTakeFirst();
     if (any === undefined) demoLoaded = (await loadDemo(runtime.coverArt)).added;
   }
@@ -237,6 +241,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
     observer: new RequestObserver('coverart', s.requestIds, metrics?.http),
     connections: config.connections,
     fastLane: config.fastLane,
+    catalogueGate: config.musicBrainzDatabase === undefined ? undefined : () => (s.cluster.live?.ready === true ? undefined : Math.max(1, Math.ceil((config.musicBrainzDatabase?.pollMs ?? 1000) / 1000))),
   });
   if (metrics !== undefined) {
     metrics.http.cacheEntries = () => cache.size;
@@ -263,7 +268,44 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   await app.listen({ host: config.coverArtListen.host, port: config.coverArtListen.port });
   const address = addressOf(app.server, 'http');
   await registration.setAddress(address);
+  // Not awaited: sleeve answers (503 for the catalogue) while the mirror's database is away or read for the first time.
+  startLiveCatalogue(s, app.log);
   return address;
+}
+
+/** Follows the mirror's database into the catalogue (docs/mirror-database.md), when SLEEVE_MUSICBRAINZ_DATABASE_URL is set. */
+function startLiveCatalogue(s: Serving, log: FastifyBaseLogger): void {
+  const { config, runtime, cluster } = s;
+  const mirror = config.musicBrainzDatabase;
+  if (mirror === undefined) return;
+  const live = new LiveCatalogue({
+    db: runtime.database.db,
+    url: mirror.url,
+    name: redactSecrets(mirror.url),
+    pollMs: mirror.pollMs,
+    statementTimeoutMs: mirror.statementTimeoutMs,
+    clock: runtime.coverArt.clock,
+    log,
+    changed: async () => {
+      // The listings written before and changed now; with the store away, the watch's sweep finishes them later.
+      await finishPendingIndexes(runtime.coverArt).catch((err: unknown) => {
+        if (!isStoreUnavailable(err)) throw err;
+        log.warn({ err }, 'index.json files left to rewrite; retrying while serving');
+      });
+      await publishChange({
+        db: runtime.database.db,
+        database: config.database,
+        announcer: undefined,
+        waitMs: 0,
+        pollMs: config.changePollMs,
+        pollRedisMs: config.changePollRedisMs,
+        warn: (message) => log.warn(message),
+      });
+      await cluster.watch?.refresh();
+    },
+  });
+  cluster.live = live;
+  live.start();
 }
 
 /** With Redis: the rate limit counted there (one connection), change announcements (another); not started yet. */
@@ -295,6 +337,23 @@ function openRedis(s: Serving): { commands: RedisConnection | undefined; notific
 function coverArtChecks(s: Serving, commands: RedisConnection | undefined, notifications: CatalogueNotifications | undefined): Record<string, HealthCheck> {
   const storage: HealthCheck = { required: s.config.storage.kind === 'file', run: () => s.runtime.store.ready() };
   const checks: Record<string, HealthCheck> = { database: s.database, storage };
+  if (s.config.musicBrainzDatabase !== undefined) {
+    // Not ready until the catalogue has been read once; after that, the mirror away only degrades (answers are its last state).
+    checks.catalogue = {
+      required: true,
+      run: async () => {
+        if (s.cluster.live?.ready !== true) throw new Error("the mirror's database has not been read yet");
+      },
+    };
+    checks.musicbrainz_database = {
+      required: false,
+      run: async () => {
+        const live = s.cluster.live;
+        if (live === undefined) throw new Error('not started');
+        await live.source.ping();
+      },
+    };
+  }
   if (notifications !== undefined) {
     checks.redis = {
       required: false,
@@ -457,6 +516,7 @@ async function close(s: Serving): Promise<void> {
 }
 
 async function stopCluster(cluster: ClusterParts): Promise<void> {
+  await cluster.live?.stop();
   await cluster.registration?.stop();
   cluster.watch?.stop();
   cluster.uploadSweeper?.stop();

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror', 'gallery', 'upload', 'front-door', 'derivatives'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror', 'gallery', 'upload', 'front-door', 'derivatives', 'mirror-db'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
 /** What runs when no benchmark is named (import, files and soak only when asked: a while, nginx, ten minutes). */
 export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
@@ -63,6 +63,12 @@ export interface Options {
    * journal-less ext4 the kernel then skips the freed inodes one by one for a minute or more).
    */
   mirrorClear: 'move' | 'delete';
+  /** Releases of the mirror-db benchmark's mirror (twice as many images). */
+  mirrorDbReleases: number;
+  /** Changes whose latency mirror-db measures. */
+  mirrorDbChanges: number;
+  /** SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS of mirror-db's live server. */
+  mirrorDbPollMs: number;
 }
 
 export const USAGE = `usage: npm run bench -- [${BENCHMARKS.join('|')}|all ...] [options]
@@ -75,6 +81,7 @@ With no benchmark named, redirect, ingest, scale, auth and cluster run; the othe
   upload                the write API against sleeve art add (its rounds are --cli-rounds)
   front-door            the redirect through deploy/nginx/musicbrainz-mirror.conf against nginx's own 307
   derivatives           thumbnails made on demand against sharp alone
+  mirror-db             the mirror's live database against the imported catalogue (PostgreSQL from --postgres)
 files and front-door need Debian's nginx (/usr/sbin/nginx); files runs the redirect benchmark too.
 cluster and import take PostgreSQL from --postgres /
 SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
@@ -108,6 +115,9 @@ options (environment variable in brackets):
   --mirror-concurrency N  of sleeve mirror and of curl      [SLEEVE_BENCH_MIRROR_CONCURRENCY] (16)
   --mirror-clear move|delete  the last run's files before the next: renamed aside
                     (removed at the end) or deleted         [SLEEVE_BENCH_MIRROR_CLEAR]  (move)
+  --mirror-db-releases N  releases of the mirror-db mirror (twice as many images) [SLEEVE_BENCH_MIRROR_DB_RELEASES] (100000)
+  --mirror-db-changes N   changes mirror-db times           [SLEEVE_BENCH_MIRROR_DB_CHANGES] (100; --quick 10)
+  --mirror-db-poll-ms N   SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS of its live server [SLEEVE_BENCH_MIRROR_DB_POLL_MS] (1000)
   --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
   --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
   --keep            keep the temporary data directories
@@ -167,6 +177,9 @@ export function parseOptions(argv: string[]): Options | undefined {
       'mirror-rate': { type: 'string' },
       'mirror-concurrency': { type: 'string' },
       'mirror-clear': { type: 'string' },
+      'mirror-db-releases': { type: 'string' },
+      'mirror-db-changes': { type: 'string' },
+      'mirror-db-poll-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -211,5 +224,8 @@ export function parseOptions(argv: string[]): Options | undefined {
     mirrorRate: num('--mirror-rate', values['mirror-rate'], e.SLEEVE_BENCH_MIRROR_RATE, 1000),
     mirrorConcurrency: Math.round(num('--mirror-concurrency', values['mirror-concurrency'], e.SLEEVE_BENCH_MIRROR_CONCURRENCY, 16)),
     mirrorClear: clearMode(values['mirror-clear'] ?? (e.SLEEVE_BENCH_MIRROR_CLEAR || 'move')),
+    mirrorDbReleases: Math.round(num('--mirror-db-releases', values['mirror-db-releases'], e.SLEEVE_BENCH_MIRROR_DB_RELEASES, 100_000)),
+    mirrorDbChanges: Math.round(num('--mirror-db-changes', values['mirror-db-changes'], e.SLEEVE_BENCH_MIRROR_DB_CHANGES, quick ? 10 : 100)),
+    mirrorDbPollMs: Math.round(num('--mirror-db-poll-ms', values['mirror-db-poll-ms'], e.SLEEVE_BENCH_MIRROR_DB_POLL_MS, 1000)),
   };
 }

@@ -249,11 +249,22 @@ const demoCommand: Command = {
   },
 };
 
+/**
+ * Refuses a command that changes releases or release groups while the mirror's database is the
+ * catalogue (docs/mirror-database.md): they change there, and a change made here would be
+ * undone, or outlive the mirror's, at the mirror's whim.
+ */
+function refuseBesideMirror(ctx: CommandContext, what: string): void {
+  if (ctx.config().musicBrainzDatabase === undefined) return;
+  throw invalidInput(`${what}: the catalogue is the mirror's database (SLEEVE_MUSICBRAINZ_DATABASE_URL); releases and release groups change there, not here`);
+}
+
 const releaseAdd: Command = {
   name: 'release add',
   options: { 'release-group': { type: 'string' }, title: { type: 'string' }, date: { type: 'string' } },
   async run(ctx) {
     const [mbid = ''] = want(ctx, 1, 'release add MBID --release-group RG_MBID [--title T] [--date YYYY[-MM[-DD]]]');
+    refuseBesideMirror(ctx, 'release add');
     const releaseGroup = str(ctx, 'release-group');
     if (releaseGroup === undefined) throw invalidInput('--release-group RG_MBID is required');
     const result = await withRuntime(ctx, (rt) => addRelease(rt.coverArt, { mbid, releaseGroup, title: str(ctx, 'title'), date: str(ctx, 'date') }));
@@ -277,6 +288,7 @@ const releaseMerge: Command = {
   name: 'release merge',
   async run(ctx) {
     const [old = '', into = ''] = want(ctx, 2, 'release merge OLD_MBID INTO_MBID');
+    refuseBesideMirror(ctx, 'release merge');
     const result = await withRuntime(ctx, (rt) => mergeRelease(rt.coverArt, old, into));
     const from = parseMbid(old);
     const to = parseMbid(into);
@@ -289,6 +301,7 @@ const setCover: Command = {
   name: 'release-group set-cover',
   async run(ctx) {
     const [rg = '', release = ''] = want(ctx, 2, 'release-group set-cover RG_MBID RELEASE_MBID');
+    refuseBesideMirror(ctx, 'release-group set-cover');
     await withRuntime(ctx, (rt) => setGroupCover(rt.coverArt, rg, release));
     ctx.out(`release group ${parseMbid(rg)} now takes its cover art from release ${parseMbid(release)}`, {
       release_group: parseMbid(rg),
@@ -630,6 +643,7 @@ const importMusicBrainz: Command = {
   options: { 'skip-malformed': { type: 'boolean' }, restart: { type: 'boolean' }, 'batch-rows': { type: 'string' }, 'trace-sql': { type: 'boolean' } },
   async run(ctx) {
     const [dir = ''] = want(ctx, 1, 'import musicbrainz DIR [--skip-malformed] [--restart] [--batch-rows N]');
+    refuseBesideMirror(ctx, 'import musicbrainz');
     // Loaded here: the other commands do not pay for the importer at start-up.
     const { runImportCommand } = await import('./import-command.js');
     return runImportCommand(ctx, dir);

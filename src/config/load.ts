@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../shared/password-hashing.js';
+import { MUSICBRAINZ_DATABASE_VARIABLES, musicBrainzDatabaseConfig, type MusicBrainzDatabaseConfig } from './musicbrainz-db.js';
 import { UPSTREAM_VARIABLES, upstreamConfig, type UpstreamConfig } from './upstream.js';
 
 /** One listener address. */
@@ -131,6 +132,8 @@ export interface Config {
   fileCacheBytes: number;
   /** Pull-through of /download/ misses (config/upstream.ts); undefined when SLEEVE_UPSTREAM_URL is unset. */
   upstream: UpstreamConfig | undefined;
+  /** The mirror's live database as the catalogue (config/musicbrainz-db.ts); undefined when SLEEVE_MUSICBRAINZ_DATABASE_URL is unset. */
+  musicBrainzDatabase: MusicBrainzDatabaseConfig | undefined;
   /** What the image endpoints answer: their 307 (`redirect`, the interface's) or the file itself (`bytes`). */
   imageResponse: 'redirect' | 'bytes';
   /** Whether the listeners answer their plainest requests before node:http (edge/fast-lane.ts). */
@@ -190,6 +193,7 @@ export const VARIABLES = {
   SLEEVE_CHANGE_WAIT_MS: 'how long a catalogue command waits for every serving process to show its change, ms (default 2000, 0 = do not wait)',
   SLEEVE_FILE_CACHE_BYTES: 'bytes of /download/ files kept in memory (default 134217728 = 128 MiB, 0 = off)',
   ...UPSTREAM_VARIABLES,
+  ...MUSICBRAINZ_DATABASE_VARIABLES,
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -254,6 +258,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const connections = readConnections(r);
   const serving = readServing(r);
   const upstream = upstreamConfig((n) => r.get(n), (n, fallback, schemes) => r.url(n, fallback, schemes), (n, fallback, min, max) => r.int(n, fallback, min, max));
+  const musicBrainzDatabase = musicBrainzDatabaseConfig((n) => r.get(n), (n, why) => r.bad(n, why), (n, fallback, min, max) => r.int(n, fallback, min, max));
   const logLevel = readLogLevel(r);
   const demo = readDemo(r);
   const approval = readApproval(r);
@@ -300,6 +305,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
     changeWaitMs: serving.changeWaitMs,
     fileCacheBytes: serving.fileCacheBytes,
     upstream: upstream === undefined ? undefined : Object.freeze(upstream),
+    musicBrainzDatabase: musicBrainzDatabase === undefined ? undefined : Object.freeze(musicBrainzDatabase),
     imageResponse,
     fastLane,
   });

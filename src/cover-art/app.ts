@@ -32,6 +32,18 @@ export interface CoverArtAppOptions {
   connections: ConnectionLimits;
   /** Plain GETs and HEADs of files and cached answers answered before node:http (SLEEVE_FAST_LANE; edge/fast-lane.ts). */
   fastLane?: boolean;
+  /**
+   * While the catalogue is not there yet (the mirror's database not read once: docs/mirror-database.md),
+   * the seconds after which to ask again; undefined once it is. Release and release-group
+   * requests answer 503 with Retry-After meanwhile.
+   */
+  catalogueGate?: () => number | undefined;
+}
+
+/** Requests whose answer needs the catalogue (OPTIONS does not). */
+function needsCatalogue(req: IncomingMessage): boolean {
+  const url = req.url ?? '';
+  return req.method !== 'OPTIONS' && (url.startsWith('/release/') || url.startsWith('/release-group/'));
 }
 
 const WHOOPS = 'Whoops. Our bad.\n';
@@ -102,6 +114,13 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   };
   const frontDoor = (req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean => {
     if (opts.health !== undefined && opts.health.answer(req, res, app.log)) return true;
+    if (opts.catalogueGate !== undefined && needsCatalogue(req)) {
+      const retryAfter = opts.catalogueGate();
+      if (retryAfter !== undefined) {
+        write(req, res, errorPage(503, `The catalogue is not ready yet; retry after ${retryAfter} seconds.`, { 'retry-after': String(retryAfter) }), observer);
+        return true;
+      }
+    }
     if (opts.rateLimiter !== undefined) {
       const decision = opts.rateLimiter.hit(throttleAddress(clientOf(req)), opts.clock.now());
       if (decision instanceof Promise) {

@@ -1,0 +1,2 @@
+export { LiveCatalogue, type LiveCatalogueOptions, type MirrorStatus } from './follow.js';
+export { isMirrorAway } from './source.js';
