@@ -76,6 +76,12 @@ export default tseslint.config(
   },
   ...layerRules(),
   {
+    // A function that does not fit on a screen or two is split (docs/decisions.md, "Layering").
+    // Tests' describe blocks and the benchmarks' drivers are not held to it.
+    files: ['src/**'],
+    rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
+  },
+  {
     // The benchmarks do not import the tests: what both use lives in datagen/.
     files: ['bench/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/test/**', '**/test/*'], message: 'bench must not import the tests; move what both need to datagen/' }] }] },

@@ -1,5 +1,5 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { clientAddress, throttleAddress, type TrustedProxies } from '../http/client-address.js';
 import { answerClientErrorAsFastify } from '../http/client-error.js';
@@ -54,13 +54,19 @@ function write(req: IncomingMessage, res: ServerResponse, response: ApiResponse,
   writeResponse(req, res, response, observer.id(req));
 }
 
+/** The door's answers before Fastify, and the fast lane's part of them (see buildCoverArtApp). */
+interface Door {
+  clientOf(req: IncomingMessage): string;
+  frontDoor(req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean;
+  lane(req: LaneRequest, reply: LaneReply): boolean;
+}
+
 /**
- * The cover art listener. In front of Fastify sits a small door that, before any
- * routing, answers health probes, applies the rate limit and replays cached answers to
- * GET and HEAD; every other request (and every miss) goes through the Fastify routes,
- * which fill the cache.
+ * The small door in front of Fastify: health probes, the catalogue gate, the rate limit, the
+ * file server and the replay of cached answers to GET and HEAD; `lane`, the part of it the fast
+ * lane may take. `log` is the listener's logger (made after the door).
  */
-export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
+function coverArtDoor(opts: CoverArtAppOptions, log: () => FastifyBaseLogger): Door {
   const { cache, files } = opts.routes;
   // SLEEVE_IMAGE_RESPONSE=bytes: a replayed redirect to an image is answered with the file instead.
   const imageFiles = opts.routes.imageBytes === true ? files : undefined;
@@ -70,7 +76,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
   const refused = (req: IncomingMessage, res: ServerResponse, decision: RateDecision): boolean => {
     if (decision.allowed) return false;
     observer.rateLimited();
-    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url: req.url, status: 503 }, 'rate limited');
+    if (opts.accessLog) log().debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url: req.url, status: 503 }, 'rate limited');
     write(req, res, errorPage(503, `Rate limit exceeded; retry after ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) }), observer);
     return true;
   };
@@ -86,8 +92,8 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     if (files !== undefined && url.startsWith('/download/')) {
       // The file server answers here too, from its own cache or the store (file-server.ts).
-      if (opts.accessLog) res.once('finish', () => app.log.debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: res.statusCode, file: true }, 'request'));
-      files.answer(req, res, observer.id(req), app.log);
+      if (opts.accessLog) res.once('finish', () => log().debug({ reqId: req.headers['x-request-id'], method: req.method, url, status: res.statusCode, file: true }, 'request'));
+      files.answer(req, res, observer.id(req), log());
       return true;
     }
     // The cache holds the Cover Art Archive's answers: another archive's host is answered afresh (api.ts, hostArchive).
@@ -104,16 +110,16 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     const hit = chooseVariant(kept, req.headers.accept);
     observer.cacheLookup(true);
     if (imageFiles !== undefined && hit.imageKey !== undefined) {
-      imageFiles.answerImage(req, res, hit.imageKey, hit.headers['cache-control'], observer.id(req), app.log);
+      imageFiles.answerImage(req, res, hit.imageKey, hit.headers['cache-control'], observer.id(req), log());
       return true;
     }
     const inm = req.headers['if-none-match'];
     write(req, res, inm !== undefined && etagMatches(inm, hit.headers.etag) ? notModified(hit) : hit, observer);
-    if (opts.accessLog) app.log.debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url, status: hit.status, cached: true }, 'request');
+    if (opts.accessLog) log().debug({ reqId: req.headers['x-request-id'], client: clientOf(req), method: req.method, url, status: hit.status, cached: true }, 'request');
     return true;
   };
   const frontDoor = (req: IncomingMessage, res: ServerResponse, next: (req: IncomingMessage, res: ServerResponse) => void): boolean => {
-    if (opts.health !== undefined && opts.health.answer(req, res, app.log)) return true;
+    if (opts.health !== undefined && opts.health.answer(req, res, log())) return true;
     if (opts.catalogueGate !== undefined && needsCatalogue(req)) {
       const retryAfter = opts.catalogueGate();
       if (retryAfter !== undefined) {
@@ -130,7 +136,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
             if (!refused(req, res, d) && !replay(req, res)) next(req, res);
           },
           (err: unknown) => {
-            app.log.error({ err, reqId: req.headers['x-request-id'] }, 'rate limit check failed; request let through');
+            log().error({ err, reqId: req.headers['x-request-id'] }, 'rate limit check failed; request let through');
             if (!replay(req, res)) next(req, res);
           },
         );
@@ -151,7 +157,7 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     const url = req.url;
     const start = observer.begin(req);
     if (files !== undefined && url.startsWith('/download/')) {
-      if (!files.answerNow(req, reply, observer.id(req), app.log)) return false;
+      if (!files.answerNow(req, reply, observer.id(req), log())) return false;
     } else {
       if (hostArchive(req.headers.host, eventHost) !== 'cover') return false;
       const key = answerKey(url);
@@ -168,6 +174,18 @@ export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
     if (observer.counting) observer.laneFinished(coverArtRoute(url), req.method, reply.statusCode, start);
     return true;
   };
+  return { clientOf, frontDoor, lane };
+}
+
+/**
+ * The cover art listener. In front of Fastify sits a small door that, before any
+ * routing, answers health probes, applies the rate limit and replays cached answers to
+ * GET and HEAD; every other request (and every miss) goes through the Fastify routes,
+ * which fill the cache.
+ */
+export function buildCoverArtApp(opts: CoverArtAppOptions): FastifyInstance {
+  const { observer } = opts;
+  const { clientOf, frontDoor, lane } = coverArtDoor(opts, () => app.log);
   const laneOn = opts.fastLane !== false && opts.rateLimiter === undefined && !opts.accessLog;
 
   const app = buildListener({
