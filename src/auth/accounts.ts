@@ -190,7 +190,7 @@ async function giveBack(deps: AuthDeps, r: Reservation): Promise<void> {
 const lastPurge = new WeakMap<Db, number>();
 
 /** Deletes throttle rows whose window has ended and device cookies that have expired. */
-export async function purgeSigninRows(deps: AuthDeps, now = deps.clock.now()): Promise<void> {
+async function purgeSigninRows(deps: AuthDeps, now = deps.clock.now()): Promise<void> {
   lastPurge.set(deps.db, now);
   await deps.db.deleteFrom('login_throttle').where('window_start', '<=', now - WINDOW_MS).execute();
   await deps.db.deleteFrom('signin_device').where('expires_at', '<=', now).execute();

@@ -101,7 +101,7 @@ function checkOneRedirectUri(kind: AppKind, raw: string): string {
  * white space, as the application form sends them; repeats are dropped) and returns the
  * column's value: one per line, or null for none. Confidential applications need at least one.
  */
-export function checkRedirectUris(kind: AppKind, raw: string | readonly string[] | undefined): string | null {
+function checkRedirectUris(kind: AppKind, raw: string | readonly string[] | undefined): string | null {
   const given = (typeof raw === 'string' ? raw.split(/\s+/) : (raw ?? [])).filter((u) => u.trim() !== '');
   if (given.length > MAX_REDIRECT_URIS) throw invalidInput(`at most ${MAX_REDIRECT_URIS} redirect URLs may be registered`);
   const uris = [...new Set(given.map((u) => checkOneRedirectUri(kind, u)))];
@@ -149,7 +149,7 @@ function checkName(raw: string | undefined): string {
 }
 
 /** The longest client_id an operator may choose (findAppByClientId looks up nothing longer). */
-export const MAX_CLIENT_ID_LENGTH = 200;
+const MAX_CLIENT_ID_LENGTH = 200;
 
 /**
  * Checks a client_id the operator chose (`sleeve app add --client-id`), for a client that
@@ -178,7 +178,7 @@ const MAX_SECRET_LENGTH = 200;
  * built-in one): printable ASCII without spaces, at most 200 characters; a confidential
  * application's at least 16 characters (it is what guards its tokens).
  */
-export function checkClientSecret(kind: AppKind, secret: string): string {
+function checkClientSecret(kind: AppKind, secret: string): string {
   if (secret === '') throw invalidInput('the client secret must not be empty');
   if (secret.length > MAX_SECRET_LENGTH) throw invalidInput(`the client secret must be at most ${MAX_SECRET_LENGTH} characters`);
   if (/[^\x21-\x7e]/.test(secret)) throw invalidInput('the client secret may contain only printable ASCII characters, without spaces');
@@ -268,7 +268,7 @@ export async function listOwnApps(deps: AuthDeps, ownerId: number): Promise<Appl
 }
 
 /** One of the owner's applications; anyone else's is "not found". */
-export async function ownApp(deps: AuthDeps, ownerId: number, id: number): Promise<Application> {
+async function ownApp(deps: AuthDeps, ownerId: number, id: number): Promise<Application> {
   const app = await findOwnApp(deps, ownerId, id);
   if (app === undefined) throw notFound('no such application');
   return app;

@@ -56,7 +56,7 @@ export interface AuditLogger {
 const KEYS: readonly (keyof AuditFields)[] = ['user', 'address', 'clientId', 'reason', 'scope', 'via'];
 
 /** The object an audit line logs: the event and the known fields that are set. */
-export function auditRecord(event: AuditEvent, fields: AuditFields): Record<string, string> {
+function auditRecord(event: AuditEvent, fields: AuditFields): Record<string, string> {
   const out: Record<string, string> = { audit: event };
   for (const key of KEYS) {
     const value = fields[key];

@@ -21,7 +21,7 @@ import { SIGNING_ALGS, type SigningAlg } from './signing-keys.js';
  */
 
 /** The draft's suggested size cap. */
-export const MAX_DOCUMENT_BYTES = 5 * 1024;
+const MAX_DOCUMENT_BYTES = 5 * 1024;
 /** The longest client_id looked up anywhere (applications.ts findAppByClientId). */
 const MAX_URL_LENGTH = 200;
 /** Fetches in flight at once; one more is refused (503) rather than queued. */

@@ -18,21 +18,21 @@ export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 export const DEVICE_PAGE = '/oauth2/device';
 
 /** How long a device code and its user code can be used (seconds). */
-export const DEVICE_CODE_LIFETIME_SECONDS = 600;
+const DEVICE_CODE_LIFETIME_SECONDS = 600;
 /** The polling interval given out (seconds; RFC 8628's default); each slow_down adds 5. */
-export const DEVICE_POLL_INTERVAL_SECONDS = 5;
+const DEVICE_POLL_INTERVAL_SECONDS = 5;
 /** 20 consonants: no vowels (so no words), no digits, nothing two of them could be mistaken for (RFC 8628 §6.1). */
-export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
-export const USER_CODE_LENGTH = 8;
+const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+const USER_CODE_LENGTH = 8;
 /** Waiting device codes per application (a bound on the table; a client over it is refused until some expire). */
-export const MAX_PENDING_PER_APP = 10_000;
+const MAX_PENDING_PER_APP = 10_000;
 /** Wrong user codes allowed per 15-minute window (sign-in's windows): per client address (IPv6 per /64), per account, and from everyone together. */
-export const USER_CODE_ADDRESS_LIMIT = 10;
-export const USER_CODE_ACCOUNT_LIMIT = 10;
-export const USER_CODE_GLOBAL_LIMIT = 1000;
+const USER_CODE_ADDRESS_LIMIT = 10;
+const USER_CODE_ACCOUNT_LIMIT = 10;
+const USER_CODE_GLOBAL_LIMIT = 1000;
 /** Past the global bound, lookups in this process take turns this far apart; at most this many wait. */
-export const SLOW_LANE_INTERVAL_MS = 1000;
-export const SLOW_LANE_WAITING = 30;
+const SLOW_LANE_INTERVAL_MS = 1000;
+const SLOW_LANE_WAITING = 30;
 /** Rows are kept this long past their expiry (to answer expired_token rather than invalid_grant), then deleted. */
 const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
 
@@ -52,12 +52,12 @@ function newUserCode(): string {
 }
 
 /** A user code as shown: XXXX-XXXX. */
-export function formatUserCode(code: string): string {
+function formatUserCode(code: string): string {
   return `${code.slice(0, 4)}-${code.slice(4)}`;
 }
 
 /** A user code as typed, in its stored form: upper case, dashes and spaces dropped; undefined when it cannot be one. */
-export function normalizeUserCode(typed: string): string | undefined {
+function normalizeUserCode(typed: string): string | undefined {
   if (typed.length > 64) return undefined;
   const code = typed.toUpperCase().replace(/[\s-]+/g, '');
   return code.length === USER_CODE_LENGTH && [...code].every((c) => USER_CODE_ALPHABET.includes(c)) ? code : undefined;

@@ -15,7 +15,7 @@ import { ReplayStore } from './replay-store.js';
 export const DPOP_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const;
 
 /** How far a proof's `iat` may lie from the server's clock, either way (seconds). */
-export const DPOP_IAT_WINDOW_SECONDS = 60;
+const DPOP_IAT_WINDOW_SECONDS = 60;
 
 /** The longest proof (header value) read; a P-256 proof is about 600 bytes, an RSA-4096 one under 2 KB. */
 const MAX_PROOF_LENGTH = 8192;
@@ -61,7 +61,7 @@ function comparableUrl(raw: string): string | undefined {
 }
 
 /** base64url(SHA-256(access token)): a proof's `ath` (RFC 9449 §4.2). */
-export function accessTokenHash(token: string): string {
+function accessTokenHash(token: string): string {
   return createHash('sha256').update(token, 'ascii').digest('base64url');
 }
 

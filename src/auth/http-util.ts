@@ -52,7 +52,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 };
 
 export const SESSION_COOKIE = '__Host-sleeve-session';
-export const CSRF_COOKIE = '__Host-sleeve-csrf';
+const CSRF_COOKIE = '__Host-sleeve-csrf';
 /** A browser that signed in to an account before (docs/decisions.md, "Sign-in throttling"). */
 export const DEVICE_COOKIE = '__Host-sleeve-device';
 

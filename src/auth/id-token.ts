@@ -34,7 +34,7 @@ export interface IdTokenClaims {
  * `at_hash` (OpenID Connect Core §3.1.3.6): the left half of the SHA-256 hash of the ASCII
  * access token, base64url-encoded. SHA-256 serves both ES256 and RS256.
  */
-export function atHash(accessToken: string): string {
+function atHash(accessToken: string): string {
   // The token is ASCII, whose UTF-8 is itself.
   const digest = hash('sha256', accessToken, 'buffer');
   return digest.subarray(0, digest.length / 2).toString('base64url');

@@ -23,7 +23,7 @@ export interface LocalCa {
 }
 
 /** The files `tls init` writes, in {dataDir}/tls/. */
-export function localCaFiles(dataDir: string): { dir: string; ca: string; caKey: string; cert: string; key: string } {
+function localCaFiles(dataDir: string): { dir: string; ca: string; caKey: string; cert: string; key: string } {
   const dir = path.join(dataDir, 'tls');
   return { dir, ca: path.join(dir, 'ca.crt'), caKey: path.join(dir, 'ca.key'), cert: path.join(dir, 'server.crt'), key: path.join(dir, 'server.key') };
 }
@@ -39,7 +39,7 @@ const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
  * Checks and normalises the names: DNS names (letters, digits and `-` in dot-separated labels
  * of 1–63, at most 253 in all; lower-cased) or IP addresses. Repeats are dropped.
  */
-export function checkNames(raw: readonly string[]): string[] {
+function checkNames(raw: readonly string[]): string[] {
   if (raw.length === 0) throw invalidInput('give at least one --name (e.g. --name musicbrainz.lan --name coverartarchive.org)');
   if (raw.length > MAX_NAMES) throw invalidInput(`at most ${MAX_NAMES} names`);
   const names = raw.map((n) => {

@@ -7,9 +7,9 @@
  */
 
 /** The largest number of jti remembered by one process (about 150 bytes each). */
-export const REPLAY_STORE_MAX = 200_000;
+const REPLAY_STORE_MAX = 200_000;
 /** The most one client may have remembered at once, in one process: a quarter of the store. */
-export const REPLAY_PER_CLIENT_MAX = 50_000;
+const REPLAY_PER_CLIENT_MAX = 50_000;
 
 /** Where processes share what they saw (Redis `SET … NX PX`): true when `key` was new, false when seen, undefined when it cannot answer now. */
 export interface SharedReplay {

@@ -18,8 +18,6 @@ export const PROFILE = 1;
 export const EMAIL = 2;
 /** OpenID Connect: the token response carries an id_token, userinfo its standard claims. */
 export const OPENID = 256;
-/** sleeve's own: the cover art write API (docs/api.md, "The write API for tools"). */
-export const COVER_ART = 512;
 
 /**
  * The names today's MetaBrainz provider gives the classic scopes, accepted as the same scopes

@@ -35,7 +35,7 @@ function duration(s: number): string {
 }
 
 /** One line of progress: files done (of total), bytes, files per second and, with a total, time left. */
-export function progressLine(p: MirrorProgress): string {
+function progressLine(p: MirrorProgress): string {
   const seconds = Math.max(p.elapsedMs, 1) / 1000;
   const rate = p.done / seconds;
   const files = p.total === undefined ? `${n(p.done)} files` : `${n(p.done)}/${n(p.total)} files`;

@@ -9,7 +9,7 @@ import type { Command } from './command.js';
 const USAGE = 'tls init --name NAME... [--json]';
 
 /** How to trust the CA on a client machine, for each kind of client (printed by tls init). */
-export function trustInstructions(ca: string): string {
+function trustInstructions(ca: string): string {
   return [
     'Trust the CA on each client machine (copy ca.crt there first; never ca.key):',
     '  Debian/Ubuntu, system-wide (curl, Qt and so MusicBrainz Picard, Python\'s ssl and so musicbrainzngs):',

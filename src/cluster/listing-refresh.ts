@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/schema.js';
 
 /** Rows of `listing_refresh` kept: a process that fell further behind empties its caches instead. */
-export const LISTING_REFRESH_KEPT = 1000;
+const LISTING_REFRESH_KEPT = 1000;
 
 /**
  * Records that the release `gid`'s listing was rewritten with new measures (a file fetched

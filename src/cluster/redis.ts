@@ -27,7 +27,7 @@ const SILENT: Log = { info() {}, warn() {} };
  * The longest a command may take before it counts as failed. Requests that need Redis
  * (the shared rate limit) wait at most this long, then use the per-process fallback.
  */
-export const COMMAND_TIMEOUT_MS = 250;
+const COMMAND_TIMEOUT_MS = 250;
 /** How often a connection that answered badly is probed with PING before it is trusted again. */
 const PROBE_MS = 1000;
 

@@ -30,7 +30,7 @@ function requireMbid(text: string, what: string): string {
   return mbid;
 }
 
-export async function requireRelease(db: Queryable, text: string): Promise<ReleaseRef> {
+async function requireRelease(db: Queryable, text: string): Promise<ReleaseRef> {
   const mbid = requireMbid(text, 'release');
   const release = await findRelease(db, mbid);
   if (release === undefined) throw notFound(`no release ${mbid}; add it first with: sleeve release add ${mbid} --release-group RG_MBID`);
@@ -307,7 +307,7 @@ export async function rewriteIndex(deps: CoverArtDeps, release: { id: number; gi
 }
 
 /** Removes files nothing names any more after a commit; with the store away they stay, and the caller is told how to finish. */
-export async function removeLeftovers(deps: CoverArtDeps, what: string, keys: string[], remedy: string): Promise<void> {
+async function removeLeftovers(deps: CoverArtDeps, what: string, keys: string[], remedy: string): Promise<void> {
   try {
     for (const key of keys) await deps.store.delete(key);
   } catch (err) {
@@ -316,7 +316,7 @@ export async function removeLeftovers(deps: CoverArtDeps, what: string, keys: st
   }
 }
 
-export async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Promise<ListingImage> {
+async function entryOf(deps: CoverArtDeps, release: ReleaseRef, id: number): Promise<ListingImage> {
   const listing = buildListing(deps.urls, release.gid, await listImages(deps.db, release.id), coversNeedApproval(deps.approval));
   const entry = listing.images.find((i) => i.id === String(id));
   if (entry === undefined) throw notFound(`cover image with id ${id} not found`);
@@ -354,7 +354,7 @@ async function takeRelease(trx: Queryable, releaseId: number, now: number, pendi
 }
 
 /** Refuses a change based on another revision of the release than the one it had (`previous`). */
-export function expectRevision(release: { gid: string }, expected: number | undefined, previous: number): void {
+function expectRevision(release: { gid: string }, expected: number | undefined, previous: number): void {
   if (expected === undefined) return;
   if (!Number.isSafeInteger(expected) || expected < 0) throw invalidInput('the expected revision must be a whole number');
   if (previous !== expected) {
@@ -368,7 +368,7 @@ function parseImageId(text: string): number {
   return id;
 }
 
-export async function requireImage(db: Queryable, release: ReleaseRef, idText: string): Promise<{ id: number; suffix: string }> {
+async function requireImage(db: Queryable, release: ReleaseRef, idText: string): Promise<{ id: number; suffix: string }> {
   const id = parseImageId(idText);
   const row = await findImage(db, release.id, id);
   if (row === undefined) throw notFound(`cover image with id ${id} not found on release ${release.gid}`);

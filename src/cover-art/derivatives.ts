@@ -43,9 +43,9 @@ export interface DerivativeDeps {
 }
 
 /** Resizes at once per process: sharp's own work runs on libuv's pool, four threads by default. */
-export const MAX_ACTIVE = 2;
+const MAX_ACTIVE = 2;
 /** Files waiting for a resize per process (requests for one file share its place). */
-export const MAX_WAITING = 32;
+const MAX_WAITING = 32;
 /** Seconds a client is told to wait when too many resizes wait. */
 const RETRY_AFTER_S = 2;
 
@@ -63,7 +63,7 @@ const MIME: Record<ThumbnailFormat, string> = { jpeg: 'image/jpeg', webp: 'image
  * encoded as `format`. Answers the file and its dimensions (sharp's own account of what it
  * wrote: nothing is read back). Throws for bytes that do not decode.
  */
-export async function resizeImage(bytes: Buffer, size: number, format: ThumbnailFormat, maxPixels: number): Promise<{ data: Buffer; width: number; height: number }> {
+async function resizeImage(bytes: Buffer, size: number, format: ThumbnailFormat, maxPixels: number): Promise<{ data: Buffer; width: number; height: number }> {
   const sharp = await sharpModule();
   const pipeline = sharp(bytes, { limitInputPixels: maxPixels, failOn: 'truncated' })
     .rotate()

@@ -48,7 +48,7 @@ export function keyForDownloadPath(rest: string): string | undefined {
 }
 
 /** Parses a single `bytes=` range against a size; 'unsatisfiable', or undefined to send it all. */
-export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | undefined {
+function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | undefined {
   if (header === undefined) return undefined;
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
   if (m === null) return undefined; // several ranges or another unit: a 200 with everything is allowed

@@ -9,12 +9,9 @@ export const THUMBNAIL_SIZES = [250, 500, 1200] as const;
 export type ThumbnailSize = (typeof THUMBNAIL_SIZES)[number];
 
 /** Formats a thumbnail can be made in (SLEEVE_THUMBNAIL_FORMATS), and the suffix of each. */
-export const THUMBNAIL_FORMATS = ['jpeg', 'webp', 'avif'] as const;
-export type ThumbnailFormat = (typeof THUMBNAIL_FORMATS)[number];
-export const FORMAT_SUFFIX: Readonly<Record<ThumbnailFormat, string>> = { jpeg: 'jpg', webp: 'webp', avif: 'avif' };
+export type ThumbnailFormat = 'jpeg' | 'webp' | 'avif';
+const FORMAT_SUFFIX: Readonly<Record<ThumbnailFormat, string>> = { jpeg: 'jpg', webp: 'webp', avif: 'avif' };
 const FORMAT_OF_SUFFIX: Readonly<Record<string, ThumbnailFormat>> = { jpg: 'jpeg', webp: 'webp', avif: 'avif' };
-/** The largest size a thumbnail's name may have (SLEEVE_THUMBNAIL_SIZES is bounded by it too). */
-export const MAX_THUMBNAIL_SIZE = 10_000;
 
 /** Whether `size` is one of the interface's three. */
 export function isInterfaceSize(size: number): size is ThumbnailSize {
@@ -38,7 +35,7 @@ export function thumbnailKey(mbid: string, id: number, size: ThumbnailSize): str
 }
 
 /** The key of a thumbnail of any size and format (a size or format made on demand). */
-export function derivativeKey(mbid: string, id: number, size: number, format: ThumbnailFormat): string {
+function derivativeKey(mbid: string, id: number, size: number, format: ThumbnailFormat): string {
   return `mbid-${mbid}/mbid-${mbid}-${id}_thumb${size}.${FORMAT_SUFFIX[format]}`;
 }
 
@@ -53,7 +50,7 @@ export function thumbnailPrefix(mbid: string, id: number): string {
 }
 
 // Ids only as the catalogue writes them (ids.ts, ID_PATTERN): `-0101`, `-00101`… name no file.
-// A thumbnail's size in one spelling (no leading zero), at most MAX_THUMBNAIL_SIZE.
+// A thumbnail's size in one spelling (no leading zero), at most 10000 (the largest SLEEVE_THUMBNAIL_SIZES takes).
 const IMAGE_FILE_RE = new RegExp(`^mbid-([0-9a-f-]{36})/mbid-([0-9a-f-]{36})-(${ID_PATTERN})(?:_thumb([1-9][0-9]{0,3}|10000)\\.(jpg|webp|avif)|\\.(jpg|png|gif|pdf))$`);
 
 /** IMAGE_FILE_RE with the second MBID matched as the first: a test, no match to make. */

@@ -34,9 +34,9 @@ export interface ListingRewriteOptions {
 }
 
 /** Milliseconds a listing waits for more measures of its release before it is rewritten. */
-export const REWRITE_DELAY_MS = 200;
+const REWRITE_DELAY_MS = 200;
 /** Releases waiting per process: beyond, the listing is rewritten by the request that measured it. */
-export const MAX_PENDING = 256;
+const MAX_PENDING = 256;
 
 /** The releases of one process whose listings wait to be rewritten, and their rewriting. */
 export class ListingRewrites {

@@ -43,7 +43,7 @@ export function thumbnailDimensionsOf(thumbnails: Iterable<[number, Buffer]>): s
  * The original's width and height as displayed (EXIF orientation 5–8 swaps them), from its
  * header; undefined for a PDF. Throws when the bytes are not the image the row says.
  */
-export async function displayedSize(bytes: Buffer, mime: string): Promise<{ width: number; height: number } | undefined> {
+async function displayedSize(bytes: Buffer, mime: string): Promise<{ width: number; height: number } | undefined> {
   if (mime === 'application/pdf') {
     if (bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw new Error('the stored original is not a PDF');
     return undefined;
@@ -58,7 +58,7 @@ export async function displayedSize(bytes: Buffer, mime: string): Promise<{ widt
 }
 
 /** Measures an image's stored files; undefined when the store has no original of it (nothing known). */
-export async function measureStoredImage(deps: Pick<IndexDeps, 'store'>, release: string, image: Pick<ImageRow, 'id' | 'suffix' | 'mime_type'>): Promise<ImageMeasures | undefined> {
+async function measureStoredImage(deps: Pick<IndexDeps, 'store'>, release: string, image: Pick<ImageRow, 'id' | 'suffix' | 'mime_type'>): Promise<ImageMeasures | undefined> {
   const original = await deps.store.read(originalKey(release, image.id, image.suffix), MAX_ORIGINAL_BYTES);
   if (original === undefined) return undefined;
   if (original.bytes === undefined) throw new Error(`the stored original is over ${MAX_ORIGINAL_BYTES} bytes`);
@@ -136,7 +136,7 @@ export interface MeasuredRelease {
  * and a process stopped first leaves the rewrite to the next start or the catalogue watch's
  * sweep. Answers the release (undefined when there is none).
  */
-export async function recordMeasures(
+async function recordMeasures(
   db: IndexDeps['db'],
   image: { id: number; mbid: string },
   change: (current: { thumbnail_dimensions: string | null }) => Partial<ImageMeasures>,

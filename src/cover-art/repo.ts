@@ -8,7 +8,7 @@ export type Queryable = Db | Transaction<Database>;
 
 export const FRONT_TYPE = 1;
 export const BACK_TYPE = 2;
-export const RAW_TYPE = 14;
+const RAW_TYPE = 14;
 
 export interface ReleaseRef {
   id: number;

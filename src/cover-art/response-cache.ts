@@ -6,7 +6,7 @@ import type { ApiResponse } from './responses.js';
  * response (wire.ts). With it, the estimate below follows the heap: 20,000 cached
  * thumbnail redirects (wire forms made) took 1,461 bytes of heap each; estimated 1,428.
  */
-export const ENTRY_OVERHEAD_BYTES = 512;
+const ENTRY_OVERHEAD_BYTES = 512;
 
 export interface ResponseCacheLimits {
   /** Most bytes of answers kept (estimated as below); 0 turns the cache off. */

@@ -150,7 +150,7 @@ function acceptQ(ranges: [string, number][], type: string): [number, number] | u
  * interface's), then AVIF over WebP. No Accept, or one naming no image type: JPEG. A q of 0
  * refuses (docs/decisions.md, "Thumbnail formats negotiated at the redirect").
  */
-export function preferredFormat(accept: string | undefined, offered: readonly ('webp' | 'avif')[]): 'jpeg' | 'webp' | 'avif' {
+function preferredFormat(accept: string | undefined, offered: readonly ('webp' | 'avif')[]): 'jpeg' | 'webp' | 'avif' {
   if (accept === undefined || offered.length === 0) return 'jpeg';
   const ranges: [string, number][] = [];
   for (const part of accept.split(',', 64)) {

@@ -1,5 +1,5 @@
 /** The route label of anything that matches no known route. */
-export const OTHER_ROUTE = 'other';
+const OTHER_ROUTE = 'other';
 
 /** Every route label of the cover art listener: a bounded set, never the raw URL. */
 export const COVER_ART_ROUTES = [

@@ -23,7 +23,7 @@ import type { ObjectStore } from '../storage/index.js';
 import type { CoverArtDeps } from './deps.js';
 import { imageKey, THUMBNAIL_SIZES, type ThumbnailSize } from './keys.js';
 
-export const STAGING_PREFIX = 'uploads/';
+const STAGING_PREFIX = 'uploads/';
 const LEASE = 'lease.json';
 /** How often a running upload renews its heartbeat. */
 const HEARTBEAT_MS = 5_000;
@@ -173,7 +173,7 @@ export interface SweepResult {
  * dead processes), and finishes the uploads that were committed. Uploads whose lease is
  * live are left alone.
  */
-export async function sweepUploads(deps: CoverArtDeps): Promise<SweepResult> {
+async function sweepUploads(deps: CoverArtDeps): Promise<SweepResult> {
   const { store, db } = deps;
   const now = deps.clock.now();
   const result: SweepResult = { removed: 0, finished: 0 };

@@ -365,7 +365,7 @@ export class Upstream {
 const XML_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
 
 /** `_files.xml`'s md5 by file name (archive.org's layout; files without an md5 are left out). */
-export function parseFilesXml(text: string): Map<string, string> {
+function parseFilesXml(text: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const m of text.matchAll(/<file\s[^>]*?\bname="([^"]*)"[^>]*>([\s\S]*?)<\/file>/g)) {
     const md5 = /<md5>\s*([0-9a-fA-F]{32})\s*<\/md5>/.exec(m[2] as string)?.[1];

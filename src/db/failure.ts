@@ -15,7 +15,7 @@ const LOGIN_REFUSED = new Set(['28P01', '28000']);
 const NO_SUCH_DATABASE = '3D000';
 
 /** A postgres:// URL without its password, for messages. */
-export function redactedUrl(url: string): string {
+function redactedUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password !== '') u.password = '***';

@@ -25,7 +25,7 @@ export type ErrorAnswer = (err: NodeJS.ErrnoException) => string;
  * as the fast lane answers them (docs/decisions.md, "The fast lane: plain requests answered before
  * node:http", its paragraph on a malformed request after pipelined ones); the ones after it are not read.
  */
-export function clientErrorHandler(answer: ErrorAnswer): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+function clientErrorHandler(answer: ErrorAnswer): (err: NodeJS.ErrnoException, socket: Duplex) => void {
   return function answerClientError(err, socket) {
     if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return;
     // A TLS handshake that failed or timed out (the HTTPS server passes those on as client

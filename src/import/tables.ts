@@ -182,7 +182,7 @@ export const DUMP_TABLES: readonly DumpTable[] = [
 export const DUMP_META_FILES = ['TIMESTAMP', 'REPLICATION_SEQUENCE', 'SCHEMA_SEQUENCE'] as const;
 
 /** The SQL type of a column in a staging table (PostgreSQL; SQLite takes them as affinities). */
-export function sqlType(type: ColumnType): string {
+function sqlType(type: ColumnType): string {
   switch (type) {
     case 'int':
       return 'integer';

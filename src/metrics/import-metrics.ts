@@ -2,7 +2,7 @@ import type { Db } from '../db/schema.js';
 import { formatLabels, type Exposition } from './exposition.js';
 
 /** Outcomes of a finished run of `sleeve import musicbrainz` (import_run.status). */
-export const IMPORT_RESULTS = ['succeeded', 'failed', 'interrupted'] as const;
+const IMPORT_RESULTS = ['succeeded', 'failed', 'interrupted'] as const;
 
 /** What the metrics report of `sleeve import musicbrainz` runs (made by CLI processes, read from import_run). */
 export interface ImportSummary {

@@ -38,7 +38,7 @@ export interface CurationFields {
 }
 
 /** The object a curation audit line logs: the event and the fields that are set (texts bounded). */
-export function curationRecord(event: CurationEvent, fields: CurationFields): Record<string, string | number> {
+function curationRecord(event: CurationEvent, fields: CurationFields): Record<string, string | number> {
   const out: Record<string, string | number> = { audit: event };
   for (const [key, value] of Object.entries(fields)) {
     if (value === undefined) continue;

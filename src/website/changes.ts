@@ -44,7 +44,7 @@ export function listingTag(listing: Listing): string {
 }
 
 /** Whether an If-Match header (RFC 9110 §13.1.1, strong comparison) lets a change of this listing go ahead. */
-export function ifMatchHolds(header: string | undefined, listing: Listing): boolean {
+function ifMatchHolds(header: string | undefined, listing: Listing): boolean {
   if (header === undefined) return true;
   const trimmed = header.trim();
   if (trimmed === '*') return true;
@@ -52,7 +52,7 @@ export function ifMatchHolds(header: string | undefined, listing: Listing): bool
   return trimmed.split(',').some((t) => t.trim() === tag);
 }
 
-export const STALE = 'The listing changed since you read it (If-Match does not match its ETag); read it again and retry';
+const STALE = 'The listing changed since you read it (If-Match does not match its ETag); read it again and retry';
 
 /** Changes to one release take turns (a bounded map: one entry per release being changed). */
 const turns = new Map<string, Promise<unknown>>();

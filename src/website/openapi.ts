@@ -457,7 +457,7 @@ const SCHEMAS = {
 };
 
 /** The document, for the website's origin and the cover art listener's. */
-export function openApiDocument(websiteUrl: string, coverArtUrl: string): Record<string, unknown> {
+function openApiDocument(websiteUrl: string, coverArtUrl: string): Record<string, unknown> {
   const coverArt = [{ url: coverArtUrl, description: 'The cover art API (the cover art listener)' }];
   return {
     openapi: '3.1.0',

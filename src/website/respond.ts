@@ -35,7 +35,7 @@ export function originsOf(urls: string[]): string[] {
 const HTML = 'text/html; charset=utf-8';
 
 /** The headers every website page carries (besides the listener's own), with its CSP. */
-export function pageHeaders(csp: string): Record<string, string> {
+function pageHeaders(csp: string): Record<string, string> {
   return { 'content-security-policy': csp, 'x-frame-options': 'DENY', 'cache-control': 'no-store' };
 }
 

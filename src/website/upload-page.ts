@@ -23,7 +23,7 @@ import { UPLOAD_STYLE, uploadBody, type UploadView } from './views/upload.js';
  */
 
 /** Images one form sends at most (the page sends one; a hand-made form may send more, one change). */
-export const PAGE_FILES = 4;
+const PAGE_FILES = 4;
 /** Ids the …/done step names at most. */
 const DONE_MAX = 100;
 const SCRIPT_PATH = '/static/add-cover-art.js';

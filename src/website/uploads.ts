@@ -14,11 +14,11 @@ export interface Uploads {
  * Uploads in progress at once in one process, bodies being read included; more are answered
  * 503 with Retry-After (docs/api.md, "The write API for tools").
  */
-export const UPLOADS_AT_ONCE = 16;
+const UPLOADS_AT_ONCE = 16;
 /** Uploads of one account in progress at once, from the write API and the upload page together; more are answered 429 with Retry-After. */
 export const UPLOADS_PER_USER = 2;
 /** Uploads decoded and stored at a time (each holds its file and its decoded pixels in memory). */
-export const UPLOADS_WORKING = 2;
+const UPLOADS_WORKING = 2;
 /** What a refused upload is told to wait, in seconds (Retry-After). */
 export const UPLOAD_RETRY_AFTER = '2';
 

@@ -223,7 +223,7 @@ ${algOption('ES256', 'ES256 (as today\'s MetaBrainz signs)')}
  * "Are you sure…?" before a destructive action: GET shows this page, its form POSTs to the
  * same URL with the CSRF token, and only that POST acts (then redirects).
  */
-export function confirmPage(opts: { viewer: Viewer; title: string; question: SafeHtml; details?: SafeHtml; action: string; confirmLabel: string; error?: string | undefined }): string {
+function confirmPage(opts: { viewer: Viewer; title: string; question: SafeHtml; details?: SafeHtml; action: string; confirmLabel: string; error?: string | undefined }): string {
   const body = html`${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 <p>${opts.question}</p>
 ${opts.details ?? ''}

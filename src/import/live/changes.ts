@@ -61,13 +61,13 @@ export async function readSnapshot(q: LiveQuery): Promise<SnapshotMark> {
 }
 
 /** Transaction ids a 32-bit xmin can be compared across: beyond this, the table is read whole again. */
-export const MAX_WINDOW = 2n ** 31n - 1_000_000n;
+const MAX_WINDOW = 2n ** 31n - 1_000_000n;
 
 /**
  * A SQL condition on `alias`'s xmin: written by a transaction from `from` (64-bit) up to the
  * snapshot's xmax. xmin is 32 bits and wraps, so the condition compares in 32-bit space.
  */
-export function xminSince(alias: string, from: string, snap: SnapshotMark): string | undefined {
+function xminSince(alias: string, from: string, snap: SnapshotMark): string | undefined {
   const lo = BigInt(from);
   const hi = BigInt(snap.xmax);
   if (hi - lo > MAX_WINDOW || hi < lo) return undefined;

@@ -94,7 +94,7 @@ export interface ArtArchive {
   types: string;
 }
 
-export const COVER_ART: ArtArchive = { schema: 'cover_art_archive', images: 'cover_art', entity: 'release', types: 'cover_art_type' };
+const COVER_ART: ArtArchive = { schema: 'cover_art_archive', images: 'cover_art', entity: 'release', types: 'cover_art_type' };
 
 /** A suffix or mime type fit for a file name and a header (import/copy-text.ts has the same checks). */
 const SUFFIX_RE = /^[a-z0-9]{1,10}$/;

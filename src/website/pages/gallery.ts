@@ -11,7 +11,7 @@ import type { Site } from '../site.js';
 import { groupGallery, releaseGallery, releaseLabel, type GalleryImage } from '../views/gallery.js';
 
 /** The release's images as the gallery shows them (dimensions read once per image, then kept). */
-export async function galleryImages(site: Site, releaseId: number, gid: string): Promise<GalleryImage[]> {
+async function galleryImages(site: Site, releaseId: number, gid: string): Promise<GalleryImage[]> {
   const rows = await listImages(site.deps.coverArt.db, releaseId);
   const out: GalleryImage[] = [];
   for (const { row, entry } of entries(site.urls, gid, rows, coversNeedApproval(site.deps.coverArt.approval))) {

@@ -7,7 +7,7 @@ import type { Site } from '../site.js';
 import { accountPart, recentAdditions, searchForm } from '../views/home.js';
 
 /** How many recent additions the home page shows. */
-export const RECENT_COUNT = 12;
+const RECENT_COUNT = 12;
 
 const UUID_IN_TEXT = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
 

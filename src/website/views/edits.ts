@@ -19,7 +19,7 @@ const STATUSES: Record<EditStatus, string> = {
 };
 
 /** A time for people, in UTC: "2026-11-24 18:30 UTC". */
-export function when(ms: number): string {
+function when(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 

@@ -24,14 +24,14 @@ export interface UploadView {
 }
 
 /** A size for people: "812 kB", "4.2 MB" (decimal units, as browsers show downloads). */
-export function bytesText(n: number): string {
+function bytesText(n: number): string {
   if (n < 1000) return `${n} bytes`;
   if (n < 1_000_000) return `${Math.round(n / 1000)} kB`;
   return `${(n / 1_000_000).toFixed(1).replace(/\.0$/, '')} MB`;
 }
 
 /** The types of one image: a closed disclosure whose summary says what is chosen, opening on a grid of checkboxes. */
-export function typesControl(name: string, idPrefix: string, types: string[], checked: Set<string>): SafeHtml {
+function typesControl(name: string, idPrefix: string, types: string[], checked: Set<string>): SafeHtml {
   const chosen = types.filter((t) => checked.has(t));
   return html`<details class="types">
 <summary>Types: <span class="chosen">${chosen.length > 0 ? chosen.join(', ') : 'none chosen'}</span></summary>

@@ -13,7 +13,7 @@ import type { PageContext } from '../pages/shared.js';
  */
 
 /** Logs a refused proof (`dpop.replayed` for a jti seen before; reason `store_full` when there was no room to remember it) and passes the error on. */
-export function auditRefusal(ctx: PageContext, req: RequestView, err: unknown, clientId: string | undefined, via: string): void {
+function auditRefusal(ctx: PageContext, req: RequestView, err: unknown, clientId: string | undefined, via: string): void {
   if (err instanceof ReplayStoreFull) audit(req.log, 'dpop.rejected', { clientId, address: ctx.clientAddress(req), reason: 'store_full', via });
   if (!(err instanceof DpopRefused)) return;
   audit(req.log, err.reason === 'replayed' ? 'dpop.replayed' : 'dpop.rejected', { clientId, address: ctx.clientAddress(req), reason: err.reason, via });

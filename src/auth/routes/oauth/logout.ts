@@ -31,7 +31,7 @@ interface LogoutRequest {
  * loopback port freedom, not out-of-band): those are its logout URIs too (docs/decisions.md,
  * "Sign-out (RP-Initiated Logout)"). The column holds one or more, one per line.
  */
-export function logoutUriRegistered(app: Pick<Application, 'redirect_uri'>, uri: string): boolean {
+function logoutUriRegistered(app: Pick<Application, 'redirect_uri'>, uri: string): boolean {
   if (uri === OOB_URI || redirectUriProblem(uri) !== undefined) return false;
   return (app.redirect_uri ?? '').split('\n').includes(uri);
 }
