@@ -70,7 +70,7 @@ function describe(s: MirrorSummary): string {
     .filter(([, count]) => count > 0)
     .map(([reason, count]) => `${n(count)} ${reason}`);
   const lines = [
-    `mirrored ${n(s.releases)} releases (${n(s.files)} files) in ${s.seconds.toFixed(1)} s: ${n(s.fetched)} fetched (${megabytes(s.bytes)}), ${n(s.skipped)} already in the store, ${n(s.failed_total)} failed${reasons.length > 0 ? ` (${reasons.join(', ')})` : ''}`,
+    `mirrored ${n(s.releases)} releases${s.events === undefined ? '' : ` and ${n(s.events)} events`} (${n(s.files)} files) in ${s.seconds.toFixed(1)} s: ${n(s.fetched)} fetched (${megabytes(s.bytes)}), ${n(s.skipped)} already in the store, ${n(s.failed_total)} failed${reasons.length > 0 ? ` (${reasons.join(', ')})` : ''}`,
   ];
   if (s.unverified > 0) lines.push(`  ${n(s.unverified)} fetched files had no md5 in the upstream's _files.xml (checked by decoding only)`);
   for (const f of s.failures) lines.push(`  ${f.reason}: ${f.key}: ${f.message}`);

@@ -6,6 +6,7 @@
  * row (db/migrations/20261206T0200_image_measures.ts); index.json is then rewritten.
  */
 import type { IndexDeps } from './deps.js';
+import { writeEventIndex } from './events.js';
 import { writeIndex } from './indexer.js';
 import { readImageHeader } from './image-header.js';
 import { originalKey, parseImageKey, THUMBNAIL_SIZES, thumbnailKey } from './keys.js';
@@ -132,14 +133,27 @@ function sameMeasures(row: ImageRow, m: ImageMeasures): boolean {
 export async function recordStoredFile(deps: IndexDeps, key: string): Promise<string | undefined> {
   const parsed = parseImageKey(key);
   if (parsed === undefined) return undefined;
-  const row = await deps.db
+  const release = await deps.db
     .selectFrom('cover_art as ca')
     .innerJoin('release as r', 'r.id', 'ca.release')
-    .select(['ca.release', 'ca.mime_type'])
+    .select(['ca.release as owner', 'ca.mime_type'])
     .where('ca.id', '=', parsed.id)
     .where('r.gid', '=', parsed.mbid)
     .executeTakeFirst();
+  // Else an event's image: measured into event_art, its index.json rewritten (cover-art/events.ts).
+  const event =
+    release !== undefined
+      ? undefined
+      : await deps.db
+          .selectFrom('event_art as ea')
+          .innerJoin('event as e', 'e.id', 'ea.event')
+          .select(['ea.event as owner', 'ea.mime_type'])
+          .where('ea.id', '=', parsed.id)
+          .where('e.gid', '=', parsed.mbid)
+          .executeTakeFirst();
+  const row = release ?? event;
   if (row === undefined) return undefined;
+  const table = event === undefined ? 'cover_art' : 'event_art';
   const read = await deps.store.read(key, parsed.size === undefined ? MAX_ORIGINAL_BYTES : MAX_THUMBNAIL_BYTES);
   if (read?.bytes === undefined) return undefined;
   const bytes = read.bytes;
@@ -155,12 +169,13 @@ export async function recordStoredFile(deps: IndexDeps, key: string): Promise<st
   }
   await deps.db.transaction().execute(async (trx) => {
     // A write first: the row's lock (PostgreSQL) or the write lock (SQLite) before the read.
-    await trx.updateTable('cover_art').set((eb) => ({ thumbnail_dimensions: eb.ref('thumbnail_dimensions') })).where('id', '=', parsed.id).execute();
-    const current = await trx.selectFrom('cover_art').select('thumbnail_dimensions').where('id', '=', parsed.id).executeTakeFirst();
+    await trx.updateTable(table).set((eb) => ({ thumbnail_dimensions: eb.ref('thumbnail_dimensions') })).where('id', '=', parsed.id).execute();
+    const current = await trx.selectFrom(table).select('thumbnail_dimensions').where('id', '=', parsed.id).executeTakeFirst();
     if (current === undefined) return;
-    await trx.updateTable('cover_art').set(change(current)).where('id', '=', parsed.id).execute();
+    await trx.updateTable(table).set(change(current)).where('id', '=', parsed.id).execute();
   });
-  await writeIndex(deps, row.release);
+  if (event === undefined) await writeIndex(deps, row.owner);
+  else await writeEventIndex(deps, row.owner);
   // After the new index.json is in the store, so no process keeps the old one again; no catalogue
   // change: other releases' cached answers stay (anonymous requests cause these).
   await recordListingRefresh(deps.db, parsed.mbid);
