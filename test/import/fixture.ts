@@ -144,7 +144,7 @@ export function fixtureTables(): Record<string, Value[][]> {
 export const E = {
   /** Three images: untyped, the Poster (a PNG), a second Poster whose add-edit is open. */
   one: 'e1e1e1e1-2222-4333-8444-000000000001',
-  /** One Poster. */
+  /** A PDF typed Poster first (never the front, as the index_listing view says), then a JPEG Poster. */
   two: 'e1e1e1e1-2222-4333-8444-000000000002',
   /** No images. */
   three: 'e1e1e1e1-2222-4333-8444-000000000003',
@@ -152,7 +152,7 @@ export const E = {
   oldOne: 'e1e1e1e1-2222-4333-8444-0000000000f1',
 };
 
-export const EVENT_IMAGES = { e1Stage: 8001, e1Poster: 8002, e1Pending: 8003, e2Poster: 8101 };
+export const EVENT_IMAGES = { e1Stage: 8001, e1Poster: 8002, e1Pending: 8003, e2Pdf: 8100, e2Poster: 8101 };
 
 function event(id: number, gid: string, name: Value): Value[] {
   // id, gid, name, begin y/m/d, end y/m/d, time, type, cancelled, setlist, comment, edits_pending, last_updated, ended
@@ -168,11 +168,13 @@ export function eventTables(): Record<string, Value[][]> {
       art(EVENT_IMAGES.e1Stage, 1, 'the stage', 601, 1, 'image/jpeg'),
       art(EVENT_IMAGES.e1Poster, 1, '', 602, 2, 'image/png'),
       art(EVENT_IMAGES.e1Pending, 1, 'pending', 603, 3, 'image/jpeg'),
-      art(EVENT_IMAGES.e2Poster, 2, '', 604, 1, 'image/jpeg'),
+      art(EVENT_IMAGES.e2Pdf, 2, 'programme', 606, 1, 'application/pdf'),
+      art(EVENT_IMAGES.e2Poster, 2, '', 604, 2, 'image/jpeg'),
     ],
     'event_art_archive.event_art_type': [
       [EVENT_IMAGES.e1Poster, 1],
       [EVENT_IMAGES.e1Pending, 1],
+      [EVENT_IMAGES.e2Pdf, 1],
       [EVENT_IMAGES.e2Poster, 1],
     ],
     edit: [
@@ -180,6 +182,7 @@ export function eventTables(): Record<string, Value[][]> {
       [602, 7, 158, 2, 1, TS, TS, TS, null, 1],
       [603, 7, 158, 1, 0, TS, null, TS, null, 1],
       [604, 7, 158, 2, 0, TS, TS, TS, null, 1],
+      [606, 7, 158, 2, 0, TS, TS, TS, null, 1],
     ],
   };
 }

@@ -59,9 +59,9 @@ describe(`sleeve import musicbrainz: the Event Art Archive's tables (${DIALECT})
     assert.deepEqual(files.slice(-6), [...EVENT_FILES, 'edit']);
     // The event images' add-edits are kept with the cover art's.
     const edit = summary.files.find((f: any) => f.file === 'edit');
-    assert.deepEqual([edit.rows, edit.staged], [12, 11]);
+    assert.deepEqual([edit.rows, edit.staged], [13, 12]);
     const a = summary.applied;
-    assert.deepEqual([a.event.added, a.event_art.added, a.event_art_type.added, a.event_gid_redirect.added, a.event_art_kind.changed], [3, 4, 3, 1, 1]);
+    assert.deepEqual([a.event.added, a.event_art.added, a.event_art_type.added, a.event_gid_redirect.added, a.event_art_kind.changed], [3, 5, 4, 1, 1]);
     assert.deepEqual(a.omitted, {});
     // The releases as without the event tables.
     assert.deepEqual([a.release.added, a.cover_art.added], [7, 9]);
@@ -77,7 +77,8 @@ describe(`sleeve import musicbrainz: the Event Art Archive's tables (${DIALECT})
       [EVENT_IMAGES.e1Stage, E.one, 1, 1, 'the stage', 'image/jpeg', 1],
       [EVENT_IMAGES.e1Poster, E.one, 2, 1, '', 'image/png', 1],
       [EVENT_IMAGES.e1Pending, E.one, 3, 0, 'pending', 'image/jpeg', 1],
-      [EVENT_IMAGES.e2Poster, E.two, 1, 1, '', 'image/jpeg', 1],
+      [EVENT_IMAGES.e2Pdf, E.two, 1, 1, 'programme', 'application/pdf', 1],
+      [EVENT_IMAGES.e2Poster, E.two, 2, 1, '', 'image/jpeg', 1],
     ]);
     const [kind] = await query(t, 'SELECT name, gid FROM event_art_kind WHERE id = 1');
     assert.deepEqual([kind?.name, kind?.gid], ['Poster', '1e6f9a0b-6a2d-3f5e-9d6c-0b1a2c3d4e5f']);
@@ -88,7 +89,9 @@ describe(`sleeve import musicbrainz: the Event Art Archive's tables (${DIALECT})
     assert.equal((await get(`/event/${E.one}/front`)).location, file(E.one, `${EVENT_IMAGES.e1Poster}.png`));
     assert.equal((await get(`/event/${E.one}/front-250`)).location, file(E.one, `${EVENT_IMAGES.e1Poster}_thumb250.jpg`));
     assert.equal((await get(`/event/${E.one}/${EVENT_IMAGES.e1Stage}-1200`)).location, file(E.one, `${EVENT_IMAGES.e1Stage}_thumb1200.jpg`));
+    // The PDF Poster comes first, but a PDF is never an event's front.
     assert.equal((await get(`/event/${E.two}/front`)).location, file(E.two, `${EVENT_IMAGES.e2Poster}.jpg`));
+    assert.equal((await get(`/event/${E.two}/${EVENT_IMAGES.e2Pdf}`)).location, file(E.two, `${EVENT_IMAGES.e2Pdf}.pdf`));
     assert.equal((await get(`/event/${E.oldOne}/front`)).location, file(E.one, `${EVENT_IMAGES.e1Poster}.png`));
     assert.equal((await get(`/event/${E.oldOne}/`)).location, `${ARCHIVE}/mbid-${E.one}/index.json`);
     const none = await get(`/event/${E.three}/`);
@@ -110,6 +113,14 @@ describe(`sleeve import musicbrainz: the Event Art Archive's tables (${DIALECT})
         [String(EVENT_IMAGES.e1Stage), false, true, [], 601, true],
         [String(EVENT_IMAGES.e1Poster), true, true, ['Poster'], 602, true],
         [String(EVENT_IMAGES.e1Pending), false, false, ['Poster'], 603, true],
+      ],
+    );
+    assert.equal((await get(`/event/${E.two}/`)).status, 307);
+    assert.deepEqual(
+      (await readIndex(t, E.two)).images.map((i: any) => [i.id, i.front]),
+      [
+        [String(EVENT_IMAGES.e2Pdf), false],
+        [String(EVENT_IMAGES.e2Poster), true],
       ],
     );
   });
@@ -141,6 +152,7 @@ describe(`sleeve import musicbrainz: the Event Art Archive's tables (${DIALECT})
         art.push([8201, 4, '', 605, 1, '2013-01-01 00:00:00+00', 0, 'image/gif', null, null, null, null]);
         tables['event_art_archive.event_art_type'] = [
           [EVENT_IMAGES.e1Stage, 1],
+          [EVENT_IMAGES.e2Pdf, 1],
           [EVENT_IMAGES.e2Poster, 1],
           [8201, 1],
         ];
@@ -166,8 +178,9 @@ describe(`sleeve import musicbrainz: the Event Art Archive's tables (${DIALECT})
     assert.deepEqual(
       art.filter((row) => row[1] === E.two).map((row) => [row[0], row[2], row[6]]),
       [
-        [EVENT_IMAGES.e2Poster, 1, 1],
-        [Number(local.id), 2, 0],
+        [EVENT_IMAGES.e2Pdf, 1, 1],
+        [EVENT_IMAGES.e2Poster, 2, 1],
+        [Number(local.id), 3, 0],
       ],
     );
     assert.deepEqual(await get(`/event/${E.one}/front`).then((x) => x.location), file(E.one, `${EVENT_IMAGES.e1Stage}.jpg`));
