@@ -25,7 +25,7 @@ import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
 import { editEventArt, removeEventArt, reorderEventArt } from '../cover-art/event-changes.js';
-import { addEvent, addEventArt, isEvent } from '../cover-art/events.js';
+import { addEvent, addEventArt, isEvent, requireEvent, writeEventIndex } from '../cover-art/events.js';
 import type { Queryable } from '../cover-art/repo.js';
 import { readCatalogueMark } from '../cluster/mark.js';
 import { afterChange, openExisting, type Command, type CommandContext } from './command.js';
@@ -424,11 +424,21 @@ const artReindex: Command = {
         const mbid = parseMbid(ctx.args[0]);
         if (mbid === undefined) throw invalidInput(`release ${JSON.stringify(ctx.args[0])} is not a valid MBID`);
         const release = await findRelease(rt.database.db, mbid);
+        if (release === undefined && (await isEvent(rt.database.db, mbid))) {
+          // An event's listing, rewritten from the database (no orphan sweep: that is the releases' pass).
+          const event = await requireEvent(rt.database.db, mbid);
+          await writeEventIndex(rt.coverArt, event.id);
+          return { event: event.gid };
+        }
         if (release === undefined) throw notFound(`no release ${mbid}`);
         ids = [release.id];
       }
       return reindex({ ...rt.coverArt, now: rt.coverArt.clock.now() }, ids);
     }, { rewritesFiles: true });
+    if ('event' in result) {
+      ctx.out(`rewrote index.json of event ${result.event}`, result);
+      return 0;
+    }
     ctx.out(`rewrote index.json of ${result.releases} release(s); removed ${result.orphansRemoved} orphaned file(s)`, result);
     return 0;
   },

@@ -29,7 +29,7 @@ export const USAGE = `usage: sleeve [--config FILE] [--data-dir DIR] [--json] CO
   art reindex [RELEASE_MBID]            rewrite index.json from the database
   art measure [RELEASE_MBID...]         fill the listings' width, height, size, mime_type and thumbnail_dimensions from the stored files
   art list RELEASE_MBID                 the images of a release, in order, its revision and pending edits
-                                        art edit, remove, reorder and list also take an event's MBID
+                                        art edit, remove, reorder, list, reindex and measure also take an event's MBID
   edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]
                                         the cover art edits, newest first
   edit show ID                          one edit: who, when, what, before and after

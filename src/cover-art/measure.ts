@@ -6,6 +6,7 @@
  * row (db/migrations/20261206T0200_image_measures.ts); index.json is then rewritten.
  */
 import type { IndexDeps } from './deps.js';
+import { listEventImages } from './event-repo.js';
 import { writeEventIndex } from './events.js';
 import { writeIndex } from './indexer.js';
 import { readImageHeader } from './image-header.js';
@@ -88,9 +89,11 @@ export interface ReleaseMeasured {
  * index.json when anything did. An image whose original is not stored keeps its fields unknown;
  * one whose file cannot be read as its row says is reported and left as it was.
  */
-export async function measureRelease(deps: IndexDeps, release: { id: number; gid: string }, options: { onlyUnmeasured?: boolean } = {}): Promise<ReleaseMeasured> {
+export async function measureRelease(deps: IndexDeps, release: { id: number; gid: string }, options: { onlyUnmeasured?: boolean; event?: boolean } = {}): Promise<ReleaseMeasured> {
+  // An event's images (options.event): the same files, in event_art, its own listing (cover-art/events.ts).
+  const listed = options.event === true ? await listEventImages(deps.db, release.id) : await listImages(deps.db, release.id);
   // onlyUnmeasured (after a bulk mirror): images already measured with thumbnails are not read again.
-  const images = (await listImages(deps.db, release.id)).filter((i) => !options.onlyUnmeasured || i.stored_size == null || i.thumbnail_dimensions == null);
+  const images = listed.filter((i) => !options.onlyUnmeasured || i.stored_size == null || i.thumbnail_dimensions == null);
   const out: ReleaseMeasured = { release: release.gid, images: images.length, measured: 0, missing: 0, changed: false, errors: [] };
   for (const image of images) {
     let measures: ImageMeasures | undefined;
@@ -106,10 +109,14 @@ export async function measureRelease(deps: IndexDeps, release: { id: number; gid
     }
     out.measured++;
     if (sameMeasures(image, measures)) continue;
-    await deps.db.updateTable('cover_art').set(measures).where('id', '=', image.id).execute();
+    await deps.db
+      .updateTable(options.event === true ? 'event_art' : 'cover_art')
+      .set(measures)
+      .where('id', '=', image.id)
+      .execute();
     out.changed = true;
   }
-  if (out.changed) await writeIndex(deps, release.id);
+  if (out.changed) await (options.event === true ? writeEventIndex(deps, release.id) : writeIndex(deps, release.id));
   return out;
 }
 
@@ -208,4 +215,28 @@ export async function measureUnmeasured(deps: IndexDeps, releases: string[] | 'a
   const rows = await q.orderBy('id').execute();
   for (const release of rows) failed += (await measureRelease(deps, release, { onlyUnmeasured: true })).errors.length;
   return { releases: rows.length, failed };
+}
+
+/** measureUnmeasured for events (after a bulk mirror): these events, or every event with such images. */
+export async function measureUnmeasuredEvents(deps: IndexDeps, events: string[] | 'all'): Promise<{ events: number; failed: number }> {
+  let q = deps.db
+    .selectFrom('event')
+    .select(['id', 'gid'])
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('event_art')
+          .select('id')
+          .whereRef('event_art.event', '=', 'event.id')
+          .where((w) => w.or([w('stored_size', 'is', null), w('thumbnail_dimensions', 'is', null)])),
+      ),
+    );
+  if (events !== 'all') {
+    if (events.length === 0) return { events: 0, failed: 0 };
+    q = q.where('gid', 'in', events);
+  }
+  let failed = 0;
+  const rows = await q.orderBy('id').execute();
+  for (const event of rows) failed += (await measureRelease(deps, event, { onlyUnmeasured: true, event: true })).errors.length;
+  return { events: rows.length, failed };
 }

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
@@ -165,6 +165,27 @@ describe(`events: pull-through and sleeve mirror images (${DIALECT})`, () => {
       // The release has no images: only the two events.
       assert.deepEqual([s.releases, s.events, s.files, s.fetched, s.skipped, s.failed_total], [0, 2, 12, 4, 8, 0]);
       for (const size of SIZES) assert.equal((await dimensions(await readFile(path.join(t.dir, 'files', thumb(EV2, 901, size))))).width, size);
+      // Measured into the events' listings after the run, as releases' are.
+      const [row] = await query(t, 'SELECT width, height, thumbnail_dimensions FROM event_art WHERE id = 901');
+      assert.deepEqual([row?.width, row?.height], [1600, 900]);
+      assert.deepEqual(Object.keys(JSON.parse(String(row?.thumbnail_dimensions))).sort(), ['1200', '250', '500']);
+    });
+
+    it('art measure and art reindex take an event’s MBID', async () => {
+      const measured = await runCli(t.env, ['art', 'measure', EV1]);
+      assert.equal(measured.code, 0, measured.stderr);
+      assert.equal(measured.stdout, `event ${EV1}: measured 2 of 2 image(s); index.json unchanged\n`);
+      const index = path.join(t.dir, 'files', `mbid-${EV1}`, 'index.json');
+      await rm(index, { force: true });
+      assert.deepEqual(await cliOk(t.env, ['--json', 'art', 'reindex', EV1]), { event: EV1 });
+      const listing = JSON.parse(await readFile(index, 'utf8'));
+      assert.deepEqual(
+        listing.images.map((i: { id: string; width: number; front: boolean }) => [i.id, i.width, i.front]),
+        [
+          ['801', 400, true],
+          ['802', 300, false],
+        ],
+      );
     });
   });
 });
