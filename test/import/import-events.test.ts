@@ -9,9 +9,10 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateDump } from '../../datagen/mbdump.js';
-import { cliOk, DIALECT, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { loadConfig } from '../../src/config/load.js';
+import { cliOk, DIALECT, makeTestEnv, pollUntil, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
-import { fetchState, readIndex, writeInput } from '../cover-art/cli-support.js';
+import { fetchState, readIndex, spawnCli, writeInput } from '../cover-art/cli-support.js';
 import { E, EVENT_IMAGES, IMAGES, R, writeFixture } from './fixture.js';
 import { dumpLines, query } from './support.js';
 
@@ -250,3 +251,73 @@ describe(`sleeve import musicbrainz: event tables incomplete or generated (${DIA
     assert.ok(Number(counter?.value) >= Number(top?.m));
   });
 });
+
+describe(`sleeve import musicbrainz: an interrupted import with events resumes (${DIALECT})`, () => {
+  const envs: TestEnv[] = [];
+  const CHUNK = ['--batch-rows', '200'];
+
+  after(async () => {
+    for (const t of envs) await t.cleanup();
+  });
+
+  async function eventState(t: TestEnv): Promise<string[][]> {
+    const out: string[][] = [];
+    for (const sql of [
+      'SELECT id, gid, name, imported FROM event ORDER BY id',
+      'SELECT gid, new_id FROM event_gid_redirect ORDER BY gid',
+      'SELECT id, event, comment, edit, ordering, approved, mime_type, date_uploaded, filesize, imported FROM event_art ORDER BY id',
+      'SELECT id, type_id FROM event_art_type ORDER BY id, type_id',
+    ]) {
+      out.push((await query(t, sql)).map((r) => JSON.stringify(Object.values(r).map((v) => (typeof v === 'bigint' ? Number(v) : v)))));
+    }
+    return out;
+  }
+
+  it('killed while staging event_art, it resumes and ends as an uninterrupted import', async () => {
+    const reference = await makeTestEnv();
+    envs.push(reference);
+    const dump = await generateDump(path.join(reference.dir, 'gen'), { releases: 100, images: 150, events: 20_000, edits: true });
+    await cliOk(reference.env, ['import', 'musicbrainz', dump.dir, ...CHUNK]);
+    const expected = await eventState(reference);
+    assert.equal(expected[0]?.length, dump.rows.event);
+
+    const t = await makeTestEnv();
+    envs.push(t);
+    const first = spawnCli(t.env, ['import', 'musicbrainz', dump.dir, ...CHUNK]);
+    // Once a chunk of the event images is committed, kill it without warning.
+    const { value } = await pollUntil(() => stagedLines(t, 'event_art'), (lines) => lines > 0, 60_000, 5);
+    assert.ok(value > 0);
+    first.child.kill('SIGKILL');
+    assert.equal((await first.done).signal, 'SIGKILL');
+    assert.deepEqual(await query(t, 'SELECT id FROM event'), [], 'nothing applied');
+
+    const second = await cliOk(t.env, ['--json', 'import', 'musicbrainz', dump.dir, ...CHUNK]);
+    assert.equal(second.resumed, true);
+    const art = second.files.find((f: any) => f.file === 'event_art_archive.event_art');
+    assert.ok(art.already_staged === true || art.resumed_from_line > 1, JSON.stringify(art));
+    assert.ok(second.rows_read < dump.total, `${second.rows_read} of ${dump.total}`);
+    assert.deepEqual(await eventState(t), expected);
+  });
+});
+
+/** Lines of a file committed to staging so far (0 before its staging starts). */
+async function stagedLines(t: TestEnv, file: string): Promise<number> {
+  try {
+    const cfg = loadConfig(t.env).database;
+    if (cfg.kind === 'sqlite') {
+      const { default: Sqlite } = await import('better-sqlite3');
+      const db = new Sqlite(`${cfg.file}.import-staging`, { fileMustExist: true, readonly: true });
+      try {
+        db.pragma('busy_timeout = 1000');
+        const row = db.prepare('SELECT lines_done FROM progress WHERE file = ?').get(file) as { lines_done: number } | undefined;
+        return row?.lines_done ?? 0;
+      } finally {
+        db.close();
+      }
+    }
+    const rows = await query(t, 'SELECT lines_done FROM import_mb_progress WHERE file = ?', [file]);
+    return Number(rows[0]?.lines_done ?? 0);
+  } catch {
+    return 0; // staging not made yet
+  }
+}
