@@ -38,6 +38,15 @@ export const COLUMNS: Record<string, number> = {
   edit: 10,
 };
 
+/** The Event Art Archive's files (written only when a test gives one of them: a dump may lack them). */
+export const EVENT_COLUMNS: Record<string, number> = {
+  'event_art_archive.art_type': 6,
+  event: 17,
+  event_gid_redirect: 3,
+  'event_art_archive.event_art': 12,
+  'event_art_archive.event_art_type': 2,
+};
+
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\b': '\\b', '\f': '\\f', '\v': '\\v' };
 
 /** A value as PostgreSQL's COPY TO writes it in text format. */
@@ -73,6 +82,9 @@ export const ART_TYPES: Value[][] = [
   [81, 'Panel', null, 0, null, '1e5e8b3f-8d36-4a42-9ed1-8a5f8c1b2a11'],
 ];
 
+/** The Event Art Archive's art types (`event_art_archive.art_type`): the schema seeds Poster alone. */
+export const EVENT_ART_TYPES: Value[][] = [[1, 'Poster', null, 0, null, '1e6f9a0b-6a2d-3f5e-9d6c-0b1a2c3d4e5f']];
+
 export const IMAGE_TYPES: Value[][] = [
   ['image/jpeg', 'jpg'],
   ['image/png', 'png'],
@@ -95,7 +107,8 @@ async function writeMeta(dir: string, meta: DumpMeta): Promise<void> {
 /**
  * Writes a small dump from rows given per file (values, escaped here). Files not
  * given are written empty, except art_type and image_type (the real ones) and `edit`
- * (left out unless given).
+ * (left out unless given). The Event Art Archive's files are written (event_art_archive.art_type
+ * the real one) when any of them is given, else left out.
  */
 export async function writeDump(dir: string, tables: Partial<Record<string, Value[][]>>, meta: DumpMeta = {}): Promise<string> {
   const mb = path.join(dir, 'mbdump');
@@ -112,6 +125,14 @@ export async function writeDump(dir: string, tables: Partial<Record<string, Valu
       if (row.length !== COLUMNS[file]) throw new Error(`test dump: ${file} row has ${row.length} columns, not ${COLUMNS[file]}`);
     }
     await writeFile(path.join(mb, file), (rows ?? []).map(copyLine).join(''));
+  }
+  if (Object.keys(EVENT_COLUMNS).some((file) => tables[file] !== undefined)) {
+    const events: Record<string, Value[][] | undefined> = { 'event_art_archive.art_type': EVENT_ART_TYPES, ...tables };
+    for (const [file, width] of Object.entries(EVENT_COLUMNS)) {
+      const rows = events[file] ?? [];
+      for (const row of rows) if (row.length !== width) throw new Error(`test dump: ${file} row has ${row.length} columns, not ${width}`);
+      await writeFile(path.join(mb, file), rows.map(copyLine).join(''));
+    }
   }
   await writeMeta(dir, meta);
   return dir;
@@ -138,13 +159,15 @@ export function genGid(kind: number, id: number): string {
   return `${hex(a, 8)}-${hex(b, 4)}-4${hex(b >>> 16, 3)}-${(8 + (c & 3)).toString(16)}${hex(c >>> 8, 3)}-${hex(d, 8)}${hex(c >>> 16, 4)}`;
 }
 
-export const KIND = { release: 1, group: 2, releaseRedirect: 3, groupRedirect: 4 } as const;
+export const KIND = { release: 1, group: 2, releaseRedirect: 3, groupRedirect: 4, event: 5, eventRedirect: 6 } as const;
 
 export interface GenerateOptions {
   releases: number;
   images: number;
   /** Include mbdump/edit (one add-edit per image plus unrelated edits). */
   edits?: boolean;
+  /** Include the Event Art Archive's files: this many events, about one image each (none: the files are left out). */
+  events?: number;
   /** 2: a later dump: some releases, images and redirects gone, some renamed, new ones added. */
   variant?: 1 | 2;
   seed?: number;
@@ -334,6 +357,7 @@ export async function generateDump(dir: string, opts: GenerateOptions): Promise<
   await cat.close();
   rows['cover_art_archive.cover_art'] = ca.rows;
   rows['cover_art_archive.cover_art_type'] = cat.rows;
+  if (opts.events !== undefined) await generateEvents(open, { events: opts.events, variant, firstId: id, r, ed }, rows);
   if (ed !== undefined) {
     await ed.close();
     rows.edit = ed.rows;
@@ -351,4 +375,62 @@ export async function generateDump(dir: string, opts: GenerateOptions): Promise<
   rows['cover_art_archive.release_group_cover_art'] = rgca.rows;
 
   return { dir, rows, total: Object.values(rows).reduce((a, b) => a + b, 0), groups: G };
+}
+
+/**
+ * The Event Art Archive's files: `events` events (variant 2: every 11th gone, some renamed,
+ * new ones), merged MBIDs, about one image per event (ids after the cover art's), every
+ * other one typed Poster, their add-edits in `ed` when the dump has the edit table.
+ */
+async function generateEvents(
+  open: (file: string) => Out,
+  o: { events: number; variant: number; firstId: number; r: () => number; ed: Out | undefined },
+  rows: Record<string, number>,
+): Promise<void> {
+  const { variant, r, ed } = o;
+  const N = o.events + (variant === 2 ? Math.floor(o.events / 20) : 0);
+  const gone = (i: number) => variant === 2 && i % 11 === 0;
+  const kinds = open('event_art_archive.art_type');
+  for (const row of EVENT_ART_TYPES) await kinds.row(row);
+  await kinds.close();
+  rows['event_art_archive.art_type'] = kinds.rows;
+
+  const ev = open('event');
+  for (let i = 1; i <= N; i++) {
+    if (gone(i)) continue;
+    const y = 1960 + (i % 60);
+    // id, gid, name, begin y/m/d, end y/m/d, time, type, cancelled, setlist, comment, edits_pending, last_updated, ended
+    await ev.row([i, genGid(KIND.event, i), nameOf('Event', i, variant), y, 1 + (i % 12), 1 + (i % 28), y, null, null, i % 3 === 0 ? '20:00:00' : null, 1 + (i % 4), i % 25 === 0 ? 't' : 'f', i % 5 === 0 ? '* a song\n* another' : null, '', 0, timestamp(r), 't']);
+  }
+  await ev.close();
+  rows.event = ev.rows;
+  const evr = open('event_gid_redirect');
+  for (let k = 1; k <= Math.floor(o.events / 10); k++) {
+    let target = 1 + ((k * 7919) % N);
+    while (gone(target)) target = 1 + (target % N);
+    await evr.row([genGid(KIND.eventRedirect, k), target, timestamp(r)]);
+  }
+  await evr.close();
+  rows.event_gid_redirect = evr.rows;
+
+  const ea = open('event_art_archive.event_art');
+  const eat = open('event_art_archive.event_art_type');
+  const ordering = new Uint16Array(N + 1);
+  let id = o.firstId;
+  for (let j = 1; j <= N; j++) {
+    id += 1 + Math.floor(r() * 1000);
+    const event = 1 + Math.floor(((j * 2654435761) >>> 0) % N);
+    if (gone(event) || (variant === 2 && j % 13 === 0)) continue;
+    const edit = 7_000_000 + j;
+    await ea.row([id, event, j % 6 === 0 ? 'flyer' : '', edit, ++ordering[event], timestamp(r), 0, j % 8 === 0 ? 'image/png' : 'image/jpeg', 90000 + j, 20000, 50000, null]);
+    if (j % 2 === 1) await eat.row([id, 1]);
+    if (ed !== undefined) {
+      const t = timestamp(r);
+      await ed.row([edit, 1 + (j % 9000), 158, 2, 0, t, j % 40 === 0 ? null : t, t, null, 1]);
+    }
+  }
+  await ea.close();
+  await eat.close();
+  rows['event_art_archive.event_art'] = ea.rows;
+  rows['event_art_archive.event_art_type'] = eat.rows;
 }

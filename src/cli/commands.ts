@@ -24,7 +24,9 @@ import { invalidInput, isStoreUnavailable, notFound, OperatorError } from '../sh
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
-import { addEvent, addEventArt, isEvent } from '../cover-art/events.js';
+import { editEventArt, removeEventArt, reorderEventArt } from '../cover-art/event-changes.js';
+import { addEvent, addEventArt, isEvent, requireEvent, writeEventIndex } from '../cover-art/events.js';
+import type { Queryable } from '../cover-art/repo.js';
 import { readCatalogueMark } from '../cluster/mark.js';
 import { afterChange, openExisting, type Command, type CommandContext } from './command.js';
 
@@ -325,6 +327,12 @@ function expectedRevision(ctx: CommandContext): number | undefined {
   return Number(text);
 }
 
+/** Whether an argument is an event's MBID and no release's (the art commands then work on the event, cover-art/event-changes.ts). */
+async function namesEvent(db: Queryable, text: string): Promise<boolean> {
+  const mbid = parseMbid(text);
+  return mbid !== undefined && (await findRelease(db, mbid)) === undefined && (await isEvent(db, mbid));
+}
+
 const artAdd: Command = {
   name: 'art add',
   options: { type: { type: 'string', multiple: true }, comment: { type: 'string' }, edit: { type: 'string' }, approved: { type: 'boolean' }, unapproved: { type: 'boolean' } },
@@ -339,8 +347,7 @@ const artAdd: Command = {
     let entity = 'release';
     const image = await withRuntime(ctx, async (rt) => {
       // An event's MBID (and no release's): the Event Art Archive (cover-art/events.ts).
-      const mbid = parseMbid(release);
-      if (mbid !== undefined && (await findRelease(rt.coverArt.db, mbid)) === undefined && (await isEvent(rt.coverArt.db, mbid))) {
+      if (await namesEvent(rt.coverArt.db, release)) {
         entity = 'event';
         return addEventArt(rt.coverArt, { event: release, bytes, types: list(ctx, 'type'), comment: str(ctx, 'comment'), edit, approved });
       }
@@ -367,8 +374,15 @@ const artEdit: Command = {
     const types = list(ctx, 'type');
     const comment = str(ctx, 'comment');
     if (types === undefined && comment === undefined && approved === undefined) throw invalidInput('nothing to change: give --type, --comment, --approved or --unapproved');
-    const image = await withRuntime(ctx, (rt) => editArt(rt.coverArt, { release, imageId: id, types, comment, approved }, { expectRevision }));
-    ctx.out(describeImage('edited', parseMbid(release) ?? release, image), image);
+    let entity = 'release';
+    const image = await withRuntime(ctx, async (rt) => {
+      if (await namesEvent(rt.coverArt.db, release)) {
+        entity = 'event';
+        return editEventArt(rt.coverArt, { event: release, imageId: id, types, comment, approved }, { expectRevision });
+      }
+      return editArt(rt.coverArt, { release, imageId: id, types, comment, approved }, { expectRevision });
+    });
+    ctx.out(describeImage('edited', parseMbid(release) ?? release, image, entity), image);
     return 0;
   },
 };
@@ -379,8 +393,15 @@ const artRemove: Command = {
   async run(ctx) {
     const [release = '', id = ''] = want(ctx, 2, 'art remove RELEASE_MBID IMAGE_ID [--expect-revision N]');
     const expectRevision = expectedRevision(ctx);
-    const result = await withRuntime(ctx, (rt) => removeArt(rt.coverArt, release, id, { expectRevision }));
-    ctx.out(`removed image ${result.id} from release ${parseMbid(release)}`, { removed: result.id, release: parseMbid(release) });
+    let entity: 'release' | 'event' = 'release';
+    const result = await withRuntime(ctx, async (rt) => {
+      if (await namesEvent(rt.coverArt.db, release)) {
+        entity = 'event';
+        return removeEventArt(rt.coverArt, release, id, { expectRevision });
+      }
+      return removeArt(rt.coverArt, release, id, { expectRevision });
+    });
+    ctx.out(`removed image ${result.id} from ${entity} ${parseMbid(release)}`, { removed: result.id, [entity]: parseMbid(release) });
     return 0;
   },
 };
@@ -392,8 +413,15 @@ const artReorder: Command = {
     if (ctx.args.length < 2) throw invalidInput('usage: sleeve art reorder RELEASE_MBID IMAGE_ID... [--expect-revision N]');
     const [release = '', ...ids] = ctx.args;
     const expectRevision = expectedRevision(ctx);
-    const result = await withRuntime(ctx, (rt) => reorderArt(rt.coverArt, release, ids, { expectRevision }));
-    ctx.out(`new order: ${result.order.join(' ')}`, { release: parseMbid(release), order: result.order });
+    let entity: 'release' | 'event' = 'release';
+    const result = await withRuntime(ctx, async (rt) => {
+      if (await namesEvent(rt.coverArt.db, release)) {
+        entity = 'event';
+        return reorderEventArt(rt.coverArt, release, ids, { expectRevision });
+      }
+      return reorderArt(rt.coverArt, release, ids, { expectRevision });
+    });
+    ctx.out(`new order: ${result.order.join(' ')}`, { [entity]: parseMbid(release), order: result.order });
     return 0;
   },
 };
@@ -409,11 +437,21 @@ const artReindex: Command = {
         const mbid = parseMbid(ctx.args[0]);
         if (mbid === undefined) throw invalidInput(`release ${JSON.stringify(ctx.args[0])} is not a valid MBID`);
         const release = await findRelease(rt.database.db, mbid);
+        if (release === undefined && (await isEvent(rt.database.db, mbid))) {
+          // An event's listing, rewritten from the database (no orphan sweep: that is the releases' pass).
+          const event = await requireEvent(rt.database.db, mbid);
+          await writeEventIndex(rt.coverArt, event.id);
+          return { event: event.gid };
+        }
         if (release === undefined) throw notFound(`no release ${mbid}`);
         ids = [release.id];
       }
       return reindex({ ...rt.coverArt, now: rt.coverArt.clock.now() }, ids);
     }, { rewritesFiles: true });
+    if ('event' in result) {
+      ctx.out(`rewrote index.json of event ${result.event}`, result);
+      return 0;
+    }
     ctx.out(`rewrote index.json of ${result.releases} release(s); removed ${result.orphansRemoved} orphaned file(s)`, result);
     return 0;
   },

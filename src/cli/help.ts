@@ -29,6 +29,7 @@ export const USAGE = `usage: sleeve [--config FILE] [--data-dir DIR] [--json] CO
   art reindex [RELEASE_MBID]            rewrite index.json from the database
   art measure [RELEASE_MBID...]         fill the listings' width, height, size, mime_type and thumbnail_dimensions from the stored files
   art list RELEASE_MBID                 the images of a release, in order, its revision and pending edits
+                                        art edit, remove, reorder, list, reindex and measure also take an event's MBID
   edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]
                                         the cover art edits, newest first
   edit show ID                          one edit: who, when, what, before and after
@@ -119,7 +120,7 @@ const HELP: Record<string, CommandHelp> = {
   },
   'art edit': {
     usage: 'art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved] [--expect-revision N]',
-    about: "Changes an image's types (replacing them when given), comment or approval.",
+    about: "Changes an image's types (replacing them when given), comment or approval.\nRELEASE_MBID may name an event instead (its types: Poster, …); applied at once, no sleeve edit recorded.",
     options: {
       type: ['NAME', 'an art type; repeat for several (replaces all of them)'],
       comment: ['TEXT', 'the new comment'],
@@ -130,12 +131,12 @@ const HELP: Record<string, CommandHelp> = {
   },
   'art remove': {
     usage: 'art remove RELEASE_MBID IMAGE_ID [--expect-revision N]',
-    about: 'Removes an image and its files.',
+    about: "Removes an image and its files. RELEASE_MBID may name an event instead.",
     options: { 'expect-revision': ['N', 'refuse (conflict) unless the release is still at this revision (sleeve art list)'] },
   },
   'art reorder': {
     usage: 'art reorder RELEASE_MBID IMAGE_ID... [--expect-revision N]',
-    about: 'Puts the images of a release in this order (name every image once).',
+    about: 'Puts the images of a release (or of an event, its MBID given) in this order (name every image once).',
     options: { 'expect-revision': ['N', 'refuse (conflict) unless the release is still at this revision (sleeve art list)'] },
   },
   'art reindex': {
@@ -153,7 +154,8 @@ const HELP: Record<string, CommandHelp> = {
     usage: 'art list RELEASE_MBID',
     about:
       "Lists a release's images in order: id, types, approval, comment and the image URL (--json: the listing's entries),\n" +
-      'then the release\'s revision (every change moves it; give it as --expect-revision) and the ids of its pending edits.',
+      'then the release\'s revision (every change moves it; give it as --expect-revision) and the ids of its pending edits.\n' +
+      "Given an event's MBID: the event's images and its revision.",
   },
   'edit list': {
     usage: 'edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]',

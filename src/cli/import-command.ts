@@ -30,6 +30,9 @@ function describe(s: ImportSummary): string {
     entity('merged release MBIDs', a.release_gid_redirect),
     entity('merged release group MBIDs', a.release_group_gid_redirect),
     entity('release group covers', a.release_group_cover_art),
+    ...(a.event === undefined
+      ? ['  events: the dump has no event art archive tables (mbdump-event-art-archive.tar.bz2); events left as they were']
+      : [entity('events', a.event), entity('event images', a.event_art ?? { added: 0, changed: 0, removed: 0 }), entity('merged event MBIDs', a.event_gid_redirect ?? { added: 0, changed: 0, removed: 0 })]),
     `  approved: ${a.approvedFrom === 'edit' ? 'from the edit table (the add-edit is closed)' : 'no mbdump/edit, so from edits_pending (no edit pending on the image)'}`,
   ];
   if (s.rows_skipped > 0) {

@@ -4,6 +4,8 @@
  * a hash (client secrets, password hashes): only the columns named here are read.
  */
 import { releaseArt } from '../cover-art/index.js';
+import { eventArt } from '../cover-art/event-changes.js';
+import { isEvent } from '../cover-art/events.js';
 import type { Runtime } from '../runtime.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
@@ -88,6 +90,15 @@ const releaseList: Command = {
   },
 };
 
+/** A listing's images as `art list` shows them. */
+function imageTable(images: { id: string; types: string[]; approved: boolean; comment: string; image: string }[], none: string): string {
+  if (images.length === 0) return none;
+  return table([
+    ['ID', 'TYPES', 'APPROVED', 'COMMENT', 'IMAGE'],
+    ...images.map((i) => [i.id, i.types.length === 0 ? '-' : i.types.join(','), i.approved ? 'yes' : 'no', i.comment === '' ? '-' : JSON.stringify(i.comment), i.image]),
+  ]);
+}
+
 const artList: Command = {
   name: 'art list',
   async run(ctx) {
@@ -97,17 +108,19 @@ const artList: Command = {
     if (mbid === undefined) throw invalidInput(`release ${JSON.stringify(text)} is not a valid MBID`);
     const art = await withReadRuntime(ctx, async (rt) => {
       const art = await releaseArt(rt.coverArt, mbid);
-      if (art === undefined) throw notFound(`no release ${mbid}`);
-      return art;
+      if (art !== undefined) return art;
+      // An event's MBID: the Event Art Archive's images (no group, no edit history).
+      if (await isEvent(rt.coverArt.db, mbid)) return eventArt(rt.coverArt, mbid);
+      throw notFound(`no release ${mbid}`);
     });
+    if ('event' in art) {
+      const { images } = art.listing;
+      ctx.out(`${imageTable(images, `event ${art.event} has no images`)}\nrevision ${art.revision}`, { event: art.event, images, revision: art.revision });
+      return 0;
+    }
     const { images } = art.listing;
     const human =
-      (images.length === 0
-        ? `release ${art.release} has no images`
-        : table([
-            ['ID', 'TYPES', 'APPROVED', 'COMMENT', 'IMAGE'],
-            ...images.map((i) => [i.id, i.types.length === 0 ? '-' : i.types.join(','), i.approved ? 'yes' : 'no', i.comment === '' ? '-' : JSON.stringify(i.comment), i.image]),
-          ])) +
+      imageTable(images, `release ${art.release} has no images`) +
       `\nrevision ${art.revision}` +
       (art.pending.length === 0 ? '' : `; pending edits: ${art.pending.map((e) => `${e.id} (${e.kind})`).join(', ')}`);
     // `pending`: the ids of the edits waiting for an approver (sleeve edit show ID).

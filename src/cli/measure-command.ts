@@ -1,9 +1,10 @@
 /*
  * `sleeve art measure [RELEASE_MBID…]`: fills the listings' additive fields (width, height, size,
  * mime_type, thumbnail_dimensions; docs/interface.md, "Image entry") from the stored files of the
- * releases named, or of every release with images, and rewrites the index.json of each release
- * whose fields changed. One line per release; exit 1 when any image could not be measured.
+ * releases (or events) named, or of every release and event with images, and rewrites the
+ * index.json of each whose fields changed. One line per release; exit 1 when any image could not be measured.
  */
+import { findEvent } from '../cover-art/event-repo.js';
 import { findRelease } from '../cover-art/index.js';
 import type { ReleaseMeasured } from '../cover-art/measure.js';
 import { invalidInput, notFound } from '../shared/errors.js';
@@ -11,10 +12,13 @@ import { parseMbid } from '../shared/uuid.js';
 import type { Command, CommandContext } from './command.js';
 import { withRuntime } from './commands.js';
 
-function describe(r: ReleaseMeasured): string {
+/** An event's measuring reports its MBID as `event`. */
+type Measured = ReleaseMeasured | (Omit<ReleaseMeasured, 'release'> & { event: string });
+
+function describe(r: Measured): string {
   const notStored = r.missing > 0 ? `, ${r.missing} not in the store (left unknown)` : '';
   const failed = r.errors.length > 0 ? `, ${r.errors.length} failed` : '';
-  const lines = [`release ${r.release}: measured ${r.measured} of ${r.images} image(s)${notStored}${failed}; index.json ${r.changed ? 'rewritten' : 'unchanged'}`];
+  const lines = [`${'event' in r ? `event ${r.event}` : `release ${r.release}`}: measured ${r.measured} of ${r.images} image(s)${notStored}${failed}; index.json ${r.changed ? 'rewritten' : 'unchanged'}`];
   for (const e of r.errors) lines.push(`  image ${e.image}: ${e.message}`);
   return lines.join('\n');
 }
@@ -32,11 +36,13 @@ async function run(ctx: CommandContext): Promise<number> {
     async (rt) => {
       const db = rt.database.db;
       // Every MBID is looked up before anything is measured: an unknown one changes nothing.
-      const releases = [];
+      const releases: { id: number; gid: string; event?: true }[] = [];
       for (const mbid of mbids) {
         const release = await findRelease(db, mbid);
-        if (release === undefined) throw notFound(`no release ${mbid}`);
-        releases.push(release);
+        // An event's MBID (and no release's): the event's images (cover-art/events.ts).
+        const event = release === undefined ? await findEvent(db, mbid) : undefined;
+        if (release === undefined && event === undefined) throw notFound(`no release ${mbid}`);
+        releases.push(release ?? { ...(event as { id: number; gid: string }), event: true });
       }
       if (mbids.length === 0) {
         releases.push(
@@ -46,11 +52,21 @@ async function run(ctx: CommandContext): Promise<number> {
             .where((eb) => eb.exists(eb.selectFrom('cover_art').select('id').whereRef('cover_art.release', '=', 'release.id')))
             .orderBy('id')
             .execute()),
+          ...(
+            await db
+              .selectFrom('event')
+              .select(['id', 'gid'])
+              .where((eb) => eb.exists(eb.selectFrom('event_art').select('id').whereRef('event_art.event', '=', 'event.id')))
+              .orderBy('id')
+              .execute()
+          ).map((e) => ({ ...e, event: true as const })),
         );
       }
-      const out: ReleaseMeasured[] = [];
+      const out: Measured[] = [];
       for (const release of releases) {
-        const result = await measureRelease(rt.coverArt, release);
+        const measured = await measureRelease(rt.coverArt, release, { event: release.event === true });
+        const { release: gid, ...rest } = measured;
+        const result: Measured = release.event === true ? { event: gid, ...rest } : measured;
         if (!ctx.json) process.stdout.write(`${describe(result)}\n`);
         out.push(result);
       }

@@ -70,7 +70,7 @@ function describe(s: MirrorSummary): string {
     .filter(([, count]) => count > 0)
     .map(([reason, count]) => `${n(count)} ${reason}`);
   const lines = [
-    `mirrored ${n(s.releases)} releases (${n(s.files)} files) in ${s.seconds.toFixed(1)} s: ${n(s.fetched)} fetched (${megabytes(s.bytes)}), ${n(s.skipped)} already in the store, ${n(s.failed_total)} failed${reasons.length > 0 ? ` (${reasons.join(', ')})` : ''}`,
+    `mirrored ${n(s.releases)} releases${s.events === undefined ? '' : ` and ${n(s.events)} events`} (${n(s.files)} files) in ${s.seconds.toFixed(1)} s: ${n(s.fetched)} fetched (${megabytes(s.bytes)}), ${n(s.skipped)} already in the store, ${n(s.failed_total)} failed${reasons.length > 0 ? ` (${reasons.join(', ')})` : ''}`,
   ];
   if (s.unverified > 0) lines.push(`  ${n(s.unverified)} fetched files had no md5 in the upstream's _files.xml (checked by decoding only)`);
   for (const f of s.failures) lines.push(`  ${f.reason}: ${f.key}: ${f.message}`);
@@ -130,10 +130,13 @@ async function run(ctx: CommandContext): Promise<number> {
     );
     reporter.end();
     // The listings then say what the fetched files are (docs/interface.md, "Image entry").
-    const { measureUnmeasured } = await import('../cover-art/measure.js');
-    const measured = await measureUnmeasured(deps, all ? 'all' : ctx.args.map((a) => parseMbid(a) ?? a));
-    if (measured.failed > 0) process.stderr.write(`sleeve: warning: ${measured.failed} mirrored image(s) could not be measured for the listings; see: sleeve art measure\n`);
-    if (measured.releases > 0) await afterChange(config, deps.db, await readCatalogueMark(deps.db), true, (m) => process.stderr.write(`sleeve: warning: ${m}\n`));
+    const { measureUnmeasured, measureUnmeasuredEvents } = await import('../cover-art/measure.js');
+    const named = all ? 'all' : ctx.args.map((a) => parseMbid(a) ?? a);
+    const measured = await measureUnmeasured(deps, named);
+    const events = summary.events === undefined ? { events: 0, failed: 0 } : await measureUnmeasuredEvents(deps, named);
+    const failedMeasures = measured.failed + events.failed;
+    if (failedMeasures > 0) process.stderr.write(`sleeve: warning: ${failedMeasures} mirrored image(s) could not be measured for the listings; see: sleeve art measure\n`);
+    if (measured.releases + events.events > 0) await afterChange(config, deps.db, await readCatalogueMark(deps.db), true, (m) => process.stderr.write(`sleeve: warning: ${m}\n`));
     if (summary.interrupted) {
       const message = `stopped by ${caught ?? 'a signal'}: ${n(summary.fetched)} files fetched so far, each stored whole. Run the same command again to carry on.`;
       throw new CommandInterrupted(message, SIGNAL_EXIT[caught ?? ''] ?? 130);

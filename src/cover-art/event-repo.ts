@@ -34,7 +34,7 @@ export async function findEventImage(db: Queryable, eventId: number, imageId: nu
     .executeTakeFirst();
 }
 
-/** The event's poster: its lowest-ordered image typed Poster, only among approved ones when `approvedOnly`. */
+/** The event's poster: its lowest-ordered image typed Poster and not a PDF (the index_listing view's is_front), only among approved ones when `approvedOnly`. */
 export async function findEventFront(db: Queryable, eventId: number, approvedOnly: boolean): Promise<{ id: number; suffix: string } | undefined> {
   return db
     .selectFrom('event_art as ea')
@@ -42,6 +42,8 @@ export async function findEventFront(db: Queryable, eventId: number, approvedOnl
     .innerJoin('image_type as it', 'it.mime_type', 'ea.mime_type')
     .select(['ea.id', 'it.suffix'])
     .where('ea.event', '=', eventId)
+    // The event art archive's index_listing view: a PDF is never an event's front.
+    .where('ea.mime_type', '<>', 'application/pdf')
     .where('ea.approved', '>=', approvedOnly ? 1 : 0)
     .orderBy('ea.ordering')
     .orderBy('ea.id')

@@ -48,7 +48,8 @@ export async function isEvent(db: Queryable, mbid: string): Promise<boolean> {
   return (await findEvent(db, mbid)) !== undefined;
 }
 
-async function resolveKinds(db: Queryable, names: string[]): Promise<{ ids: number[] }> {
+/** Event art type names (any case) to their ids, ascending; an unknown one is refused with the known ones named. */
+export async function resolveKinds(db: Queryable, names: string[]): Promise<{ ids: number[] }> {
   const all = await loadEventArtKinds(db);
   const ids = new Set<number>();
   for (const name of names) {
@@ -162,12 +163,15 @@ export async function writeEventIndex(deps: IndexDeps, eventId: number): Promise
   });
 }
 
-async function rewriteEventIndex(deps: CoverArtDeps, event: EventRef): Promise<void> {
+/** Rewrites an event's index.json after its change committed; false (and a warning) with the store away, the dirty mark kept. */
+export async function rewriteEventIndex(deps: CoverArtDeps, event: EventRef): Promise<boolean> {
   try {
     await writeEventIndex(deps, event.id);
+    return true;
   } catch (err) {
     if (!isStoreUnavailable(err)) throw err;
     deps.warn?.(`the change is saved, but index.json of event ${event.gid} could not be rewritten: ${(err as Error).message}. The next sleeve command or a running sleeve serve rewrites it once the store is back.`);
+    return false;
   }
 }
 

@@ -78,7 +78,8 @@ export interface EventListing {
  * the link field is `event`.
  */
 export function buildEventListing(urls: ListingUrls, mbid: string, images: ImageWithTypes[], approvedOnly: boolean, posterType: number): EventListing {
-  const front = images.find((i) => i.typeIds.includes(posterType) && (!approvedOnly || i.approved === 1));
+  // As the event art archive's index_listing view chooses is_front: never a PDF.
+  const front = images.find((i) => i.typeIds.includes(posterType) && i.mime_type !== 'application/pdf' && (!approvedOnly || i.approved === 1));
   return {
     images: images.map((i) => entryOf(urls, 'event', mbid, i, front)),
     event: `${urls.musicBrainzUrl}/event/${mbid}`,

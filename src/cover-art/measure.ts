@@ -6,7 +6,10 @@
  * row (db/migrations/20261206T0200_image_measures.ts); index.json is then rewritten (by
  * `sleeve art measure` at once; for a file stored while serving, soon after: listing-rewrites.ts).
  */
+import { recordListingRefresh } from '../cluster/listing-refresh.js';
 import type { IndexDeps } from './deps.js';
+import { listEventImages } from './event-repo.js';
+import { writeEventIndex } from './events.js';
 import { writeIndex } from './indexer.js';
 import { readImageHeader } from './image-header.js';
 import { originalKey, parseImageKey, THUMBNAIL_SIZES, thumbnailKey } from './keys.js';
@@ -87,9 +90,11 @@ export interface ReleaseMeasured {
  * index.json when anything did. An image whose original is not stored keeps its fields unknown;
  * one whose file cannot be read as its row says is reported and left as it was.
  */
-export async function measureRelease(deps: IndexDeps, release: { id: number; gid: string }, options: { onlyUnmeasured?: boolean } = {}): Promise<ReleaseMeasured> {
+export async function measureRelease(deps: IndexDeps, release: { id: number; gid: string }, options: { onlyUnmeasured?: boolean; event?: boolean } = {}): Promise<ReleaseMeasured> {
+  // An event's images (options.event): the same files, in event_art, its own listing (cover-art/events.ts).
+  const listed = options.event === true ? await listEventImages(deps.db, release.id) : await listImages(deps.db, release.id);
   // onlyUnmeasured (after a bulk mirror): images already measured with thumbnails are not read again.
-  const images = (await listImages(deps.db, release.id)).filter((i) => !options.onlyUnmeasured || i.stored_size == null || i.thumbnail_dimensions == null);
+  const images = listed.filter((i) => !options.onlyUnmeasured || i.stored_size == null || i.thumbnail_dimensions == null);
   const out: ReleaseMeasured = { release: release.gid, images: images.length, measured: 0, missing: 0, changed: false, errors: [] };
   for (const image of images) {
     let measures: ImageMeasures | undefined;
@@ -105,10 +110,14 @@ export async function measureRelease(deps: IndexDeps, release: { id: number; gid
     }
     out.measured++;
     if (sameMeasures(image, measures)) continue;
-    await deps.db.updateTable('cover_art').set(measures).where('id', '=', image.id).execute();
+    await deps.db
+      .updateTable(options.event === true ? 'event_art' : 'cover_art')
+      .set(measures)
+      .where('id', '=', image.id)
+      .execute();
     out.changed = true;
   }
-  if (out.changed) await writeIndex(deps, release.id);
+  if (out.changed) await (options.event === true ? writeEventIndex(deps, release.id) : writeIndex(deps, release.id));
   return out;
 }
 
@@ -181,14 +190,27 @@ export function recordThumbnailMade(db: IndexDeps['db'], image: { id: number; mb
 export async function recordStoredFile(deps: IndexDeps, key: string, now: number): Promise<MeasuredRelease | undefined> {
   const parsed = parseImageKey(key);
   if (parsed === undefined) return undefined;
-  const row = await deps.db
+  const release = await deps.db
     .selectFrom('cover_art as ca')
     .innerJoin('release as r', 'r.id', 'ca.release')
     .select(['ca.mime_type'])
     .where('ca.id', '=', parsed.id)
     .where('r.gid', '=', parsed.mbid)
     .executeTakeFirst();
+  // Else an event's image: measured into event_art, its index.json rewritten (cover-art/events.ts).
+  const event =
+    release !== undefined
+      ? undefined
+      : await deps.db
+          .selectFrom('event_art as ea')
+          .innerJoin('event as e', 'e.id', 'ea.event')
+          .select(['ea.event as owner', 'ea.mime_type'])
+          .where('ea.id', '=', parsed.id)
+          .where('e.gid', '=', parsed.mbid)
+          .executeTakeFirst();
+  const row = release ?? event;
   if (row === undefined) return undefined;
+  const table = event === undefined ? 'cover_art' : 'event_art';
   const read = await deps.store.read(key, parsed.size === undefined ? MAX_ORIGINAL_BYTES : MAX_THUMBNAIL_BYTES);
   if (read?.bytes === undefined) return undefined;
   const bytes = read.bytes;
@@ -201,7 +223,18 @@ export async function recordStoredFile(deps: IndexDeps, key: string, now: number
     if (header === undefined) return undefined;
     change = withThumbnail(parsed.size, header);
   }
-  return recordMeasures(deps.db, parsed, change, now);
+  if (event === undefined) return recordMeasures(deps.db, parsed, change, now);
+  await deps.db.transaction().execute(async (trx) => {
+    // A write first: the row's lock (PostgreSQL) or the write lock (SQLite) before the read.
+    await trx.updateTable(table).set((eb) => ({ thumbnail_dimensions: eb.ref('thumbnail_dimensions') })).where('id', '=', parsed.id).execute();
+    const current = await trx.selectFrom(table).select('thumbnail_dimensions').where('id', '=', parsed.id).executeTakeFirst();
+    if (current === undefined) return;
+    await trx.updateTable(table).set(change(current)).where('id', '=', parsed.id).execute();
+  });
+  // An event's listing is rewritten at once (events are few), then forgotten by every process.
+  await writeEventIndex(deps, event.owner);
+  await recordListingRefresh(deps.db, parsed.mbid);
+  return undefined;
 }
 
 /**
@@ -230,4 +263,28 @@ export async function measureUnmeasured(deps: IndexDeps, releases: string[] | 'a
   const rows = await q.orderBy('id').execute();
   for (const release of rows) failed += (await measureRelease(deps, release, { onlyUnmeasured: true })).errors.length;
   return { releases: rows.length, failed };
+}
+
+/** measureUnmeasured for events (after a bulk mirror): these events, or every event with such images. */
+export async function measureUnmeasuredEvents(deps: IndexDeps, events: string[] | 'all'): Promise<{ events: number; failed: number }> {
+  let q = deps.db
+    .selectFrom('event')
+    .select(['id', 'gid'])
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('event_art')
+          .select('id')
+          .whereRef('event_art.event', '=', 'event.id')
+          .where((w) => w.or([w('stored_size', 'is', null), w('thumbnail_dimensions', 'is', null)])),
+      ),
+    );
+  if (events !== 'all') {
+    if (events.length === 0) return { events: 0, failed: 0 };
+    q = q.where('gid', 'in', events);
+  }
+  let failed = 0;
+  const rows = await q.orderBy('id').execute();
+  for (const event of rows) failed += (await measureRelease(deps, event, { onlyUnmeasured: true, event: true })).errors.length;
+  return { events: rows.length, failed };
 }

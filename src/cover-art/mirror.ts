@@ -8,7 +8,7 @@ import type { FailCode, KnownFile, Upstream } from './upstream.js';
 
 /*
  * The bulk mirror (`sleeve mirror images`; docs/mirroring.md, "Bulk mirror"): every file of the
- * chosen imported releases that the store lacks is fetched through Upstream.fetchOrMake (the
+ * chosen imported releases and events that the store lacks is fetched through Upstream.fetchOrMake (the
  * pull-through's checks and atomic store), verified against the md5 the upstream's
  * `_files.xml` publishes. Resumable because it skips what the store has; docs/decisions.md,
  * "Bulk mirror".
@@ -40,6 +40,8 @@ export interface MirrorProgress {
 
 export interface MirrorSummary {
   releases: number;
+  /** Events mirrored (present only when there were any). */
+  events?: number;
   files: number;
   fetched: number;
   /** Already in the store. */
@@ -64,7 +66,7 @@ export interface MirrorDeps {
 }
 
 export interface MirrorOptions {
-  /** MBIDs of releases, or every release with imported images. */
+  /** MBIDs of releases or events, or every release and event with imported images. */
   releases: string[] | 'all';
   sizes: readonly MirrorSize[];
   /** Files fetched at once. */
@@ -76,13 +78,16 @@ export interface MirrorOptions {
   progress?: (p: MirrorProgress) => void;
 }
 
+/** A release or an event (the Event Art Archive's items are `mbid-{event}` as well). */
 interface ReleaseRow {
   id: number;
   gid: string;
+  entity?: 'event';
 }
 
 interface ImageRow {
   id: number;
+  /** The release's or event's id. */
   release: number;
   mime_type: string;
   suffix: string;
@@ -253,15 +258,17 @@ export async function mirrorImages(deps: MirrorDeps, options: MirrorOptions): Pr
     if (stored.some((s) => s.status === 'fulfilled' && s.value)) await store.syncFolder?.(folderKey(release.gid));
   };
 
-  const batches = options.releases === 'all' ? allReleases(db) : namedReleases(db, options.releases);
+  const batches = options.releases === 'all' ? allItems(db) : namedReleases(db, options.releases);
   try {
     for await (const batch of batches) {
       const images = await imagesOf(db, batch);
       if (options.releases !== 'all' && total === undefined) total = images.length * options.sizes.length;
       for (const release of batch) {
         if (signal.aborted) break;
-        summary.releases++;
-        const mine = images.filter((i) => i.release === release.id);
+        if (release.entity === 'event') summary.events = (summary.events ?? 0) + 1;
+        else summary.releases++;
+        // Release and event ids are of two tables: matched with the entity too.
+        const mine = images.filter((i) => i.release === release.id && i.entity === release.entity);
         await releases.run(() => mirrorRelease(release, mine));
       }
       if (signal.aborted) break;
@@ -289,16 +296,47 @@ function fileName(key: string): string {
  */
 async function* namedReleases(db: Db, mbids: string[]): AsyncGenerator<ReleaseRow[]> {
   const unique = [...new Set(mbids.map((m) => m.toLowerCase()))];
-  const rows = unique.length === 0 ? [] : await db.selectFrom('release').select(['id', 'gid', 'imported']).where('gid', 'in', unique).execute();
+  const rows: (ReleaseRow & { imported: number })[] = unique.length === 0 ? [] : await db.selectFrom('release').select(['id', 'gid', 'imported']).where('gid', 'in', unique).execute();
+  const others = unique.filter((m) => !rows.some((r) => r.gid === m));
+  if (others.length > 0) {
+    for (const e of await db.selectFrom('event').select(['id', 'gid', 'imported']).where('gid', 'in', others).execute()) rows.push({ ...e, entity: 'event' });
+  }
   const byGid = new Map(rows.map((r) => [r.gid, r]));
   const unknown = unique.filter((m) => !byGid.has(m));
   const local = unique.filter((m) => byGid.get(m)?.imported === 0);
   const problems = [
-    ...(unknown.length > 0 ? [`no such release: ${unknown.join(', ')}`] : []),
+    ...(unknown.length > 0 ? [`no such release or event: ${unknown.join(', ')}`] : []),
     ...(local.length > 0 ? [`not imported from MusicBrainz (nothing upstream to mirror): ${local.join(', ')}`] : []),
   ];
   if (problems.length > 0) throw invalidInput(`${problems.join('; ')}; nothing was fetched`);
-  yield unique.map((m) => byGid.get(m) as ReleaseRow);
+  yield unique.map((m) => {
+    const { id, gid, entity } = byGid.get(m) as ReleaseRow;
+    return entity === undefined ? { id, gid } : { id, gid, entity };
+  });
+}
+
+/** Every release with imported images, then every event with imported images. */
+async function* allItems(db: Db): AsyncGenerator<ReleaseRow[]> {
+  yield* allReleases(db);
+  yield* allEvents(db);
+}
+
+/** Every event with imported images, by id, a batch at a time. */
+async function* allEvents(db: Db): AsyncGenerator<ReleaseRow[]> {
+  let after = 0;
+  for (;;) {
+    const batch = await db
+      .selectFrom('event as e')
+      .select(['e.id', 'e.gid'])
+      .where('e.id', '>', after)
+      .where(({ exists, selectFrom }) => exists(selectFrom('event_art as ea').select('ea.id').whereRef('ea.event', '=', 'e.id').where('ea.imported', '=', 1)))
+      .orderBy('e.id')
+      .limit(RELEASE_BATCH)
+      .execute();
+    if (batch.length === 0) return;
+    yield batch.map((e) => ({ id: e.id, gid: e.gid, entity: 'event' as const }));
+    after = (batch[batch.length - 1] as { id: number }).id;
+  }
 }
 
 /** Every release with imported images, by id, a batch at a time (keyset pagination: never all at once). */
@@ -319,8 +357,31 @@ async function* allReleases(db: Db): AsyncGenerator<ReleaseRow[]> {
   }
 }
 
-/** The imported images of a batch of releases, with their suffixes. */
-async function imagesOf(db: Db, releases: ReleaseRow[]): Promise<ImageRow[]> {
+/** The imported images of a batch of releases and events, with their suffixes. */
+async function imagesOf(db: Db, items: ReleaseRow[]): Promise<(ImageRow & { entity?: 'event' })[]> {
+  const releases = items.filter((i) => i.entity === undefined);
+  const events = items.filter((i) => i.entity === 'event');
+  const out: (ImageRow & { entity?: 'event' })[] = await releaseImages(db, releases);
+  if (events.length > 0) {
+    const rows = await db
+      .selectFrom('event_art as ea')
+      .innerJoin('image_type as it', 'it.mime_type', 'ea.mime_type')
+      .select(['ea.id', 'ea.event', 'ea.mime_type', 'it.suffix'])
+      .where(
+        'ea.event',
+        'in',
+        events.map((e) => e.id),
+      )
+      .where('ea.imported', '=', 1)
+      .orderBy('ea.event')
+      .orderBy('ea.id')
+      .execute();
+    for (const r of rows) out.push({ id: r.id, release: r.event, mime_type: r.mime_type, suffix: r.suffix, entity: 'event' });
+  }
+  return out;
+}
+
+async function releaseImages(db: Db, releases: ReleaseRow[]): Promise<ImageRow[]> {
   if (releases.length === 0) return [];
   return db
     .selectFrom('cover_art as ca')

@@ -107,7 +107,7 @@ export class Upstream {
   }
 
   /**
-   * What the catalogue says of a storage key: an imported image of a known release (an
+   * What the catalogue says of a storage key: an imported image of a known release or event (an
    * original with the catalogue's suffix, or a thumbnail), under the catalogue's own spelling
    * of its name (keys.ts: an id without leading zeros), else undefined. Only such keys
    * are ever fetched, so nothing a client makes up reaches the upstream. Images made here
@@ -117,15 +117,26 @@ export class Upstream {
     const parsed = parseImageKey(key);
     // Sizes and formats made on demand are never asked of the upstream (the real archive has none): derivatives.ts makes them.
     if (parsed === undefined || (parsed.size !== undefined && (!isInterfaceSize(parsed.size) || parsed.format !== 'jpeg'))) return undefined;
-    const row = await this.deps.db
-      .selectFrom('cover_art as ca')
-      .innerJoin('release as r', 'r.id', 'ca.release')
-      .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
-      .select(['ca.mime_type', 'it.suffix'])
-      .where('ca.id', '=', parsed.id)
-      .where('r.gid', '=', parsed.mbid)
-      .where('ca.imported', '=', 1)
-      .executeTakeFirst();
+    const row =
+      (await this.deps.db
+        .selectFrom('cover_art as ca')
+        .innerJoin('release as r', 'r.id', 'ca.release')
+        .innerJoin('image_type as it', 'it.mime_type', 'ca.mime_type')
+        .select(['ca.mime_type', 'it.suffix'])
+        .where('ca.id', '=', parsed.id)
+        .where('r.gid', '=', parsed.mbid)
+        .where('ca.imported', '=', 1)
+        .executeTakeFirst()) ??
+      // An event's image (the Event Art Archive's items are `mbid-{event}` as well).
+      (await this.deps.db
+        .selectFrom('event_art as ea')
+        .innerJoin('event as e', 'e.id', 'ea.event')
+        .innerJoin('image_type as it', 'it.mime_type', 'ea.mime_type')
+        .select(['ea.mime_type', 'it.suffix'])
+        .where('ea.id', '=', parsed.id)
+        .where('e.gid', '=', parsed.mbid)
+        .where('ea.imported', '=', 1)
+        .executeTakeFirst());
     // The catalogue's own name of the file, nothing else: an original with another suffix names
     // none (nor, to be sure, does a key spelled otherwise than keys.ts spells it).
     if (row === undefined || key !== imageKey(parsed.mbid, parsed.id, row.suffix, parsed.size)) return undefined;

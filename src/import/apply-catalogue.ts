@@ -10,6 +10,9 @@ import type { EntityCounts } from './backend.js';
 /** Loads smaller than this keep the table's indexes in place. */
 const BULK_MIN_ROWS = 50_000;
 
+/** Tables whose local rows may be in the way of the dump's. */
+type Movable = 'release' | 'release_group' | 'event';
+
 /** Tables whose imported rows an earlier import may have left. */
 const IMPORTED_TABLES = ['release_group', 'release', 'cover_art', 'release_gid_redirect', 'release_group_gid_redirect'] as const;
 type Had = Record<(typeof IMPORTED_TABLES)[number], boolean>;
@@ -28,7 +31,6 @@ export async function writeCatalogue(run: ApplyRun): Promise<void> {
   await run.step('images', () => writeImages(run, had));
   await run.step('merged MBIDs and release group covers', () => writeRedirectsAndGroupCovers(run, had));
   await run.step('removing what left the dump', () => removeGone(run, had));
-  await run.step('counters', () => updateCounters(run));
 }
 
 /**
@@ -50,7 +52,7 @@ async function bulk(run: ApplyRun, table: string, incoming: number, fn: () => Pr
  * Writes the rows of `incoming` into `table` by `key`: rows that differ are updated,
  * new ones inserted (two set-based statements; no per-row conflict handling).
  */
-async function write(run: ApplyRun, table: string, incoming: string, key: string, columns: string[], c: EntityCounts, flag = true): Promise<void> {
+export async function write(run: ApplyRun, table: string, incoming: string, key: string, columns: string[], c: EntityCounts, flag = true): Promise<void> {
   const total = await run.number(`SELECT count(*) AS n FROM ${incoming}`);
   await bulk(run, table, total, async () => {
     const set = [...columns.map((col) => `${col} = i.${col}`), ...(flag ? ['imported = 1'] : [])].join(', ');
@@ -69,7 +71,7 @@ async function write(run: ApplyRun, table: string, incoming: string, key: string
  * id (the MBID freed first, it is unique), the rows that refer to it re-pointed, the
  * old row deleted. Foreign keys hold at every statement on both databases.
  */
-async function move(run: ApplyRun, table: 'release' | 'release_group', columns: string, children: [string, string][]): Promise<number> {
+async function move(run: ApplyRun, table: Movable, columns: string, children: [string, string][]): Promise<number> {
   const n = await run.number('SELECT count(*) AS n FROM mv');
   if (n === 0) return 0;
   await run.db.run(`UPDATE ${table} SET gid = '~' || gid WHERE id IN (SELECT old_id FROM mv)`);
@@ -88,7 +90,7 @@ async function move(run: ApplyRun, table: 'release' | 'release_group', columns: 
  * MBID go to fresh ids past every id in use; then rows that have an MBID of the dump go
  * to that row's id (free by then). Returns how many rows moved.
  */
-async function makeRoom(run: ApplyRun, table: 'release' | 'release_group', incoming: string, columns: string, children: [string, string][]): Promise<number> {
+export async function makeRoom(run: ApplyRun, table: Movable, incoming: string, columns: string, children: [string, string][]): Promise<number> {
   const base = await run.number(`SELECT max(m) AS n FROM (SELECT max(id) AS m FROM ${table} UNION ALL SELECT max(id) AS m FROM ${incoming}) x`);
   let moved = 0;
   for (const pairs of [
@@ -203,11 +205,14 @@ async function removeGone(run: ApplyRun, had: Had): Promise<void> {
   }
 }
 
-async function updateCounters(run: ApplyRun): Promise<void> {
+/** After everything is written: id counters, the catalogue's version and size. */
+export async function updateCounters(run: ApplyRun): Promise<void> {
   // New rows made with `sleeve release add` must get ids past the imported ones.
   await run.dialect.resetIdSequences(run.db, ['release', 'release_group']);
   // Ids of new uploads never repeat an imported one.
-  await run.db.run(`UPDATE counter SET value = (SELECT max(v) FROM (SELECT value AS v FROM counter WHERE name = 'cover_art_id' UNION ALL SELECT max(id) AS v FROM cover_art) x) WHERE name = 'cover_art_id'`);
+  await run.db.run(
+    `UPDATE counter SET value = (SELECT max(v) FROM (SELECT value AS v FROM counter WHERE name = 'cover_art_id' UNION ALL SELECT max(id) AS v FROM cover_art UNION ALL SELECT max(id) AS v FROM event_art) x) WHERE name = 'cover_art_id'`,
+  );
   await run.db.run(`UPDATE counter SET value = value + 1 WHERE name = 'catalogue_version'`);
   // The catalogue's size for the metrics (kept up by sleeve's own changes; an import recounts).
   await run.db.run(`UPDATE counter SET value = (SELECT count(*) FROM release) WHERE name = 'releases'`);

@@ -122,12 +122,7 @@ async function loadRedirects(run: ApplyRun): Promise<void> {
 }
 
 async function loadImages(run: ApplyRun): Promise<void> {
-  // approved = the add-edit is closed (as the Cover Art Archive's index_listing view decides); without the
-  // edit table, no edit is pending on the image (docs/decisions.md). An uncorrelated
-  // IN: both databases build its set once (the staged edits have no index).
-  const approved = run.input.withEdits
-    ? `CASE WHEN s.edit IN (SELECT id FROM ${run.staged('edit')} WHERE close_time IS NOT NULL) THEN 1 ELSE 0 END`
-    : 'CASE WHEN s.edits_pending = 0 THEN 1 ELSE 0 END';
+  const approved = run.approvedExpression();
   await run.load({
     table: 'in_ca',
     stage: 'cover_art',

@@ -39,7 +39,8 @@ function counts(): EntityCounts {
   return { added: 0, changed: 0, removed: 0 };
 }
 
-function emptyResult(withEdits: boolean): ApplyResult {
+function emptyResult(withEdits: boolean, withEvents: boolean): ApplyResult {
+  const events = withEvents ? { event: counts(), event_art: counts(), event_art_type: counts(), event_gid_redirect: counts(), event_art_kind: counts() } : {};
   return {
     release_group: counts(),
     release: counts(),
@@ -50,6 +51,7 @@ function emptyResult(withEdits: boolean): ApplyResult {
     release_group_cover_art: counts(),
     art_type: counts(),
     image_type: counts(),
+    ...events,
     omitted: {},
     approvedFrom: withEdits ? 'edit' : 'edits_pending',
   };
@@ -66,7 +68,7 @@ export class ApplyRun {
     readonly input: ApplyInput,
   ) {
     this.db = input.trace === undefined ? raw : traced(raw, input.trace);
-    this.result = emptyResult(input.withEdits);
+    this.result = emptyResult(input.withEdits, input.withEvents);
   }
 
   /** Runs one named step, unless the import was interrupted meanwhile. */
@@ -97,6 +99,16 @@ export class ApplyRun {
   /** The staged dump table `name`. */
   staged(name: string): string {
     return this.dialect.stagingTable(name);
+  }
+
+  /** A staged image's `approved` (cover art or event art, read as `s`). */
+  approvedExpression(): string {
+    // approved = the add-edit is closed (as the archives' index_listing views decide); without the
+    // edit table, no edit is pending on the image (docs/decisions.md). An uncorrelated
+    // IN: both databases build its set once (the staged edits have no index).
+    return this.input.withEdits
+      ? `CASE WHEN s.edit IN (SELECT id FROM ${this.staged('edit')} WHERE close_time IS NOT NULL) THEN 1 ELSE 0 END`
+      : 'CASE WHEN s.edits_pending = 0 THEN 1 ELSE 0 END';
   }
 
   /** Loads a staged table into a keyed temporary table; repeated keys are counted as omitted. */

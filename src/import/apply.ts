@@ -13,10 +13,12 @@
  *    sleeve hang on them: those stay, as local rows;
  *  - image ids are public and name files, so a dump image whose id a local image has
  *    is left out (and counted) rather than overwriting it.
+ * The Event Art Archive's tables, when the dump has them, follow the same rules (apply-events.ts).
  * The SQL that differs between the databases is the backend's (ApplyDialect).
  */
-import { writeCatalogue } from './apply-catalogue.js';
+import { updateCounters, writeCatalogue } from './apply-catalogue.js';
 import { cleanDump } from './apply-dump.js';
+import { cleanEvents, writeEvents } from './apply-events.js';
 import { ApplyRun, type ApplyInput } from './apply-run.js';
 import type { ApplyDialect, ApplyResult, SqlRunner } from './backend.js';
 
@@ -26,7 +28,10 @@ export async function applyStaging(db: SqlRunner, dialect: ApplyDialect, input: 
   const run = new ApplyRun(db, dialect, input);
   await dialect.begin(run.db);
   await cleanDump(run);
+  if (input.withEvents) await cleanEvents(run);
   await writeCatalogue(run);
+  if (input.withEvents) await writeEvents(run);
+  await run.step('counters', () => updateCounters(run));
   await dialect.end(run.db);
   return run.result;
 }

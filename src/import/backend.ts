@@ -92,6 +92,12 @@ export interface ApplyResult {
   release_group_cover_art: EntityCounts;
   art_type: EntityCounts;
   image_type: EntityCounts;
+  /** The Event Art Archive's rows: only when the dump has its tables (docs/import.md, "Events"). */
+  event?: EntityCounts;
+  event_art?: EntityCounts;
+  event_art_type?: EntityCounts;
+  event_gid_redirect?: EntityCounts;
+  event_art_kind?: EntityCounts;
   /** Rows of the dump not applied because what they refer to is missing, or they repeat a key. */
   omitted: Record<string, Omission>;
   /** How `approved` was decided: from the edit table, or from edits_pending when it is absent. */
@@ -119,6 +125,8 @@ export interface RunOutcome {
 export interface ApplyOptions {
   /** Whether the edit table was staged. */
   withEdits: boolean;
+  /** Whether the Event Art Archive's tables were staged: without them, events are left as they are. */
+  withEvents: boolean;
   now: number;
   /** Checked between statements: a set signal rolls the apply back. */
   signal: AbortSignal;
@@ -215,7 +223,7 @@ export interface ImportBackend {
   /** Empties one file's staged rows and progress (the file changed since). */
   resetFile(table: DumpTable, size: number, mtimeMs: number): Promise<void>;
   stager(table: DumpTable): Promise<FileStager>;
-  /** The distinct edit ids of the staged images, ascending. */
+  /** The distinct edit ids of the staged images (cover art and event art), ascending. */
   coverArtEdits(): Promise<Int32Array>;
   apply(options: ApplyOptions): Promise<ApplyResult>;
   dropStaging(): Promise<void>;

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { invalidInput } from '../shared/errors.js';
-import { DUMP_META_FILES, DUMP_TABLES, type DumpTable } from './tables.js';
+import { DUMP_META_FILES, DUMP_TABLES, EVENT_ART_FILE, type DumpTable } from './tables.js';
 
 export interface DumpFile {
   table: DumpTable;
@@ -31,6 +31,8 @@ async function statOrUndefined(p: string) {
 /**
  * Finds the dump files: DIR may be the folder the tarballs were extracted in (holding
  * mbdump/) or mbdump/ itself. Every required file must be there; the edit table may not.
+ * The Event Art Archive's tables are read when mbdump/event_art_archive.event_art is there,
+ * and then all of them must be.
  */
 export async function openDumpDir(given: string): Promise<DumpDir> {
   const root = path.resolve(given);
@@ -42,11 +44,14 @@ export async function openDumpDir(given: string): Promise<DumpDir> {
 
   const files: DumpFile[] = [];
   const missing: DumpTable[] = [];
+  // The Event Art Archive's tables count when its tarball was extracted (docs/import.md, "Events").
+  const withEvents = (await statOrUndefined(path.join(dir, EVENT_ART_FILE))) !== undefined;
   for (const table of DUMP_TABLES) {
+    if (table.events === true && !withEvents) continue;
     const p = path.join(dir, table.file);
     const s = await statOrUndefined(p);
     if (s === undefined) {
-      if (table.required) missing.push(table);
+      if (table.required || table.events === true) missing.push(table);
       continue;
     }
     if (!s.isFile()) throw invalidInput(`${p} is not a file`);
@@ -75,8 +80,8 @@ export async function openDumpDir(given: string): Promise<DumpDir> {
   return { dir, files, meta };
 }
 
-/** The layout of staging (its tables and columns): staging of another layout is not resumed. */
-const STAGING_FORMAT = 1;
+/** The layout of staging (its tables and columns): staging of another layout is not resumed. 2: the event tables. */
+const STAGING_FORMAT = 2;
 
 /**
  * What identifies the dump as a whole (a new dump has a new TIMESTAMP or

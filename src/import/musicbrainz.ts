@@ -199,6 +199,7 @@ async function applyStaged(
   const skipped = rowsSkipped(tally);
   const applied = await backend.apply({
     withEdits: dump.files.some((f) => f.table.onlyCoverArtEdits === true),
+    withEvents: dump.files.some((f) => f.table.events === true),
     now: clock.now(),
     signal: deps.signal,
     runId,
@@ -287,7 +288,7 @@ async function prepareStaging(deps: ImportDeps, dump: DumpDir, options: ImportOp
     if (changed) {
       if (f !== undefined && p !== undefined && p.linesDone > 0) reporter.note(`mbdump/${table.file} changed since it was staged; reading it again from its start`);
       await backend.resetFile(table, size, mtimeMs);
-      if (table.name === 'cover_art') resetImages = true;
+      if (table.name === 'cover_art' || table.name === 'event_art') resetImages = true;
       progress.set(table.name, emptyProgress(table, size, mtimeMs));
     } else progress.set(table.name, p);
   }

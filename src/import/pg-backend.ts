@@ -277,7 +277,7 @@ class PgBackend implements ImportBackend {
   }
 
   async coverArtEdits(): Promise<Int32Array> {
-    const stream = this.client.query(this.copy.to(`COPY (SELECT DISTINCT edit FROM ${PREFIX}cover_art ORDER BY 1) TO STDOUT`));
+    const stream = this.client.query(this.copy.to(`COPY (SELECT edit FROM ${PREFIX}cover_art UNION SELECT edit FROM ${PREFIX}event_art ORDER BY 1) TO STDOUT`));
     const out = new Int32List();
     let carry = '';
     for await (const chunk of stream as AsyncIterable<Buffer>) {

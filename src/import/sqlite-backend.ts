@@ -39,7 +39,7 @@ const TEMP_CACHE_KIB = 16 * 1024;
 const STAGE_CACHE_KIB = 4 * 1024;
 
 /** The apply step's temporary tables (apply-dump.ts, apply-catalogue.ts). */
-const APPLY_TEMP_TABLES = ['in_at', 'in_it', 'in_rg', 'in_rel', 'in_rr', 'in_rgr', 'in_ca', 'in_cat', 'in_rgca'];
+const APPLY_TEMP_TABLES = ['in_at', 'in_it', 'in_rg', 'in_rel', 'in_rr', 'in_rgr', 'in_ca', 'in_cat', 'in_rgca', 'in_ek', 'in_ev', 'in_evr', 'in_ea', 'in_eat'];
 
 type Sqlite = SqliteDatabase.Database;
 
@@ -251,7 +251,7 @@ class SqliteBackend implements ImportBackend {
 
   async coverArtEdits(): Promise<Int32Array> {
     const out = new Int32List();
-    for (const [edit] of this.db.prepare('SELECT DISTINCT edit FROM stage.cover_art ORDER BY 1').raw().iterate() as Iterable<[number]>) out.push(edit);
+    for (const [edit] of this.db.prepare('SELECT edit FROM stage.cover_art UNION SELECT edit FROM stage.event_art ORDER BY 1').raw().iterate() as Iterable<[number]>) out.push(edit);
     return out.values();
   }
 

@@ -1,8 +1,8 @@
 /*
  * The MusicBrainz dump files the import reads, with the column order of the real
  * schema (musicbrainz-server admin/sql/CreateTables.sql and admin/sql/caa/CreateTables.sql,
- * the cover_art filesize columns appended by the 2019 schema change), and which of
- * them sleeve keeps.
+ * the cover_art filesize columns appended by the 2019 schema change; admin/sql/eaa/CreateTables.sql
+ * for the Event Art Archive's), and which of them sleeve keeps.
  */
 import type { Column, ColumnType } from './copy-text.js';
 
@@ -20,6 +20,11 @@ export interface DumpTable {
   tarball: string;
   /** Only rows whose first column is an edit some staged image names are staged (the edit table is huge). */
   onlyCoverArtEdits?: boolean;
+  /**
+   * The Event Art Archive's tables: read only when the dump has mbdump/event_art_archive.event_art
+   * (mbdump-event-art-archive.tar.bz2 extracted), and then all required (`required` is false).
+   */
+  events?: true;
 }
 
 function col(name: string, type: ColumnType, nullable = false, check?: Column['check']): Column {
@@ -28,8 +33,12 @@ function col(name: string, type: ColumnType, nullable = false, check?: Column['c
 
 const MAIN = 'mbdump.tar.bz2';
 const CAA = 'mbdump-cover-art-archive.tar.bz2';
+const EAA = 'mbdump-event-art-archive.tar.bz2';
 
-/** In the order they are staged: the edit table last, since it is filtered by the staged images. */
+/** The file whose presence says the dump has the Event Art Archive's tables. */
+export const EVENT_ART_FILE = 'event_art_archive.event_art';
+
+/** In the order they are staged: the edit table last, since it is filtered by the staged images (cover art and event art). */
 export const DUMP_TABLES: readonly DumpTable[] = [
   {
     file: 'cover_art_archive.art_type',
@@ -155,6 +164,83 @@ export const DUMP_TABLES: readonly DumpTable[] = [
     keep: ['release_group', 'release'],
     required: true,
     tarball: CAA,
+  },
+  {
+    file: 'event_art_archive.art_type',
+    name: 'event_art_kind',
+    columns: [col('id', 'int'), col('name', 'text'), col('parent', 'int', true), col('child_order', 'int'), col('description', 'text', true), col('gid', 'uuid')],
+    keep: ['id', 'name', 'parent', 'child_order', 'description', 'gid'],
+    required: false,
+    tarball: EAA,
+    events: true,
+  },
+  {
+    file: 'event',
+    name: 'event',
+    columns: [
+      col('id', 'int'),
+      col('gid', 'uuid'),
+      col('name', 'text'),
+      col('begin_date_year', 'smallint', true),
+      col('begin_date_month', 'smallint', true),
+      col('begin_date_day', 'smallint', true),
+      col('end_date_year', 'smallint', true),
+      col('end_date_month', 'smallint', true),
+      col('end_date_day', 'smallint', true),
+      // TIME WITHOUT TIME ZONE and the booleans (t/f): not kept, read as text.
+      col('time', 'text', true),
+      col('type', 'int', true),
+      col('cancelled', 'text'),
+      col('setlist', 'text', true),
+      col('comment', 'text'),
+      col('edits_pending', 'int', false, 'non-negative'),
+      col('last_updated', 'timestamptz', true),
+      col('ended', 'text'),
+    ],
+    keep: ['id', 'gid', 'name'],
+    required: false,
+    tarball: MAIN,
+    events: true,
+  },
+  {
+    file: 'event_gid_redirect',
+    name: 'event_gid_redirect',
+    columns: [col('gid', 'uuid'), col('new_id', 'int'), col('created', 'timestamptz', true)],
+    keep: ['gid', 'new_id'],
+    required: false,
+    tarball: MAIN,
+    events: true,
+  },
+  {
+    file: EVENT_ART_FILE,
+    name: 'event_art',
+    columns: [
+      col('id', 'bigint'),
+      col('event', 'int'),
+      col('comment', 'text'),
+      col('edit', 'int'),
+      col('ordering', 'int', false, 'positive'),
+      col('date_uploaded', 'timestamptz'),
+      col('edits_pending', 'int', false, 'non-negative'),
+      col('mime_type', 'text', false, 'mime-type'),
+      col('filesize', 'int', true),
+      col('thumb_250_filesize', 'int', true),
+      col('thumb_500_filesize', 'int', true),
+      col('thumb_1200_filesize', 'int', true),
+    ],
+    keep: ['id', 'event', 'comment', 'edit', 'ordering', 'date_uploaded', 'edits_pending', 'mime_type', 'filesize', 'thumb_250_filesize', 'thumb_500_filesize', 'thumb_1200_filesize'],
+    required: false,
+    tarball: EAA,
+    events: true,
+  },
+  {
+    file: 'event_art_archive.event_art_type',
+    name: 'event_art_type',
+    columns: [col('id', 'bigint'), col('type_id', 'int')],
+    keep: ['id', 'type_id'],
+    required: false,
+    tarball: EAA,
+    events: true,
   },
   {
     file: 'edit',

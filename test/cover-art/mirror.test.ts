@@ -125,11 +125,11 @@ describe(`sleeve mirror images (${DIALECT})`, () => {
     for (const [args, pattern] of [
       [[], /RELEASE_MBID\.\.\. \| --all/],
       [[R1, '--all'], /not both/],
-      [[UNKNOWN], new RegExp(`no such release: ${UNKNOWN}; nothing was fetched$`, 'm')],
+      [[UNKNOWN], new RegExp(`no such release or event: ${UNKNOWN}; nothing was fetched$`, 'm')],
       // Never "mirrored 1 releases (0 files)" and exit 0: the release has nothing upstream.
       [[LOCAL], new RegExp(`not imported from MusicBrainz \\(nothing upstream to mirror\\): ${LOCAL}; nothing was fetched`)],
       // Known and unknown together: every wrong one named, nothing fetched for the good one either.
-      [[R1, LOCAL, UNKNOWN], new RegExp(`no such release: ${UNKNOWN}; not imported from MusicBrainz \\(nothing upstream to mirror\\): ${LOCAL}; nothing`)],
+      [[R1, LOCAL, UNKNOWN], new RegExp(`no such release or event: ${UNKNOWN}; not imported from MusicBrainz \\(nothing upstream to mirror\\): ${LOCAL}; nothing`)],
       [[R1, '--sizes', '250,300'], /--sizes takes 250, 500, 1200 and original/],
       [[R1, '--concurrency', '0'], /--concurrency must be a whole number/],
       [[R1, '--rate', 'fast'], /--rate must be a number/],

@@ -50,6 +50,8 @@ function image(id: number, releaseId: number, comment: Value, edit: number, orde
 export interface FixtureOptions {
   /** Write mbdump/edit (default true). */
   edits?: boolean;
+  /** Write the Event Art Archive's files (eventTables) and their add-edits (default false). */
+  events?: boolean;
   meta?: DumpMeta;
   /** Change rows before writing (bad-input and re-import tests). */
   edit?: (tables: Record<string, Value[][]>) => void;
@@ -138,9 +140,62 @@ export function fixtureTables(): Record<string, Value[][]> {
   };
 }
 
+/** Events of the event art archive's tables (eventTables). */
+export const E = {
+  /** Three images: untyped, the Poster (a PNG), a second Poster whose add-edit is open. */
+  one: 'e1e1e1e1-2222-4333-8444-000000000001',
+  /** A PDF typed Poster first (never the front, as the index_listing view says), then a JPEG Poster. */
+  two: 'e1e1e1e1-2222-4333-8444-000000000002',
+  /** No images. */
+  three: 'e1e1e1e1-2222-4333-8444-000000000003',
+  /** Merged into `one`. */
+  oldOne: 'e1e1e1e1-2222-4333-8444-0000000000f1',
+};
+
+export const EVENT_IMAGES = { e1Stage: 8001, e1Poster: 8002, e1Pending: 8003, e2Pdf: 8100, e2Poster: 8101 };
+
+function event(id: number, gid: string, name: Value): Value[] {
+  // id, gid, name, begin y/m/d, end y/m/d, time, type, cancelled, setlist, comment, edits_pending, last_updated, ended
+  return [id, gid, name, 2019, 6, 1, 2019, 6, 2, '20:00:00', 1, 'f', raw('* one\\n* two'), '', 0, TS, 't'];
+}
+
+export function eventTables(): Record<string, Value[][]> {
+  const art = (id: number, eventId: number, comment: Value, edit: number, ordering: number, mime: string): Value[] => [id, eventId, comment, edit, ordering, TS, 0, mime, 4321, 1000, 2000, null];
+  return {
+    event: [event(1, E.one, raw('Night\\tOne')), event(2, E.two, 'Two — Ünïcode'), event(3, E.three, 'Three')],
+    event_gid_redirect: [[E.oldOne, 1, TS]],
+    'event_art_archive.event_art': [
+      art(EVENT_IMAGES.e1Stage, 1, 'the stage', 601, 1, 'image/jpeg'),
+      art(EVENT_IMAGES.e1Poster, 1, '', 602, 2, 'image/png'),
+      art(EVENT_IMAGES.e1Pending, 1, 'pending', 603, 3, 'image/jpeg'),
+      art(EVENT_IMAGES.e2Pdf, 2, 'programme', 606, 1, 'application/pdf'),
+      art(EVENT_IMAGES.e2Poster, 2, '', 604, 2, 'image/jpeg'),
+    ],
+    'event_art_archive.event_art_type': [
+      [EVENT_IMAGES.e1Poster, 1],
+      [EVENT_IMAGES.e1Pending, 1],
+      [EVENT_IMAGES.e2Pdf, 1],
+      [EVENT_IMAGES.e2Poster, 1],
+    ],
+    edit: [
+      [601, 7, 158, 2, 0, TS, TS, TS, null, 1],
+      [602, 7, 158, 2, 1, TS, TS, TS, null, 1],
+      [603, 7, 158, 1, 0, TS, null, TS, null, 1],
+      [604, 7, 158, 2, 0, TS, TS, TS, null, 1],
+      [606, 7, 158, 2, 0, TS, TS, TS, null, 1],
+    ],
+  };
+}
+
 /** Writes the fixture dump into `dir` (mbdump/ and the meta files); returns `dir`. */
 export async function writeFixture(dir: string, options: FixtureOptions = {}): Promise<string> {
   const tables = fixtureTables();
+  if (options.events === true) {
+    const events = eventTables();
+    tables.edit = [...(tables.edit ?? []), ...(events.edit ?? [])];
+    delete events.edit;
+    Object.assign(tables, events);
+  }
   if (options.edits === false) delete tables.edit;
   options.edit?.(tables);
   return writeDump(dir, tables, options.meta);
