@@ -3,6 +3,6 @@ export { importMusicBrainz, ImportInterrupted, type ImportDeps, type ImportOptio
 export type { ApplyResult, EntityCounts, ImportBackend, Omission, SkippedRow } from './backend.js';
 export { openPgBackend } from './pg-backend.js';
 export { openSqliteBackend, stagingFile } from './sqlite-backend.js';
-export { plainReporter, silentReporter, ttyReporter } from './progress.js';
+export { plainReporter, ttyReporter } from './progress.js';
 export { DUMP_TABLES, type DumpTable } from './tables.js';
 export { importLockHeld, type ImportLockPlace } from './lock.js';

@@ -104,15 +104,3 @@ export function ttyReporter(out: Out, now: () => number = Date.now): ImportRepor
     },
   };
 }
-
-/** Says nothing (tests, or --json without a terminal). */
-export const silentReporter: ImportReporter = {
-  note() {},
-  fileStart() {},
-  fileProgress() {},
-  fileDone() {},
-  applyStart() {},
-  applyStep() {},
-  applyDone() {},
-  end() {},
-};
