@@ -190,7 +190,7 @@ async function assertUntouched(t: TestEnv): Promise<void> {
       ...['catalogue_published', 'catalogue_version', 'cover_art_id'].map((name) => [name, 0]),
       // sleeve's own edit ids start above every MusicBrainz edit id (docs/decisions.md).
       ['edit_id', 1_000_000_000],
-      ...['image_removals_total', 'images', 'releases', 'upload_bytes_total', 'uploads_total'].map((name) => [name, 0]),
+      ...['image_removals_total', 'images', 'listing_refreshed', 'releases', 'upload_bytes_total', 'uploads_total'].map((name) => [name, 0]),
     ],
   );
   // The dump's art types differ from the seeded ones (descriptions, Panel's gid).
