@@ -2,7 +2,9 @@
 // (the sum of their top-level tests and suites), so a slower suite shows where it went; and any
 // file whose process lived more than LINGER_MS longer than its tests (a timer or handle left
 // behind keeps a file's process alive, and its worker slot busy, after its tests are done; the
-// figure includes the process's start-up, a few seconds on a loaded machine).
+// figure includes the process's start-up and its top-level before/after hooks: a few seconds, and
+// for storage/s3-store, which starts s3rver at the top, 10–18 s at a load average of 10). With
+// SLEEVE_TEST_TIMES=FILE (scripts/test.mjs sets it) it also keeps each file's wall time there.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
