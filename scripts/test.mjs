@@ -1,9 +1,15 @@
 #!/usr/bin/env node
 // Runs the compiled test files: once on SQLite, then again on PostgreSQL when
 // SLEEVE_TEST_POSTGRES_URL names a server (a new database per test file is made there).
-import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { once } from 'node:events';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import { run } from 'node:test';
+import { spec } from 'node:test/reporters';
+import slowestFiles from './slowest-files.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const filter = process.argv.slice(2);
@@ -34,20 +40,52 @@ if (files.length === 0) {
 // minutes on a two-core machine at a load average near 30 (several suites beside it).
 const FILE_TIMEOUT_MS = 600_000;
 
-function pass(dialect) {
-  console.log(`\n=== test pass: ${dialect} (${files.length} files) ===\n`);
-  const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout'];
-  // With several files, where the time went (at the end of the pass).
-  if (files.length > 1) reporters.push(`--test-reporter=${path.join(root, 'scripts', 'slowest-files.mjs')}`, '--test-reporter-destination=stdout');
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', `--test-timeout=${FILE_TIMEOUT_MS}`, ...reporters, ...files], {
-    stdio: 'inherit',
-    env: { ...process.env, SLEEVE_TEST_DB: dialect },
-  });
-  return r.status === 0;
+// Files run side by side: much of a test file's time is spent waiting on the processes and
+// servers it starts (CLI commands, `sleeve serve`, s3rver, chromium), so two files per core keep
+// the cores busy where one each left them idle more than half the time; more only makes every
+// file slower. SLEEVE_TEST_CONCURRENCY overrides it.
+const CONCURRENCY = Number(process.env.SLEEVE_TEST_CONCURRENCY) > 0 ? Number(process.env.SLEEVE_TEST_CONCURRENCY) : 2 * availableParallelism();
+
+// The longest files start first (by the wall time each took in the last pass, which the
+// slowest-files reporter keeps in the build output), so that no long file starts last and runs
+// alone at the end of a pass. Files not timed yet (new ones) go first: they may be long.
+const TIMES = path.join(dist, '.test-times.json');
+function lastTimes() {
+  try {
+    return JSON.parse(readFileSync(TIMES, 'utf8'));
+  } catch {
+    return {};
+  }
+}
+const times = lastTimes();
+const took = (f) => times[path.relative(testDir, f).split(path.sep).join('/')] ?? Infinity;
+files.sort((a, b) => took(b) - took(a) || (a < b ? -1 : 1));
+
+// node:test's run() rather than `node --test`: on Node 20 the latter sorts the files by name.
+async function pass(dialect) {
+  console.log(`\n=== test pass: ${dialect} (${files.length} files, ${CONCURRENCY} at a time) ===\n`);
+  // The test files' processes inherit this environment.
+  process.env.SLEEVE_TEST_DB = dialect;
+  process.env.SLEEVE_TEST_TIMES ??= TIMES;
+  const events = run({ files, concurrency: CONCURRENCY, timeout: FILE_TIMEOUT_MS });
+  // Each reporter reads every event; spec as it goes, and with several files, at the end, where the time went.
+  const reporters = [new spec()];
+  if (files.length > 1) reporters.push(slowestFiles);
+  const feeds = reporters.map(() => new PassThrough({ objectMode: true }));
+  const outputs = feeds.map((feed, i) => feed.compose(reporters[i]));
+  for (const output of outputs) output.pipe(process.stdout, { end: false });
+  let failed = false;
+  for await (const event of events) {
+    if (event.type === 'test:fail') failed = true;
+    for (const feed of feeds) if (!feed.write(event)) await once(feed, 'drain');
+  }
+  for (const feed of feeds) feed.end();
+  await Promise.all(outputs.map((output) => finished(output)));
+  return !failed;
 }
 
-let ok = pass('sqlite');
-if (process.env.SLEEVE_TEST_POSTGRES_URL) ok = pass('postgres') && ok;
+let ok = await pass('sqlite');
+if (process.env.SLEEVE_TEST_POSTGRES_URL) ok = (await pass('postgres')) && ok;
 else {
   console.log('\n*** PostgreSQL pass SKIPPED: SLEEVE_TEST_POSTGRES_URL is not set.');
   console.log('*** Set it (e.g. SLEEVE_TEST_POSTGRES_URL=postgres://127.0.0.1:5432/postgres) to run every suite on PostgreSQL too.\n');
