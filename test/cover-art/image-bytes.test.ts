@@ -267,8 +267,10 @@ describe(`SLEEVE_IMAGE_RESPONSE=bytes on s3:// storage, from two serving process
       assert.deepEqual(await body(res), front);
     }
     assert.equal(up.count(orig(R2, 201)), 2);
-    // The fetched original, and the listing rewritten to describe it (docs/decisions.md, "Listings that describe the images").
-    assert.deepEqual(await s3.listKeys(`mbid-${R2}/`), [`mbid-${R2}/index.json`, orig(R2, 201)]);
+    // The fetched original, and the listing rewritten to describe it, soon after (docs/decisions.md,
+    // "Listings that describe the images"; cover-art/listing-rewrites.ts).
+    const keys = await pollUntil(() => s3.listKeys(`mbid-${R2}/`), (k) => k.length === 2, 10_000);
+    assert.deepEqual(keys.value, [`mbid-${R2}/index.json`, orig(R2, 201)]);
     const etag = answers[0]?.headers.get('etag') as string;
     const fresh = await fetch(`${b.base}/release/${R2}/front`, { headers: { 'if-none-match': etag } });
     assert.equal(fresh.status, 304);
