@@ -518,7 +518,7 @@ async function close(s: Serving): Promise<void> {
 async function stopCluster(cluster: ClusterParts): Promise<void> {
   await cluster.live?.stop();
   await cluster.registration?.stop();
-  cluster.watch?.stop();
+  await cluster.watch?.stop();
   cluster.uploadSweeper?.stop();
   await Promise.all(cluster.redis.map((r) => r.close()));
 }

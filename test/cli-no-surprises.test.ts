@@ -164,13 +164,10 @@ describe(`the CLI never surprises the operator (${DIALECT})`, () => {
       for (const variable of ['SLEEVE_COVERART_LISTEN', 'SLEEVE_AUTH_LISTEN']) {
         const r = await runCliWithin({ ...t.env, [variable]: `127.0.0.1:${port}` }, ['--json', 'serve'], 60_000);
         assert.equal(r.timedOut, false, 'serve exited');
-        // stdout is serve's log stream: the error is its last line, after any log lines of startup.
-        const lines = r.stdout.trimEnd().split('\n');
-        for (const line of lines.slice(0, -1)) {
-          assert.equal(typeof JSON.parse(line).level, 'number', `a log line before the error: ${line}`);
-          console.error(`(serve logged before it stopped: ${line})`);
-        }
-        assert.equal(JSON.parse(lines.at(-1) ?? '').error.code, 'CANNOT_LISTEN', r.stdout);
+        // The error alone: nothing logged on the way out (a look of the catalogue watch's once
+        // outlived the database it read, and warned after the error).
+        assert.equal(r.stdout.trimEnd().split('\n').length, 1, r.stdout);
+        assert.equal(JSON.parse(r.stdout).error.code, 'CANNOT_LISTEN');
         assertOneLine(r, new RegExp(`^sleeve: cannot listen on 127\\.0\\.0\\.1:${port}: it is in use by another process: stop it, or give ${variable} another host:port\\n$`));
       }
     } finally {

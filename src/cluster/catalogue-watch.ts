@@ -55,6 +55,8 @@ export class CatalogueWatch {
   private announced = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The look under way (tick), which stop waits for. */
+  private ticking: Promise<void> | undefined;
   private failing = false;
   private storeFailing = false;
   private lastSweep: number;
@@ -127,9 +129,11 @@ export class CatalogueWatch {
     else this.schedule(this.opts.announcedPollMs);
   }
 
-  stop(): void {
+  /** Stops polling; resolves once a look under way has finished (the database may close then). */
+  stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    return this.ticking ?? Promise.resolve();
   }
 
   /** Forgets one release's cached listings in every follower (those that cannot: emptied). */
@@ -213,8 +217,16 @@ export class CatalogueWatch {
     }
   }
 
-  private async tick(): Promise<void> {
-    if (this.stopped) return;
+  private tick(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const ticking = this.look().finally(() => {
+      if (this.ticking === ticking) this.ticking = undefined;
+    });
+    this.ticking = ticking;
+    return ticking;
+  }
+
+  private async look(): Promise<void> {
     const { log } = this.opts;
     try {
       await this.refresh();
@@ -230,7 +242,8 @@ export class CatalogueWatch {
     } catch (err) {
       // Changes cannot be seen meanwhile: answers cached before are not trusted.
       this.clearAll();
-      if (!this.failing) {
+      // Stopped while looking: the database is closing under it, which is no news.
+      if (!this.failing && !this.stopped) {
         this.failing = true;
         log.warn({ err }, 'catalogue watch: cannot read the catalogue version; cached answers are dropped until the database answers');
       }

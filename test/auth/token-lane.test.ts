@@ -216,8 +216,12 @@ describe(`the token endpoint in the fast lane (${DIALECT})`, () => {
       [
         'a replayed code',
         async () => {
+          // Used first (through node:http, on a connection of its own), then replayed: node:http
+          // would handle two pipelined uses at once, and either may be the one that wins.
           const c = await code();
-          return [post(exchangeForm(c)), post(exchangeForm(c))];
+          const first = await talk(s.base, [TO_NODE, post(exchangeForm(c))], 2);
+          assert.equal(first.answers[1]?.status, 200);
+          return [post(exchangeForm(c))];
         },
         400,
       ],
