@@ -3,7 +3,7 @@
  * images, in tables shaped as the release's (migration 20261207T0500). `front` is the
  * lowest-ordered image typed Poster, as artwork-redirect and the indexer choose it.
  */
-import type { ImageWithTypes, Queryable } from './repo.js';
+import { withTypes, type ImageWithTypes, type Queryable } from './repo.js';
 
 /** event_art_kind (event_art_archive.art_type) 1: what `/event/{mbid}/front` answers. */
 export const POSTER_TYPE = 1;
@@ -70,13 +70,7 @@ export async function listEventImages(db: Queryable, eventId: number): Promise<I
     .where('ea.event', '=', eventId)
     .orderBy('t.type_id')
     .execute();
-  const byImage = new Map<number, ImageWithTypes>(rows.map((r) => [r.id, { ...r, typeIds: [], types: [] }]));
-  for (const t of types) {
-    const image = byImage.get(t.id);
-    image?.typeIds.push(t.type_id);
-    image?.types.push(t.name);
-  }
-  return [...byImage.values()];
+  return withTypes(rows, types);
 }
 
 /** The event art kinds (event_art_archive.art_type), by id. */

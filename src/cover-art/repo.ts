@@ -191,7 +191,12 @@ export async function listImages(db: Queryable, releaseId: number): Promise<Imag
     .where('ca.release', '=', releaseId)
     .orderBy('t.type_id')
     .execute();
-  const byImage = new Map<number, ImageWithTypes>(rows.map((r) => [r.id, { ...r, typeIds: [], types: [] }]));
+  return withTypes(rows, types);
+}
+
+/** Images (in their order) with their types (each image's in type id order): a release's or an event's. */
+export function withTypes<Row extends { id: number }>(rows: Row[], types: { id: number; type_id: number; name: string }[]): (Row & { typeIds: number[]; types: string[] })[] {
+  const byImage = new Map(rows.map((r) => [r.id, { ...r, typeIds: [] as number[], types: [] as string[] }]));
   for (const t of types) {
     const image = byImage.get(t.id);
     image?.typeIds.push(t.type_id);
