@@ -20,14 +20,15 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type Crypt
 import { exchangeCode, findAccountByName, issueCode, registerApp } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/load.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
-import { storeDocumentClient } from '../src/auth/grants.js';
-import { authCaseWanted, check, comparePair, log, writeScript, type Scenario } from './auth.js';
+import { storeDocumentClient } from '../src/auth/applications.js';
 import { DOCUMENT_REDIRECT, type DocumentHost } from './auth-document.js';
 import type { LoadResult } from './lib/load.js';
 import type { Options } from './lib/options.js';
+import { authCaseWanted, check, comparePair, log } from './lib/auth-pair.js';
 import { benchScript } from './lib/paths.js';
 import { cleanEnv, pinned, startServer, type Server } from './lib/proc.js';
 import { SERVER_CORE } from './lib/servers.js';
+import { writeScript, type Scenario } from './lib/wrk-rounds.js';
 
 const REDIRECT = 'https://app.example/cb';
 /** sleeve's public URL in the benchmark (SLEEVE_AUTH_URL unset): what its proofs' htu name. */
@@ -152,13 +153,17 @@ async function prepareSleeveOidc(rt: Runtime, key: Proofs, verifier: string, doc
   return { web, webEs, tagger, byDocument, refreshToken: bound.refresh_token as string, codes };
 }
 
-export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: Record<string, unknown>; sections: string[] }> {
-  const { opts, dataDir: dir } = ctx;
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
-  const jwk = await exportJWK(publicKey);
-  const key: Proofs = { privateKey: privateKey as CryptoKey, jwk, jkt: await calculateJwkThumbprint(jwk) };
-  const verifier = randomBytes(32).toString('base64url');
+/** oidc-provider's tokens made at its start (oidc-peer.ts): its clients and a DPoP-bound refresh token. */
+interface PeerTokens {
+  clientId: string;
+  clientSecret: string;
+  dpopRefreshToken: string;
+  publicClientId: string;
+  es256ClientId: string;
+}
 
+/** The `full` oidc-provider peer on its core, bound to the benchmark's DPoP key and PKCE challenge. */
+async function startPeer(ctx: Context, key: Proofs, verifier: string): Promise<{ peer: Server; peerTokens: PeerTokens }> {
   const [pCmd, pArgs] = pinned(SERVER_CORE, process.execPath, [benchScript('oidc-peer.js'), ctx.certFile, ctx.keyFile, 'full']);
   const peer = await startServer({
     name: 'oidc-provider (full)',
@@ -169,106 +174,131 @@ export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: 
     timeoutMs: 30_000,
   });
   ctx.servers.push(peer);
-  const peerTokens = JSON.parse(/listening https:\/\/\S+ (\{.*\})/.exec(peer.output())?.[1] ?? '{}') as {
-    clientId: string;
-    clientSecret: string;
-    dpopRefreshToken: string;
-    publicClientId: string;
-    es256ClientId: string;
+  const peerTokens = JSON.parse(/listening https:\/\/\S+ (\{.*\})/.exec(peer.output())?.[1] ?? '{}') as PeerTokens;
+  return { peer, peerTokens };
+}
+
+type OidcCase = 'code_openid' | 'code_openid_es256' | 'dpop_refresh' | 'code_document';
+type OidcPairs = Record<OidcCase, (Scenario & { first?: () => Promise<string> })[]>;
+
+/** Codes minted at the peer (its `/bench/mint`) for `clientId`. */
+async function peerCodes(peer: Server, n: number, clientId: string): Promise<string[]> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = https.request(`${peer.url}/bench/mint?n=${n}&client=${clientId}`, { method: 'POST', rejectUnauthorized: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`minting codes at the peer: ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  return JSON.parse(text) as string[];
+}
+
+/** Each case's servers (oidc-provider, sleeve, and for the code exchanges their floor) and the lines they are sent; `floorLine`: what a floor is sent. */
+async function oidcPairs(
+  ctx: Context,
+  peer: { server: Server; tokens: PeerTokens },
+  mine: Awaited<ReturnType<typeof prepareSleeveOidc>>,
+  key: Proofs,
+  verifier: string,
+): Promise<{ pairs: OidcPairs; floorLine: string }> {
+  const dir = ctx.dataDir;
+  const peerTokens = peer.tokens;
+  const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+  const exchangeLine = (clientId: string, secret: string) => (code: string) =>
+    form({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: clientId, client_secret: secret, code_verifier: verifier });
+  const proofs = async (n: number, body: string, htu: string) => {
+    const out: string[] = [];
+    for (let i = 0; i < n; i++) out.push(`${body}\t${await proofFor(key, htu)}`);
+    return out;
   };
+  const sleeveRefresh = form({ grant_type: 'refresh_token', refresh_token: mine.refreshToken, client_id: mine.tagger.app.client_id, client_secret: mine.tagger.clientSecret });
+  const peerRefresh = form({ grant_type: 'refresh_token', refresh_token: peerTokens.dpopRefreshToken, client_id: peerTokens.publicClientId });
+  // The floor reads its body and nothing in it: a code exchange's form, of the same size as the others'.
+  const floorLine = exchangeLine('floor-client', 'floor-secret')('floor-code');
+  const floors = { code_openid: await floorOf(ctx, 'RS256', 'code_openid', floorLine), code_openid_es256: await floorOf(ctx, 'ES256', 'code_openid_es256', floorLine) };
+  // A metadata-document client sends its client_id and PKCE verifier, no secret.
+  const documentLine = (code: string) => form({ grant_type: 'authorization_code', code, redirect_uri: DOCUMENT_REDIRECT, client_id: ctx.documentHost.clientId, code_verifier: verifier });
+  const pairs: OidcPairs = {
+    code_openid: [
+      singleUse('oidc-provider code+id_token', peer.server, '/token', dir, 'peer-code', async (n) => (await peerCodes(peer.server, n, peerTokens.clientId)).map(exchangeLine(peerTokens.clientId, peerTokens.clientSecret))),
+      singleUse('sleeve code+id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code', async (n) => (await mine.codes(n)).map(exchangeLine(mine.web.app.client_id, mine.web.clientSecret))),
+      ...(floors.code_openid === undefined ? [] : [floors.code_openid]),
+    ],
+    code_openid_es256: [
+      singleUse('oidc-provider code+ES256 id_token', peer.server, '/token', dir, 'peer-code-es', async (n) =>
+        (await peerCodes(peer.server, n, peerTokens.es256ClientId)).map(exchangeLine(peerTokens.es256ClientId, peerTokens.clientSecret)),
+      ),
+      singleUse('sleeve code+ES256 id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code-es', async (n) =>
+        (await mine.codes(n, mine.webEs.app)).map(exchangeLine(mine.webEs.app.client_id, mine.webEs.clientSecret)),
+      ),
+      ...(floors.code_openid_es256 === undefined ? [] : [floors.code_openid_es256]),
+    ],
+    dpop_refresh: [
+      singleUse('oidc-provider DPoP refresh', peer.server, '/token', dir, 'peer-dpop', (n) => proofs(n, peerRefresh, `${peer.server.url}/token`)),
+      singleUse('sleeve DPoP refresh', ctx.sleeve, '/oauth2/token', dir, 'sleeve-dpop', (n) => proofs(n, sleeveRefresh, `${SLEEVE_AUTH_URL}/oauth2/token`)),
+    ],
+    // The goal compares with oidc-provider's exchange for a registered client (it has no metadata documents on by default).
+    code_document: [
+      singleUse('oidc-provider code+id_token', peer.server, '/token', dir, 'peer-code-doc', async (n) => (await peerCodes(peer.server, n, peerTokens.clientId)).map(exchangeLine(peerTokens.clientId, peerTokens.clientSecret))),
+      singleUse('sleeve metadata-document client', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code-doc', async (n) => (await mine.codes(n, mine.byDocument)).map(documentLine)),
+    ],
+  };
+  return { pairs, floorLine };
+}
+
+/** The floor of a code exchange whose id_token is signed with `alg` (bench/auth-floor.ts), started only when its case runs. */
+async function floorOf(ctx: Context, alg: 'RS256' | 'ES256', name: string, floorLine: string): Promise<Scenario | undefined> {
+  if (!authCaseWanted(name)) return undefined;
+  const [fCmd, fArgs] = pinned(SERVER_CORE, process.execPath, [benchScript('auth-floor.js'), ctx.certFile, ctx.keyFile, alg]);
+  const server = await startServer({ name: `floor ${alg}`, cmd: fCmd, args: fArgs, env: cleanEnv({}), ready: /listening (https:\/\/\S+)/, timeoutMs: 30_000 });
+  ctx.servers.push(server);
+  const script = writeScript(ctx.dataDir, `floor-${alg}`, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(floorLine)}\nwrk.headers["Content-Type"] = ${JSON.stringify(FORM)}\n`);
+  return { label: `floor ${alg}: node:https + jose`, server, path: '/token', script };
+}
+
+const OIDC_TITLES: Record<OidcCase, string> = {
+  code_openid: 'POST token endpoint, grant_type=authorization_code with openid (an RS256 id_token signed per request, PKCE S256)',
+  code_openid_es256: 'POST token endpoint, grant_type=authorization_code with openid (an ES256 id_token signed per request, PKCE S256)',
+  dpop_refresh: 'POST token endpoint, grant_type=refresh_token with a DPoP proof (public client, refresh token bound to an ES256 key)',
+  code_document: 'POST token endpoint, grant_type=authorization_code with openid for a Client ID Metadata Document client, its document cached (RS256 id_token, PKCE S256, a rotating refresh token), against oidc-provider\'s exchange for a registered client',
+};
+
+const OIDC_NOTES = [
+  '',
+  'Code exchange: both answer an access token and an id_token of the client\'s algorithm (nonce, at_hash on sleeve) for a code minted just before the run through each server\'s own code store (sleeve: `issueCode` into its database; oidc-provider: its `AuthorizationCode` model, stored in a Map adapter since its default in-memory adapter keeps only 1000 entries). sleeve\'s client authenticates with client_secret_post, as the peer\'s.',
+  'Floor (the code exchanges\' third server): bench/auth-floor.ts, node:https with the same certificate on the same core, reading each request\'s body and answering a token response with an id_token jose signs for it (a key of the case\'s algorithm), nothing else; its ratio to oidc-provider is the most any server that signs with jose could reach in that run.',
+  'DPoP refresh: every request carries a fresh ES256 proof made before the run (jti, htm, htu, iat); both check it, record its jti, check the refresh token\'s binding, and issue a DPoP-bound access token. sleeve\'s public client also sends its (non-secret) client_secret, as the interface has it; oidc-provider\'s uses `none`.',
+].join('\n');
+
+export async function oidcScenarios(ctx: Context): Promise<{ ok: boolean; data: Record<string, unknown>; sections: string[] }> {
+  const { opts } = ctx;
+  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+  const jwk = await exportJWK(publicKey);
+  const key: Proofs = { privateKey: privateKey as CryptoKey, jwk, jkt: await calculateJwkThumbprint(jwk) };
+  const verifier = randomBytes(32).toString('base64url');
+  const { peer, peerTokens } = await startPeer(ctx, key, verifier);
 
   const rt = await openRuntime(loadConfig({ SLEEVE_DATA_DIR: ctx.dataDir, SLEEVE_DEMO: 'off', SLEEVE_LOG_LEVEL: 'warn' }));
   try {
     const mine = await prepareSleeveOidc(rt, key, verifier, ctx.documentHost);
-    const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
-    const peerCodes = async (n: number, clientId = peerTokens.clientId): Promise<string[]> => {
-      const text = await new Promise<string>((resolve, reject) => {
-        const req = https.request(`${peer.url}/bench/mint?n=${n}&client=${clientId}`, { method: 'POST', rejectUnauthorized: false }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`minting codes at the peer: ${res.statusCode}`))));
-        });
-        req.on('error', reject);
-        req.end();
-      });
-      return JSON.parse(text) as string[];
-    };
-    const exchangeLine = (clientId: string, secret: string) => (code: string) =>
-      form({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: clientId, client_secret: secret, code_verifier: verifier });
-    const proofs = async (n: number, body: string, htu: string) => {
-      const out: string[] = [];
-      for (let i = 0; i < n; i++) out.push(`${body}\t${await proofFor(key, htu)}`);
-      return out;
-    };
-    const sleeveRefresh = form({ grant_type: 'refresh_token', refresh_token: mine.refreshToken, client_id: mine.tagger.app.client_id, client_secret: mine.tagger.clientSecret });
-    const peerRefresh = form({ grant_type: 'refresh_token', refresh_token: peerTokens.dpopRefreshToken, client_id: peerTokens.publicClientId });
-    // The floor reads its body and nothing in it: a code exchange's form, of the same size as the others'.
-    const floorLine = exchangeLine('floor-client', 'floor-secret')('floor-code');
-    /** The floor of a code exchange whose id_token is signed with `alg` (bench/auth-floor.ts), started only when its case runs. */
-    const floorOf = async (alg: 'RS256' | 'ES256', name: string): Promise<Scenario | undefined> => {
-      if (!authCaseWanted(name)) return undefined;
-      const [fCmd, fArgs] = pinned(SERVER_CORE, process.execPath, [benchScript('auth-floor.js'), ctx.certFile, ctx.keyFile, alg]);
-      const server = await startServer({ name: `floor ${alg}`, cmd: fCmd, args: fArgs, env: cleanEnv({}), ready: /listening (https:\/\/\S+)/, timeoutMs: 30_000 });
-      ctx.servers.push(server);
-      const script = writeScript(dir, `floor-${alg}`, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(floorLine)}\nwrk.headers["Content-Type"] = ${JSON.stringify(FORM)}\n`);
-      return { label: `floor ${alg}: node:https + jose`, server, path: '/token', script };
-    };
-    const floors = { code_openid: await floorOf('RS256', 'code_openid'), code_openid_es256: await floorOf('ES256', 'code_openid_es256') };
-    // A metadata-document client sends its client_id and PKCE verifier, no secret.
-    const documentLine = (code: string) => form({ grant_type: 'authorization_code', code, redirect_uri: DOCUMENT_REDIRECT, client_id: ctx.documentHost.clientId, code_verifier: verifier });
-    const pairs: Record<'code_openid' | 'code_openid_es256' | 'dpop_refresh' | 'code_document', (Scenario & { first?: () => Promise<string> })[]> = {
-      code_openid: [
-        singleUse('oidc-provider code+id_token', peer, '/token', dir, 'peer-code', async (n) => (await peerCodes(n)).map(exchangeLine(peerTokens.clientId, peerTokens.clientSecret))),
-        singleUse('sleeve code+id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code', async (n) => (await mine.codes(n)).map(exchangeLine(mine.web.app.client_id, mine.web.clientSecret))),
-        ...(floors.code_openid === undefined ? [] : [floors.code_openid]),
-      ],
-      code_openid_es256: [
-        singleUse('oidc-provider code+ES256 id_token', peer, '/token', dir, 'peer-code-es', async (n) =>
-          (await peerCodes(n, peerTokens.es256ClientId)).map(exchangeLine(peerTokens.es256ClientId, peerTokens.clientSecret)),
-        ),
-        singleUse('sleeve code+ES256 id_token', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code-es', async (n) =>
-          (await mine.codes(n, mine.webEs.app)).map(exchangeLine(mine.webEs.app.client_id, mine.webEs.clientSecret)),
-        ),
-        ...(floors.code_openid_es256 === undefined ? [] : [floors.code_openid_es256]),
-      ],
-      dpop_refresh: [
-        singleUse('oidc-provider DPoP refresh', peer, '/token', dir, 'peer-dpop', (n) => proofs(n, peerRefresh, `${peer.url}/token`)),
-        singleUse('sleeve DPoP refresh', ctx.sleeve, '/oauth2/token', dir, 'sleeve-dpop', (n) => proofs(n, sleeveRefresh, `${SLEEVE_AUTH_URL}/oauth2/token`)),
-      ],
-      // The goal compares with oidc-provider's exchange for a registered client (it has no metadata documents on by default).
-      code_document: [
-        singleUse('oidc-provider code+id_token', peer, '/token', dir, 'peer-code-doc', async (n) => (await peerCodes(n)).map(exchangeLine(peerTokens.clientId, peerTokens.clientSecret))),
-        singleUse('sleeve metadata-document client', ctx.sleeve, '/oauth2/token', dir, 'sleeve-code-doc', async (n) => (await mine.codes(n, mine.byDocument)).map(documentLine)),
-      ],
-    };
+    const { pairs, floorLine } = await oidcPairs(ctx, { server: peer, tokens: peerTokens }, mine, key, verifier);
     for (const pair of Object.values(pairs)) for (const s of pair) await checkLine(s, s.first === undefined ? floorLine : await s.first());
 
     const data: Record<string, unknown> = {};
     const sections: string[] = [];
     let ok = true;
-    const titles = {
-      code_openid: 'POST token endpoint, grant_type=authorization_code with openid (an RS256 id_token signed per request, PKCE S256)',
-      code_openid_es256: 'POST token endpoint, grant_type=authorization_code with openid (an ES256 id_token signed per request, PKCE S256)',
-      dpop_refresh: 'POST token endpoint, grant_type=refresh_token with a DPoP proof (public client, refresh token bound to an ES256 key)',
-      code_document: 'POST token endpoint, grant_type=authorization_code with openid for a Client ID Metadata Document client, its document cached (RS256 id_token, PKCE S256, a rotating refresh token), against oidc-provider\'s exchange for a registered client',
-    };
     for (const name of ['code_openid', 'code_openid_es256', 'dpop_refresh', 'code_document'] as const) {
       if (!authCaseWanted(name)) continue;
       log(`  ${name}`);
-      const r = await comparePair(ctx.wrk, pairs[name], opts, titles[name]);
+      const r = await comparePair(ctx.wrk, pairs[name], opts, OIDC_TITLES[name]);
       if (name === 'code_document') log(`  the client's document was fetched ${ctx.documentHost.fetches()} time(s) in all`);
       ok &&= r.ok;
       data[name] = r.data;
       sections.push(r.section);
     }
-    sections.push(
-      [
-        '',
-        'Code exchange: both answer an access token and an id_token of the client\'s algorithm (nonce, at_hash on sleeve) for a code minted just before the run through each server\'s own code store (sleeve: `issueCode` into its database; oidc-provider: its `AuthorizationCode` model, stored in a Map adapter since its default in-memory adapter keeps only 1000 entries). sleeve\'s client authenticates with client_secret_post, as the peer\'s.',
-        'Floor (the code exchanges\' third server): bench/auth-floor.ts, node:https with the same certificate on the same core, reading each request\'s body and answering a token response with an id_token jose signs for it (a key of the case\'s algorithm), nothing else; its ratio to oidc-provider is the most any server that signs with jose could reach in that run.',
-        'DPoP refresh: every request carries a fresh ES256 proof made before the run (jti, htm, htu, iat); both check it, record its jti, check the refresh token\'s binding, and issue a DPoP-bound access token. sleeve\'s public client also sends its (non-secret) client_secret, as the interface has it; oidc-provider\'s uses `none`.',
-      ].join('\n'),
-    );
+    sections.push(OIDC_NOTES);
     return { ok, data, sections };
   } finally {
     await rt.close();

@@ -97,6 +97,55 @@ async function pairedLoad(urls: [string, string], connections: number, durationS
   return Promise.all(urls.map((url) => runLoad({ url, connections: half, durationS, core: undefined, pathsFile })));
 }
 
+/** One setup of (b): how many processes, whether answers are cached, and each round's totals. */
+interface ScalingEntry {
+  label: string;
+  mode: 'cached' | 'uncached';
+  processes: number;
+  runs: number[];
+  p99: number[];
+}
+
+/** (b): two processes against one on one database, cached and not, `rounds` rounds alternating which goes first. */
+async function scalingRounds(
+  opts: Options,
+  run: { workDir: string; env: Record<string, string>; front: string; pathsFile: string; durationS: number; rounds: number; check: (s: Server) => Promise<void>; checkRandom: (s: Server) => Promise<void> },
+): Promise<ScalingEntry[]> {
+  const { workDir, env, front, durationS, rounds, check, checkRandom } = run;
+  const scaling: ScalingEntry[] = [];
+  for (const mode of ['cached', 'uncached'] as const) {
+    const extra: Record<string, string> = mode === 'uncached' ? { SLEEVE_RESPONSE_CACHE: '0' } : {};
+    const pathsFile = mode === 'uncached' ? run.pathsFile : undefined;
+    const urlPath = mode === 'uncached' ? '/' : front;
+    for (const processes of [1, 2]) scaling.push({ label: `${processes} process${processes > 1 ? 'es' : ''}, ${mode}`, mode, processes, runs: [], p99: [] });
+    for (let r = 0; r < rounds; r++) {
+      for (const processes of r % 2 === 0 ? [1, 2] : [2, 1]) {
+        const entry = scaling.find((x) => x.mode === mode && x.processes === processes) as ScalingEntry;
+        const servers: Server[] = [];
+        try {
+          for (let i = 0; i < processes; i++) {
+            const server = await startSleeve({ name: `sleeve-pg-${i}`, dataDir: workDir, env: { ...env, ...extra }, only: 'coverart', cpuProf: false, core: null });
+            servers.push(server);
+            if (mode === 'uncached') await checkRandom(server);
+            else await check(server);
+          }
+          const urls: [string, string] = [`${(servers[0] as Server).url}${urlPath}`, `${(servers[servers.length - 1] as Server).url}${urlPath}`];
+          await pairedLoad(urls, opts.connections, opts.warmup, pathsFile);
+          const res = await pairedLoad(urls, opts.connections, durationS, pathsFile);
+          const total = res.reduce((a, x) => a + x.rps, 0);
+          const errors = res.reduce((a, x) => a + x.errors, 0);
+          entry.runs.push(total);
+          entry.p99.push(Math.max(...res.map((x) => x.p99)));
+          log(`  round ${r + 1}/${rounds} ${entry.label.padEnd(26)} ${fmtInt(total).padStart(8)} req/s  p99 ${fmtMs(Math.max(...res.map((x) => x.p99)))}${errors > 0 ? `  ERRORS ${errors}` : ''}`);
+        } finally {
+          await Promise.all(servers.map((x) => x.stop()));
+        }
+      }
+    }
+  }
+  return scaling;
+}
+
 export async function clusterBench(opts: Options): Promise<{ markdown: string; data: unknown; goalsMet: boolean }> {
   const durationS = opts.duration ?? 6;
   const rounds = opts.rounds ?? 5;
@@ -136,40 +185,10 @@ export async function clusterBench(opts: Options): Promise<{ markdown: string; d
 
     // (b) two processes against one, unpinned, two load generators either way.
     log('cluster (b): two processes vs one on one PostgreSQL database');
-    const scaling: { label: string; mode: 'cached' | 'uncached'; processes: number; runs: number[]; p99: number[] }[] = [];
-    for (const mode of ['cached', 'uncached'] as const) {
-      const extra: Record<string, string> = mode === 'uncached' ? { SLEEVE_RESPONSE_CACHE: '0' } : {};
-      const pathsFile = mode === 'uncached' ? cat.pathsFile : undefined;
-      const urlPath = mode === 'uncached' ? '/' : front;
-      for (const processes of [1, 2]) scaling.push({ label: `${processes} process${processes > 1 ? 'es' : ''}, ${mode}`, mode, processes, runs: [], p99: [] });
-      for (let r = 0; r < rounds; r++) {
-        for (const processes of r % 2 === 0 ? [1, 2] : [2, 1]) {
-          const entry = scaling.find((x) => x.mode === mode && x.processes === processes) as (typeof scaling)[number];
-          const servers: Server[] = [];
-          try {
-            for (let i = 0; i < processes; i++) {
-              const server = await startSleeve({ name: `sleeve-pg-${i}`, dataDir: workDir, env: { ...env, ...extra }, only: 'coverart', cpuProf: false, core: null });
-              servers.push(server);
-              if (mode === 'uncached') await checkRandom(server);
-              else await check(server);
-            }
-            const urls: [string, string] = [`${(servers[0] as Server).url}${urlPath}`, `${(servers[servers.length - 1] as Server).url}${urlPath}`];
-            await pairedLoad(urls, opts.connections, opts.warmup, pathsFile);
-            const res = await pairedLoad(urls, opts.connections, durationS, pathsFile);
-            const total = res.reduce((a, x) => a + x.rps, 0);
-            const errors = res.reduce((a, x) => a + x.errors, 0);
-            entry.runs.push(total);
-            entry.p99.push(Math.max(...res.map((x) => x.p99)));
-            log(`  round ${r + 1}/${rounds} ${entry.label.padEnd(26)} ${fmtInt(total).padStart(8)} req/s  p99 ${fmtMs(Math.max(...res.map((x) => x.p99)))}${errors > 0 ? `  ERRORS ${errors}` : ''}`);
-          } finally {
-            await Promise.all(servers.map((x) => x.stop()));
-          }
-        }
-      }
-    }
+    const scaling = await scalingRounds(opts, { workDir, env, front, pathsFile: cat.pathsFile, durationS, rounds, check, checkRandom });
     const scaleRatio = (mode: 'cached' | 'uncached') => {
-      const one = scaling.find((x) => x.mode === mode && x.processes === 1) as (typeof scaling)[number];
-      const two = scaling.find((x) => x.mode === mode && x.processes === 2) as (typeof scaling)[number];
+      const one = scaling.find((x) => x.mode === mode && x.processes === 1) as ScalingEntry;
+      const two = scaling.find((x) => x.mode === mode && x.processes === 2) as ScalingEntry;
       return median(two.runs) / median(one.runs);
     };
 

@@ -171,6 +171,161 @@ interface Case {
   cacheBytes: number;
 }
 
+/** A check before a run: GET `p` answers 200. */
+const check = (p: string) => async (server: Server) => {
+  const res = await fetch(`${server.url}${p}`);
+  await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`${server.name}: GET ${p} answered ${res.status}`);
+};
+
+/** What every case's run shares: the options, the catalogue and its store, nginx's prefix, the round settings. */
+interface FilesRun {
+  opts: Options;
+  dataDir: string;
+  prefix: string;
+  store: Store;
+  settings: Parameters<typeof interleavedRounds>[1] & { rounds: number; durationS: number; warmupS: number; connections: number };
+}
+
+/** One case's verdict, its row of the summary table, and its section. */
+interface CaseResult {
+  verdict: { case: string; ratio: number; p99Ratio: number; ok: boolean; p99Ok: boolean; rssOk: boolean };
+  row: string[];
+  section: string;
+}
+
+/** The cases: hot files of each kind, and the cold set. */
+function filesCases(store: Store): Case[] {
+  return [
+    { name: 'thumb250', what: `hot 250 px thumbnail (${fmtKb(store.sizes.thumb250)})`, path: store.hot.thumb250, goal: 0.6, cacheBytes: HOT_CACHE },
+    { name: 'index', what: `hot index.json (${fmtKb(store.sizes.index)})`, path: store.hot.index, goal: 0.6, cacheBytes: HOT_CACHE },
+    { name: 'thumb1200', what: `hot 1200 px thumbnail (${fmtKb(store.sizes.thumb1200)})`, path: store.hot.thumb1200, goal: 0.6, cacheBytes: HOT_CACHE },
+    { name: 'original', what: `hot original (${fmtKb(store.sizes.original)})`, path: store.hot.original, goal: 0.5, cacheBytes: HOT_CACHE },
+    {
+      name: 'cold',
+      what: `cold set: ${fmtInt(COLD_FILES)} thumbnails (${fmtKb(store.sizes.cold)} each) at random, sleeve's cache ${COLD_CACHE >> 20} MiB`,
+      path: store.hot.thumb250,
+      pathsFile: store.coldPaths,
+      goal: 0.4,
+      cacheBytes: COLD_CACHE,
+    },
+  ];
+}
+
+/** The servers of case `c`: nginx and sleeve first (their peak RSS kept in `rss`), then the case's own comparisons. */
+function caseTargets(c: Case, run: FilesRun, rss: Record<'nginx' | 'sleeve', number[]>): Target[] {
+  const { opts, dataDir, prefix, store } = run;
+  const tracked = (name: 'nginx' | 'sleeve', start: () => Promise<Server>) => async () => {
+    const server = await start();
+    const stop = server.stop.bind(server);
+    server.stop = async () => {
+      rss[name].push(peakRssKb(server));
+      await stop();
+    };
+    return server;
+  };
+  const targets: Target[] = [
+    { label: 'nginx', start: tracked('nginx', () => startFilesNginx(prefix, store.files)), check: check(c.path), path: c.path, pathsFile: c.pathsFile },
+    {
+      label: 'sleeve /download/',
+      start: tracked('sleeve', () => startSleeve({ name: 'sleeve', dataDir, only: 'coverart', cpuProf: opts.cpuProf, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) } })),
+      check: check(c.path),
+      path: c.path,
+      pathsFile: c.pathsFile,
+    },
+  ];
+  if (c.name === 'thumb250' || c.name === 'cold') {
+    // What the fast lane buys: the same build with every request read by node:http.
+    targets.push({
+      label: 'sleeve, fast lane off',
+      start: () => startSleeve({ name: 'sleeve-nolane', dataDir, only: 'coverart', cpuProf: false, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes), SLEEVE_FAST_LANE: 'off' } }),
+      check: check(c.path),
+      path: c.path,
+      pathsFile: c.pathsFile,
+    });
+  }
+  if (c.name === 'thumb250' || c.name === 'index') {
+    // The ceiling: the same file and headers from memory with nothing of sleeve in the way.
+    const file = path.join(store.files, c.path.slice('/download/'.length));
+    const type = c.name === 'index' ? 'application/json' : 'image/jpeg';
+    targets.push(
+      { label: 'ceiling: node:http, one writev', start: () => startCeiling('list', file, type), check: check('/x'), path: '/x' },
+      { label: 'ceiling: node:net, no HTTP parser', start: () => startCeiling('raw', file, type), check: check('/x'), path: '/x' },
+    );
+  }
+  if (c.name === 'cold') targets.push(...coldTargets(c, run));
+  return targets;
+}
+
+/** The cold set's own comparisons: no file cache, a baseline build (SLEEVE_BENCH_FILES_BASELINE), and bare servers reading files three ways. */
+function coldTargets(c: Case, run: FilesRun): Target[] {
+  const { dataDir, store } = run;
+  const targets: Target[] = [
+    {
+      label: 'sleeve, file cache off',
+      start: () => startSleeve({ name: 'sleeve-nocache', dataDir, only: 'coverart', cpuProf: false, env: { SLEEVE_FILE_CACHE_BYTES: '0' } }),
+      check: check(c.path),
+      path: c.path,
+      pathsFile: c.pathsFile,
+    },
+  ];
+  // SLEEVE_BENCH_FILES_BASELINE=path of another build's CLI (dist/bundle/index.js): that build too, for an A/B in one
+  // run, started as npm start starts a server (as the other sleeve runs are: the start script's memory settings).
+  const baseline = process.env.SLEEVE_BENCH_FILES_BASELINE;
+  if (baseline !== undefined && baseline !== '') {
+    targets.push({
+      label: 'sleeve, baseline build',
+      start: () => startSleeve({ name: 'sleeve-baseline', dataDir, only: 'coverart', cpuProf: false, cli: baseline, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) } }),
+      check: check(c.path),
+      path: c.path,
+      pathsFile: c.pathsFile,
+    });
+  }
+  for (const mode of ['stream', 'promises', 'sync']) {
+    targets.push({ label: `A/B node:http, read: ${mode}`, start: () => startFileRead(mode, store.files), check: check(c.path), path: c.path, pathsFile: c.pathsFile });
+  }
+  return targets;
+}
+
+/** Case `c`'s rounds, and what they say against its goals. */
+async function runCase(c: Case, run: FilesRun): Promise<CaseResult> {
+  log(`files: ${c.what}`);
+  const rss: Record<'nginx' | 'sleeve', number[]> = { nginx: [], sleeve: [] };
+  const series: Series[] = await interleavedRounds(caseTargets(c, run, rss), run.settings);
+  const baselineCli = process.env.SLEEVE_BENCH_FILES_BASELINE;
+  const paired = c.name === 'cold' && baselineCli !== undefined && baselineCli !== '' ? await pairedRounds(run.dataDir, baselineCli, c, run.settings) : undefined;
+  const [n, s] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>];
+  const ratio = s.rps.median / n.rps.median;
+  const p99Ratio = s.p99.median / n.p99.median;
+  const sleeveRss = Math.max(...rss.sleeve);
+  const nginxRss = Math.max(...rss.nginx);
+  const rssOk = sleeveRss * 1024 <= c.cacheBytes + RSS_ALLOWANCE;
+  const ok = ratio >= c.goal;
+  const p99Ok = p99Ratio <= 2;
+  const row = [
+    c.what,
+    fmtInt(n.rps.median),
+    fmtInt(s.rps.median),
+    `**${fmtRatio(ratio)}** (≥ ${c.goal}: ${passFail(ok)})`,
+    `${fmtMs(n.p99.median)} / ${fmtMs(s.p99.median)} (${p99Ok ? 'met' : 'MISSED'})`,
+    `${fmtMiB(nginxRss)} / ${fmtMiB(sleeveRss)} (budget ${fmtMiB((c.cacheBytes + RSS_ALLOWANCE) / 1024)}: ${rssOk ? 'met' : 'MISSED'})`,
+  ];
+  const section = [
+    `#### ${c.what}`,
+    '',
+    runsTable(series),
+    '',
+    mediansTable(series),
+    '',
+    `- sleeve/nginx requests/s: **${fmtRatio(ratio)}** (goal ≥ ${c.goal}); per round ${s.runs.map((x, i) => fmtRatio(x.rps / (n.runs[i]?.rps ?? Number.NaN))).join(', ')}`,
+    `- p99 sleeve/nginx: ${fmtRatio(p99Ratio)} (goal ≤ 2)`,
+    `- server CPU per request, median of rounds: ${series.map((x) => `${x.label} ${cpuPerRequestUs(x).toFixed(1)} µs`).join('; ')}`,
+    `- peak RSS (largest over the runs): nginx ${fmtMiB(nginxRss)}, sleeve ${fmtMiB(sleeveRss)} with SLEEVE_FILE_CACHE_BYTES=${c.cacheBytes}`,
+    ...(paired === undefined ? [] : ['', paired]),
+  ].join('\n');
+  return { verdict: { case: c.name, ratio, p99Ratio, ok, p99Ok, rssOk }, row, section };
+}
+
 export async function filesBench(opts: Options): Promise<{ markdown: string; data: unknown; goalsMet: boolean }> {
   if (!existsSync(NGINX)) throw new Error(`files: ${NGINX} is missing; install Debian's nginx (apt-get install nginx)`);
   const durationS = opts.duration ?? 8;
@@ -182,144 +337,25 @@ export async function filesBench(opts: Options): Promise<{ markdown: string; dat
     const store = await makeStore(dataDir);
     log(`files: sizes ${JSON.stringify(store.sizes)}`);
     const settings = { durationS, rounds, warmupS: opts.warmup, connections: opts.connections, loadCore: LOAD_CORE, freshProcess: !opts.sameProcess };
-    const cases: Case[] = [
-      { name: 'thumb250', what: `hot 250 px thumbnail (${fmtKb(store.sizes.thumb250)})`, path: store.hot.thumb250, goal: 0.6, cacheBytes: HOT_CACHE },
-      { name: 'index', what: `hot index.json (${fmtKb(store.sizes.index)})`, path: store.hot.index, goal: 0.6, cacheBytes: HOT_CACHE },
-      { name: 'thumb1200', what: `hot 1200 px thumbnail (${fmtKb(store.sizes.thumb1200)})`, path: store.hot.thumb1200, goal: 0.6, cacheBytes: HOT_CACHE },
-      { name: 'original', what: `hot original (${fmtKb(store.sizes.original)})`, path: store.hot.original, goal: 0.5, cacheBytes: HOT_CACHE },
-      {
-        name: 'cold',
-        what: `cold set: ${fmtInt(COLD_FILES)} thumbnails (${fmtKb(store.sizes.cold)} each) at random, sleeve's cache ${COLD_CACHE >> 20} MiB`,
-        path: store.hot.thumb250,
-        pathsFile: store.coldPaths,
-        goal: 0.4,
-        cacheBytes: COLD_CACHE,
-      },
-    ];
+    const cases = filesCases(store);
     // SLEEVE_BENCH_FILES_CASES=cold,index…: only those cases (and no redirect run), for a quick look at one.
     const only = process.env.SLEEVE_BENCH_FILES_CASES?.split(',').filter((x) => x !== '');
     if (only !== undefined && only.length > 0) cases.splice(0, cases.length, ...cases.filter((c) => only.includes(c.name)));
-    const check = (p: string) => async (server: Server) => {
-      const res = await fetch(`${server.url}${p}`);
-      await res.arrayBuffer();
-      if (res.status !== 200) throw new Error(`${server.name}: GET ${p} answered ${res.status}`);
-    };
-    const sections: string[] = [];
-    const verdicts: { case: string; ratio: number; p99Ratio: number; ok: boolean; p99Ok: boolean; rssOk: boolean }[] = [];
-    const summaryRows: string[][] = [];
-    for (const c of cases) {
-      log(`files: ${c.what}`);
-      const rss: Record<string, number[]> = { nginx: [], sleeve: [] };
-      const tracked = (name: 'nginx' | 'sleeve', start: () => Promise<Server>) => async () => {
-        const server = await start();
-        const stop = server.stop.bind(server);
-        server.stop = async () => {
-          rss[name]?.push(peakRssKb(server));
-          await stop();
-        };
-        return server;
-      };
-      const targets: Target[] = [
-        { label: 'nginx', start: tracked('nginx', () => startFilesNginx(prefix, store.files)), check: check(c.path), path: c.path, pathsFile: c.pathsFile },
-        {
-          label: 'sleeve /download/',
-          start: tracked('sleeve', () => startSleeve({ name: 'sleeve', dataDir, only: 'coverart', cpuProf: opts.cpuProf, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) } })),
-          check: check(c.path),
-          path: c.path,
-          pathsFile: c.pathsFile,
-        },
-      ];
-      if (c.name === 'thumb250' || c.name === 'cold') {
-        // What the fast lane buys: the same build with every request read by node:http.
-        targets.push({
-          label: 'sleeve, fast lane off',
-          start: () => startSleeve({ name: 'sleeve-nolane', dataDir, only: 'coverart', cpuProf: false, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes), SLEEVE_FAST_LANE: 'off' } }),
-          check: check(c.path),
-          path: c.path,
-          pathsFile: c.pathsFile,
-        });
-      }
-      if (c.name === 'thumb250' || c.name === 'index') {
-        // The ceiling: the same file and headers from memory with nothing of sleeve in the way.
-        const file = path.join(store.files, c.path.slice('/download/'.length));
-        const type = c.name === 'index' ? 'application/json' : 'image/jpeg';
-        targets.push(
-          { label: 'ceiling: node:http, one writev', start: () => startCeiling('list', file, type), check: check('/x'), path: '/x' },
-          { label: 'ceiling: node:net, no HTTP parser', start: () => startCeiling('raw', file, type), check: check('/x'), path: '/x' },
-        );
-      }
-      if (c.name === 'cold') {
-        targets.push({
-          label: 'sleeve, file cache off',
-          start: () => startSleeve({ name: 'sleeve-nocache', dataDir, only: 'coverart', cpuProf: false, env: { SLEEVE_FILE_CACHE_BYTES: '0' } }),
-          check: check(c.path),
-          path: c.path,
-          pathsFile: c.pathsFile,
-        });
-        // SLEEVE_BENCH_FILES_BASELINE=path of another build's CLI (dist/bundle/index.js): that build too, for an A/B in one
-        // run, started as npm start starts a server (as the other sleeve runs are: the start script's memory settings).
-        const baseline = process.env.SLEEVE_BENCH_FILES_BASELINE;
-        if (baseline !== undefined && baseline !== '') {
-          targets.push({
-            label: 'sleeve, baseline build',
-            start: () => startSleeve({ name: 'sleeve-baseline', dataDir, only: 'coverart', cpuProf: false, cli: baseline, env: { SLEEVE_FILE_CACHE_BYTES: String(c.cacheBytes) } }),
-            check: check(c.path),
-            path: c.path,
-            pathsFile: c.pathsFile,
-          });
-        }
-        for (const mode of ['stream', 'promises', 'sync']) {
-          targets.push({ label: `A/B node:http, read: ${mode}`, start: () => startFileRead(mode, store.files), check: check(c.path), path: c.path, pathsFile: c.pathsFile });
-        }
-      }
-      const series: Series[] = await interleavedRounds(targets, settings);
-      const baselineCli = process.env.SLEEVE_BENCH_FILES_BASELINE;
-      const paired = c.name === 'cold' && baselineCli !== undefined && baselineCli !== '' ? await pairedRounds(dataDir, baselineCli, c, settings) : undefined;
-      const [n, s] = series.map(seriesSummary) as [ReturnType<typeof seriesSummary>, ReturnType<typeof seriesSummary>];
-      const ratio = s.rps.median / n.rps.median;
-      const p99Ratio = s.p99.median / n.p99.median;
-      const sleeveRss = Math.max(...(rss.sleeve ?? []));
-      const nginxRss = Math.max(...(rss.nginx ?? []));
-      const rssOk = sleeveRss * 1024 <= c.cacheBytes + RSS_ALLOWANCE;
-      const ok = ratio >= c.goal;
-      const p99Ok = p99Ratio <= 2;
-      verdicts.push({ case: c.name, ratio, p99Ratio, ok, p99Ok, rssOk });
-      summaryRows.push([
-        c.what,
-        fmtInt(n.rps.median),
-        fmtInt(s.rps.median),
-        `**${fmtRatio(ratio)}** (≥ ${c.goal}: ${passFail(ok)})`,
-        `${fmtMs(n.p99.median)} / ${fmtMs(s.p99.median)} (${p99Ok ? 'met' : 'MISSED'})`,
-        `${fmtMiB(nginxRss)} / ${fmtMiB(sleeveRss)} (budget ${fmtMiB((c.cacheBytes + RSS_ALLOWANCE) / 1024)}: ${rssOk ? 'met' : 'MISSED'})`,
-      ]);
-      sections.push(
-        [
-          `#### ${c.what}`,
-          '',
-          runsTable(series),
-          '',
-          mediansTable(series),
-          '',
-          `- sleeve/nginx requests/s: **${fmtRatio(ratio)}** (goal ≥ ${c.goal}); per round ${s.runs.map((x, i) => fmtRatio(x.rps / (n.runs[i]?.rps ?? Number.NaN))).join(', ')}`,
-          `- p99 sleeve/nginx: ${fmtRatio(p99Ratio)} (goal ≤ 2)`,
-          `- server CPU per request, median of rounds: ${series.map((x) => `${x.label} ${cpuPerRequestUs(x).toFixed(1)} µs`).join('; ')}`,
-          `- peak RSS (largest over the runs): nginx ${fmtMiB(nginxRss)}, sleeve ${fmtMiB(sleeveRss)} with SLEEVE_FILE_CACHE_BYTES=${c.cacheBytes}`,
-          ...(paired === undefined ? [] : ['', paired]),
-        ].join('\n'),
-      );
-    }
+    const results: CaseResult[] = [];
+    for (const c of cases) results.push(await runCase(c, { opts, dataDir, prefix, store, settings }));
 
     log('files: the redirect benchmark in the same run');
     const redirect = only !== undefined && only.length > 0 ? { markdown: '(redirect not run: SLEEVE_BENCH_FILES_CASES)', data: undefined, goalsMet: true } : await redirectBench(opts);
+    const verdicts = results.map((r) => r.verdict);
     const goalsMet = verdicts.every((v) => v.ok && v.p99Ok && v.rssOk) && redirect.goalsMet;
     const markdown = [
       '### files: sleeve /download/ vs nginx',
       '',
       `nginx ${NGINX} (one process, sendfile, no keep-alive request limit, the same store) and \`sleeve serve --only coverart\` started as \`npm start\` starts it (its memory settings; SQLite + file storage; the file cache as given per case), each on CPU ${SERVER_CORE}. ${describeRounds(settings, undefined)}. Each fresh sleeve process starts with an empty file cache: the warm-up fills it.`,
       '',
-      table(['case', '>nginx req/s', '>sleeve req/s', 'sleeve/nginx', 'p99 nginx / sleeve', 'peak RSS nginx / sleeve'], summaryRows),
+      table(['case', '>nginx req/s', '>sleeve req/s', 'sleeve/nginx', 'p99 nginx / sleeve', 'peak RSS nginx / sleeve'], results.map((r) => r.row)),
       '',
-      ...sections,
+      ...results.map((r) => r.section),
       '',
       redirect.markdown,
     ].join('\n');

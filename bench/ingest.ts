@@ -14,8 +14,8 @@ import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
 import { loadConfig } from '../src/config/load.js';
 import { addArt, addRelease } from '../src/cover-art/index.js';
-import { processImage } from '../src/cover-art/thumbnails.js';
-import { openRuntime } from '../src/runtime.js';
+import { processImage } from '../src/cover-art/images/thumbnails.js';
+import { openRuntime, type Runtime } from '../src/runtime.js';
 import { makeNoisyJpeg } from './lib/images.js';
 import type { Options } from './lib/options.js';
 import { plainThumbnails } from './sharp-plain.js';
@@ -60,6 +60,76 @@ async function measureProcess(nodeArgs: string[], env: NodeJS.ProcessEnv): Promi
   return { ms: r.ms, maxRssKb: Number(rss?.[1] ?? Number.NaN) };
 }
 
+type Procs = Record<'sleeve' | 'plain' | 'help' | 'node', ProcessRun[]>;
+
+/**
+ * (a): in one process, sleeve's addArt, three plain sharp pipelines and sleeve's processImage
+ * alone, `rounds` rounds after `warm` warm-up rounds, the order rotating each round.
+ */
+async function inProcessRounds(
+  rt: Runtime,
+  image: { bytes: Buffer; maxPixels: number; nextRelease: () => string },
+  warm: number,
+  rounds: number,
+): Promise<{ inProcess: { sleeve: number[]; plain: number[]; thumbs: number[] }; sizes: { sleeve: string[]; plain: string[] }; benchRssKb: number }> {
+  const { bytes } = image;
+  const sleeveAdd = () => addArt(rt.coverArt, { release: image.nextRelease(), bytes, types: ['Front'] });
+  const plain = () => plainThumbnails(bytes);
+  const thumbsOnly = () => processImage(bytes, image.maxPixels);
+  log(`ingest (a): warm-up ×${warm}`);
+  for (let i = 0; i < warm; i++) {
+    await sleeveAdd();
+    await plain();
+    await thumbsOnly();
+  }
+  const made = await thumbsOnly();
+  const sizes = {
+    sleeve: await Promise.all([250, 500, 1200].map((s) => dims(made.thumbnails.get(s as 250) as Buffer))),
+    plain: await Promise.all((await plain()).map(dims)),
+  };
+  const a = { sleeve: [] as number[], plain: [] as number[], thumbs: [] as number[] };
+  const steps: [keyof typeof a, () => Promise<unknown>][] = [
+    ['sleeve', sleeveAdd],
+    ['plain', plain],
+    ['thumbs', thumbsOnly],
+  ];
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < steps.length; k++) {
+      const [name, fn] = steps[(r + k) % steps.length] as [keyof typeof a, () => Promise<unknown>];
+      const [ms] = await timed(fn);
+      a[name].push(ms);
+    }
+    log(`  round ${r + 1}/${rounds}: addArt ${fmtMs(a.sleeve[r] as number)}  plain sharp ${fmtMs(a.plain[r] as number)}  processImage ${fmtMs(a.thumbs[r] as number)}`);
+  }
+  return { inProcess: a, sizes, benchRssKb: process.resourceUsage().maxRSS };
+}
+
+/** (b): whole processes (`sleeve art add`, the plain script, and for reference `sleeve --help` and `node -e 0`), rounds after `cliWarm` warm-up rounds, the order rotating. */
+async function processRounds(opts: Options, run: { env: NodeJS.ProcessEnv; file: string; outDir: string; nextRelease: () => string }, cliWarm: number): Promise<Procs> {
+  const { env, file, outDir } = run;
+  const procs: Procs = { sleeve: [], plain: [], help: [], node: [] };
+  const steps: [keyof Procs, () => Promise<ProcessRun>][] = [
+    ['sleeve', () => measureProcess([...nodeFlags(opts.cpuProf, 'art-add'), SLEEVE_CLI, 'art', 'add', run.nextRelease(), file, '--type', 'Front'], env)],
+    ['plain', () => measureProcess([benchScript('sharp-plain.js'), file, outDir], env)],
+    ['help', () => measureProcess([SLEEVE_CLI, '--help'], env)],
+    ['node', () => measureProcess(['-e', '0'], env)],
+  ];
+  log(`ingest (b): warm-up ×${cliWarm}`);
+  for (let i = 0; i < cliWarm; i++) for (const [, fn] of steps) await fn();
+  for (let r = 0; r < opts.cliRounds; r++) {
+    for (let k = 0; k < steps.length; k++) {
+      const [name, fn] = steps[(r + k) % steps.length] as [keyof Procs, () => Promise<ProcessRun>];
+      procs[name].push(await fn());
+    }
+    const last = (n: keyof Procs) => procs[n][r] as ProcessRun;
+    log(
+      `  round ${r + 1}/${opts.cliRounds}: art add ${fmtMs(last('sleeve').ms)} (${fmtMiB(last('sleeve').maxRssKb)})  ` +
+        `plain script ${fmtMs(last('plain').ms)} (${fmtMiB(last('plain').maxRssKb)})  sleeve --help ${fmtMs(last('help').ms)}  node -e 0 ${fmtMs(last('node').ms)}`,
+    );
+  }
+  return procs;
+}
+
 export async function ingestBench(opts: Options): Promise<{ markdown: string; data: unknown; goalsMet: boolean }> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'sleeve-bench-ingest-'));
   const dataDir = path.join(tmp, 'data');
@@ -83,73 +153,24 @@ export async function ingestBench(opts: Options): Promise<{ markdown: string; da
       await addRelease(rt.coverArt, { mbid, releaseGroup: rg });
       releases.push(mbid);
     }
-    let next = 0;
-    const sleeveAdd = () => addArt(rt.coverArt, { release: releases[next++] as string, bytes, types: ['Front'] });
-    const plain = () => plainThumbnails(bytes);
-    const thumbsOnly = () => processImage(bytes, config.uploadMaxPixels);
-
     // (a) in one process
-    let sizes: { sleeve: string[]; plain: string[] };
-    const inProcess = { sleeve: [] as number[], plain: [] as number[], thumbs: [] as number[] };
-    let benchRssKb: number;
+    let next = 0;
+    const nextRelease = () => releases[next++] as string;
+    let a: Awaited<ReturnType<typeof inProcessRounds>>;
     try {
-      log(`ingest (a): warm-up ×${warm}`);
-      for (let i = 0; i < warm; i++) {
-        await sleeveAdd();
-        await plain();
-        await thumbsOnly();
-      }
-      const made = await thumbsOnly();
-      sizes = {
-        sleeve: await Promise.all([250, 500, 1200].map((s) => dims(made.thumbnails.get(s as 250) as Buffer))),
-        plain: await Promise.all((await plain()).map(dims)),
-      };
-      const a = inProcess;
-      const steps: [keyof typeof a, () => Promise<unknown>][] = [
-        ['sleeve', sleeveAdd],
-        ['plain', plain],
-        ['thumbs', thumbsOnly],
-      ];
-      for (let r = 0; r < inRounds; r++) {
-        for (let k = 0; k < steps.length; k++) {
-          const [name, fn] = steps[(r + k) % steps.length] as [keyof typeof a, () => Promise<unknown>];
-          const [ms] = await timed(fn);
-          a[name].push(ms);
-        }
-        log(`  round ${r + 1}/${inRounds}: addArt ${fmtMs(a.sleeve[r] as number)}  plain sharp ${fmtMs(a.plain[r] as number)}  processImage ${fmtMs(a.thumbs[r] as number)}`);
-      }
-      benchRssKb = process.resourceUsage().maxRSS;
+      a = await inProcessRounds(rt, { bytes, maxPixels: config.uploadMaxPixels, nextRelease }, warm, inRounds);
     } finally {
       await rt.close();
     }
+    const { inProcess, sizes, benchRssKb } = a;
 
     // (b) whole processes
-    const env = sleeveEnv(dataDir);
-    const procs: Record<'sleeve' | 'plain' | 'help' | 'node', ProcessRun[]> = { sleeve: [], plain: [], help: [], node: [] };
-    const steps: [keyof typeof procs, () => Promise<ProcessRun>][] = [
-      ['sleeve', () => measureProcess([...nodeFlags(opts.cpuProf, 'art-add'), SLEEVE_CLI, 'art', 'add', releases[next++] as string, file, '--type', 'Front'], env)],
-      ['plain', () => measureProcess([benchScript('sharp-plain.js'), file, outDir], env)],
-      ['help', () => measureProcess([SLEEVE_CLI, '--help'], env)],
-      ['node', () => measureProcess(['-e', '0'], env)],
-    ];
-    log(`ingest (b): warm-up ×${cliWarm}`);
-    for (let i = 0; i < cliWarm; i++) for (const [, fn] of steps) await fn();
-    for (let r = 0; r < opts.cliRounds; r++) {
-      for (let k = 0; k < steps.length; k++) {
-        const [name, fn] = steps[(r + k) % steps.length] as [keyof typeof procs, () => Promise<ProcessRun>];
-        procs[name].push(await fn());
-      }
-      const last = (n: keyof typeof procs) => procs[n][r] as ProcessRun;
-      log(
-        `  round ${r + 1}/${opts.cliRounds}: art add ${fmtMs(last('sleeve').ms)} (${fmtMiB(last('sleeve').maxRssKb)})  ` +
-          `plain script ${fmtMs(last('plain').ms)} (${fmtMiB(last('plain').maxRssKb)})  sleeve --help ${fmtMs(last('help').ms)}  node -e 0 ${fmtMs(last('node').ms)}`,
-      );
-    }
+    const procs = await processRounds(opts, { env: sleeveEnv(dataDir), file, outDir, nextRelease }, cliWarm);
 
     const ratioA = median(inProcess.plain) / median(inProcess.sleeve);
     const ratioThumbs = median(inProcess.plain) / median(inProcess.thumbs);
-    const ms = (n: keyof typeof procs) => procs[n].map((x) => x.ms);
-    const rss = (n: keyof typeof procs) => procs[n].map((x) => x.maxRssKb);
+    const ms = (n: keyof Procs) => procs[n].map((x) => x.ms);
+    const rss = (n: keyof Procs) => procs[n].map((x) => x.maxRssKb);
     const ratioB = median(ms('plain')) / median(ms('sleeve'));
     const okA = ratioA >= GOAL_RATIO;
     const okB = ratioB >= GOAL_RATIO;

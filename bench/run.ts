@@ -16,6 +16,7 @@ import { galleryBench } from './gallery.js';
 import { ingestBench } from './ingest.js';
 import { mirrorBench } from './mirror.js';
 import { mirrorDbBench } from './mirror-db.js';
+import { mirrorScaleBench } from './mirror-scale.js';
 import { importBench } from './import.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { parseOptions, type BenchName, type Options } from './lib/options.js';
@@ -25,7 +26,7 @@ import { soakBench } from './soak.js';
 import { uploadBench } from './upload.js';
 
 type Bench = (opts: Options) => Promise<{ markdown: string; data: unknown; goalsMet: boolean }>;
-const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench, 'front-door': frontDoorBench, derivatives: derivativesBench, 'mirror-db': mirrorDbBench };
+const BENCHES: Record<BenchName, Bench> = { redirect: redirectBench, ingest: ingestBench, scale: scaleBench, auth: authBench, cluster: clusterBench, import: importBench, files: filesBench, soak: soakBench, mirror: mirrorBench, gallery: galleryBench, upload: uploadBench, 'front-door': frontDoorBench, derivatives: derivativesBench, 'mirror-db': mirrorDbBench, 'mirror-scale': mirrorScaleBench };
 
 async function main(): Promise<number> {
   let opts: Options | undefined;

@@ -111,6 +111,55 @@ function peakRssKb(pid: number): number {
   return Number(m?.[1] ?? Number.NaN);
 }
 
+/** What a server measured: uploads in flight, the peak resident set before and after, and how long they all took. */
+interface InFlight {
+  before: number;
+  ms: number;
+  peak: number;
+}
+
+/** The upload benchmark's goals and report, from the start script's server (`measured`) and one with glibc's default arenas (`plain`). */
+function uploadReport(
+  opts: Options,
+  imageBytes: number,
+  measured: { rssStart: number; api: number[]; viaCli: number[]; flight: InFlight },
+  plain: InFlight,
+): { markdown: string; data: unknown; goalsMet: boolean } {
+  const { rssStart, api, viaCli } = measured;
+  const rounds = opts.cliRounds;
+  const rssBefore = measured.flight.before;
+  const rssPeak = measured.flight.peak;
+  const concurrentMs = measured.flight.ms;
+  const apiRate = 1000 / median(api);
+  const cliRate = 1000 / median(viaCli);
+  const ratio = apiRate / cliRate;
+  const okRate = ratio >= GOAL_RATIO;
+  const okRss = rssPeak / 1024 < GOAL_RSS_MB;
+  const markdown = [
+    `### upload: ${SIDE}×${SIDE} JPEG (q90, ${(imageBytes / 2 ** 20).toFixed(2)} MiB) through the write API vs sleeve art add`,
+    '',
+    `${rounds} rounds after a warm-up, order alternating; API: POST multipart over HTTPS with a bearer token to a running sleeve serve (response timed end to end) started as \`npm start\` starts it, nothing set in its environment (the start script's default: 2 malloc arenas); CLI: the whole process, spawn to exit.`,
+    '',
+    table(
+      ['path', '>median [range]', '>images/s'],
+      [
+        ['POST /api/cover-art/release/{mbid}/images', summary(api, fmtMs), apiRate.toFixed(2)],
+        ['sleeve art add MBID cover.jpg --type Front', summary(viaCli, fmtMs), cliRate.toFixed(2)],
+      ],
+    ),
+    '',
+    `- ratio API/CLI images/s: **${fmtRatio(ratio)}** (goal ≥ ${GOAL_RATIO}): **${passFail(okRate)}**`,
+    `- ${IN_FLIGHT} uploads in flight: ${fmtMs(concurrentMs)} for all (${((IN_FLIGHT * 1000) / concurrentMs).toFixed(2)} images/s)`,
+    `- server peak RSS (VmHWM): ${fmtMiB(rssStart)} started (before any upload), ${fmtMiB(rssBefore)} after the sequential rounds, **${fmtMiB(rssPeak)}** after ${IN_FLIGHT} in flight (goal < ${GOAL_RSS_MB} MB): **${passFail(okRss)}**`,
+    `- the same server with glibc's default arenas (MALLOC_ARENA_MAX=${GLIBC_DEFAULT_ARENAS.MALLOC_ARENA_MAX}, 8 per core): ${fmtMiB(plain.before)} after a warm-up upload, **${fmtMiB(plain.peak)}** after ${IN_FLIGHT} in flight (${fmtMs(plain.ms)} for all)`,
+  ].join('\n');
+  return {
+    markdown,
+    data: { imageBytes, comparisonEnv: GLIBC_DEFAULT_ARENAS, api, cli: viaCli, ratio, concurrentMs, rssStartKb: rssStart, rssBeforeKb: rssBefore, rssPeakKb: rssPeak, defaultArenas: { beforeKb: plain.before, peakKb: plain.peak, ms: plain.ms } },
+    goalsMet: okRate && okRss,
+  };
+}
+
 export async function uploadBench(opts: Options): Promise<{ markdown: string; data: unknown; goalsMet: boolean }> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'sleeve-bench-upload-'));
   const dataDir = path.join(tmp, 'data');
@@ -188,41 +237,7 @@ export async function uploadBench(opts: Options): Promise<{ markdown: string; da
       await upload(web, token);
       return inFlight(token, pid);
     });
-    {
-      const { rssStart, api, viaCli } = measured;
-      const rounds = opts.cliRounds;
-      const rssBefore = measured.flight.before;
-      const rssPeak = measured.flight.peak;
-      const concurrentMs = measured.flight.ms;
-      const apiRate = 1000 / median(api);
-      const cliRate = 1000 / median(viaCli);
-      const ratio = apiRate / cliRate;
-      const okRate = ratio >= GOAL_RATIO;
-      const okRss = rssPeak / 1024 < GOAL_RSS_MB;
-      const markdown = [
-        `### upload: ${SIDE}×${SIDE} JPEG (q90, ${(bytes.length / 2 ** 20).toFixed(2)} MiB) through the write API vs sleeve art add`,
-        '',
-        `${rounds} rounds after a warm-up, order alternating; API: POST multipart over HTTPS with a bearer token to a running sleeve serve (response timed end to end) started as \`npm start\` starts it, nothing set in its environment (the start script's default: 2 malloc arenas); CLI: the whole process, spawn to exit.`,
-        '',
-        table(
-          ['path', '>median [range]', '>images/s'],
-          [
-            ['POST /api/cover-art/release/{mbid}/images', summary(api, fmtMs), apiRate.toFixed(2)],
-            ['sleeve art add MBID cover.jpg --type Front', summary(viaCli, fmtMs), cliRate.toFixed(2)],
-          ],
-        ),
-        '',
-        `- ratio API/CLI images/s: **${fmtRatio(ratio)}** (goal ≥ ${GOAL_RATIO}): **${passFail(okRate)}**`,
-        `- ${IN_FLIGHT} uploads in flight: ${fmtMs(concurrentMs)} for all (${((IN_FLIGHT * 1000) / concurrentMs).toFixed(2)} images/s)`,
-        `- server peak RSS (VmHWM): ${fmtMiB(rssStart)} started (before any upload), ${fmtMiB(rssBefore)} after the sequential rounds, **${fmtMiB(rssPeak)}** after ${IN_FLIGHT} in flight (goal < ${GOAL_RSS_MB} MB): **${passFail(okRss)}**`,
-        `- the same server with glibc's default arenas (MALLOC_ARENA_MAX=${GLIBC_DEFAULT_ARENAS.MALLOC_ARENA_MAX}, 8 per core): ${fmtMiB(plain.before)} after a warm-up upload, **${fmtMiB(plain.peak)}** after ${IN_FLIGHT} in flight (${fmtMs(plain.ms)} for all)`,
-      ].join('\n');
-      return {
-        markdown,
-        data: { imageBytes: bytes.length, comparisonEnv: GLIBC_DEFAULT_ARENAS, api, cli: viaCli, ratio, concurrentMs, rssStartKb: rssStart, rssBeforeKb: rssBefore, rssPeakKb: rssPeak, defaultArenas: { beforeKb: plain.before, peakKb: plain.peak, ms: plain.ms } },
-        goalsMet: okRate && okRss,
-      };
-    }
+    return uploadReport(opts, bytes.length, measured, plain);
   } finally {
     if (!opts.keep) await rm(tmp, { recursive: true, force: true });
   }

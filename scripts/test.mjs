@@ -48,18 +48,28 @@ const CONCURRENCY = Number(process.env.SLEEVE_TEST_CONCURRENCY) > 0 ? Number(pro
 
 // The longest files start first (by the wall time each took in the last pass, which the
 // slowest-files reporter keeps in the build output), so that no long file starts last and runs
-// alone at the end of a pass. Files not timed yet (new ones) go first: they may be long.
+// alone at the end of a pass. A fresh checkout (CI) has no last pass: test/times.json, a copy
+// kept in the repository in seconds (`npm run test:times` refreshes it), stands in for the files
+// the build output has no time of. Files timed in neither (new ones) go first: they may be long.
+// Read again before each pass, so the PostgreSQL pass starts from the SQLite pass's times.
 const TIMES = path.join(dist, '.test-times.json');
-function lastTimes() {
+const SEED = path.join(root, 'test', 'times.json');
+function readJson(file) {
   try {
-    return JSON.parse(readFileSync(TIMES, 'utf8'));
+    return JSON.parse(readFileSync(file, 'utf8'));
   } catch {
     return {};
   }
 }
-const times = lastTimes();
-const took = (f) => times[path.relative(testDir, f).split(path.sep).join('/')] ?? Infinity;
-files.sort((a, b) => took(b) - took(a) || (a < b ? -1 : 1));
+function lastTimes() {
+  const seed = Object.fromEntries(Object.entries(readJson(SEED)).map(([file, s]) => [file, s * 1000]));
+  return { ...seed, ...readJson(TIMES) };
+}
+function longestFirst() {
+  const times = lastTimes();
+  const took = (f) => times[path.relative(testDir, f).split(path.sep).join('/')] ?? Infinity;
+  files.sort((a, b) => took(b) - took(a) || (a < b ? -1 : 1));
+}
 
 // node:test's run() rather than `node --test`: on Node 20 the latter sorts the files by name.
 async function pass(dialect) {
@@ -67,6 +77,7 @@ async function pass(dialect) {
   // The test files' processes inherit this environment.
   process.env.SLEEVE_TEST_DB = dialect;
   process.env.SLEEVE_TEST_TIMES ??= TIMES;
+  longestFirst();
   const events = run({ files, concurrency: CONCURRENCY, timeout: FILE_TIMEOUT_MS });
   // Each reporter reads every event; spec as it goes, and with several files, at the end, where the time went.
   const reporters = [new spec()];

@@ -1,6 +1,7 @@
 import type { AuthDeps } from './auth/deps.js';
 import { SigningKeys } from './auth/signing-keys.js';
 import { ClientDocuments } from './auth/client-metadata.js';
+import { PasswordHasher } from './auth/crypto.js';
 import type { Config } from './config/load.js';
 import { readPublishedUrls, type CoverArtDeps, type ListingUrls } from './cover-art/index.js';
 import { openDatabase, type DatabaseHandle } from './db/connect.js';
@@ -62,11 +63,13 @@ export async function openRuntime(
   }
   const store = createObjectStore(config.storage);
   const clock = options.clock ?? systemClock;
+  // Commands hash (user add) at the configured cost; `serve` gives its sign-ins a hasher of its own.
+  const passwords = new PasswordHasher(config.passwordHashing);
   return {
     config,
     database,
     store,
-    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, refreshGraceSeconds: config.refreshGraceSeconds, pkce: config.pkce, signingKeys: new SigningKeys(database.db, clock), clientDocuments: new ClientDocuments(config.clientMetadata, clock) },
+    auth: { db: database.db, clock, authUrl: config.authUrl, accessTokenTtl: config.accessTokenTtl, authCodeTtl: config.authCodeTtl, refreshGraceSeconds: config.refreshGraceSeconds, pkce: config.pkce, signingKeys: new SigningKeys(database.db, clock), clientDocuments: new ClientDocuments(config.clientMetadata, clock), passwords },
     coverArt: {
       db: database.db,
       store,
@@ -76,6 +79,7 @@ export async function openRuntime(
       approval: config.approval,
     },
     async close() {
+      await passwords.close();
       await store.close();
       await database.close();
     },

@@ -5,10 +5,10 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'f
 import { sql } from 'kysely';
 import { redactSecrets, type Config } from './config/load.js';
 import { PasswordHasher } from './auth/crypto.js';
-import { CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedClaims, SharedRateLimiter } from './cluster/index.js';
+import { CacheFreshness, CatalogueNotifications, CatalogueWatch, RedisConnection, ServingRegistration, SharedClaims, SharedRateLimiter } from './cluster/index.js';
 import { publishCatalogue } from './cluster/mark.js';
 import { catalogueKeeps, catalogueKeepsNow, type ApiDeps, type ThumbnailOptions, FileCache, FileServer, finishPendingIndexes, loadDemo, publishUrls, ResponseCache, storeMisses } from './cover-art/index.js';
-import { buildCoverArtApp } from './cover-art/app.js';
+import { buildCoverArtApp } from './cover-art/api/app.js';
 import { clientAddress, TrustedProxies } from './http/client-address.js';
 import { Health, type HealthCheck } from './http/health.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -24,7 +24,7 @@ import { keepTickShape } from './edge/tick-shape.js';
 import { FsObjectStore } from './storage/index.js';
 import type { Clock } from './shared/clock.js';
 import type { ReplayLimits } from './auth/replay-store.js';
-import { startUploadSweeper } from './cover-art/uploads.js';
+import { startUploadSweeper } from './cover-art/catalogue/uploads.js';
 
 export interface Server {
   runtime: Runtime;
@@ -40,6 +40,8 @@ export interface Server {
    */
   refreshCaches(): Promise<void>;
   close(): Promise<void>;
+  /** The step `close` is waiting on (`done` once it finished), for the message of a stop that takes too long. */
+  closing(): string;
 }
 
 export interface ServeOptions {
@@ -84,8 +86,12 @@ interface Serving {
   metricsServer: HttpServer | undefined;
   apps: FastifyInstance[];
   cluster: ClusterParts;
-  /** Listings waiting to be rewritten with new measures (cover-art/listing-rewrites.ts): finished at close. */
+  /** The caches the catalogue watch and the website's changes empty, each as it declares (cluster/cache-freshness.ts). */
+  caches: CacheFreshness;
+  /** Listings waiting to be rewritten with new measures (cover-art/listings/listing-rewrites.ts): finished at close. */
   rewrites?: { flush(): Promise<void> };
+  /** The step `close` is on (`serving` before it starts). */
+  closing: string;
 }
 
 /** What the catalogue needs done before the cover art listener listens (`prepareCatalogue`). */
@@ -114,7 +120,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions = {}
     const refreshCaches = async (): Promise<void> => {
       await s.cluster.watch?.refresh();
     };
-    return { runtime, coverArtAddress, authAddress, metricsAddress, demoLoaded: prepared.demoLoaded, refreshCaches, close: () => close(s) };
+    return { runtime, coverArtAddress, authAddress, metricsAddress, demoLoaded: prepared.demoLoaded, refreshCaches, close: () => close(s), closing: () => s.closing };
   } catch (err) {
     await Promise.all([...s.apps.map((a) => a.close().catch(() => {})), closeServer(s.metricsServer).catch(() => {})]);
     await stopCluster(s.cluster).catch(() => {});
@@ -148,7 +154,9 @@ function openServing(config: Readonly<Config>, runtime: Runtime, options: ServeO
     metrics: config.metricsListen === undefined ? undefined : new Metrics(runtime.database.db, { importLockHeld: () => importLockHeld(importLock), now: () => runtime.coverArt.clock.now() }),
     metricsServer: undefined,
     apps: [],
+    closing: 'serving',
     cluster: { redis: [] },
+    caches: new CacheFreshness(),
   };
 }
 
@@ -211,7 +219,7 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
   const misses = storeMisses(runtime.coverArt, {
     upstream: config.upstream,
     thumbnails: { sizes: config.thumbnailSizes, formats: config.thumbnailFormats },
-    refreshed: (gid) => s.cluster.watch?.forgetRelease(gid),
+    refreshed: (gid) => s.caches.listingRefreshed(gid),
   });
   s.rewrites = misses.rewrites;
   const { db, readsNow } = runtime.database;
@@ -252,7 +260,9 @@ async function startCoverArt(s: Serving, prepared: Prepared): Promise<string> {
     metrics.http.thumbnailsMade = misses.derivatives?.counts;
   }
   s.apps.push(app);
-  const registration = await startClusterParts(s, [cache, fileCache], app.log);
+  s.caches.register(cache);
+  s.caches.register(fileCache);
+  const registration = await startClusterParts(s, app.log);
   commands?.start(app.log);
   notifications?.start(app.log);
   if (prepared.urlsChange !== undefined && prepared.urlsChange.previous !== undefined) {
@@ -280,6 +290,7 @@ function startLiveCatalogue(s: Serving, log: FastifyBaseLogger): void {
   if (mirror === undefined) return;
   const live = new LiveCatalogue({
     db: runtime.database.db,
+    database: config.database,
     url: mirror.url,
     name: redactSecrets(mirror.url),
     pollMs: mirror.pollMs,
@@ -366,19 +377,19 @@ function coverArtChecks(s: Serving, commands: RedisConnection | undefined, notif
 }
 
 /** The catalogue watch (for the caches), the upload sweeper and this process's registration; returns the registration. */
-async function startClusterParts(s: Serving, followers: [ResponseCache, FileCache], log: FastifyBaseLogger): Promise<ServingRegistration> {
+async function startClusterParts(s: Serving, log: FastifyBaseLogger): Promise<ServingRegistration> {
   const { config, runtime, cluster } = s;
   const watch = new CatalogueWatch({
     db: runtime.coverArt.db,
     finishDirtyIndexes: (ageMs) => finishPendingIndexes(runtime.coverArt, runtime.coverArt.clock.now() - ageMs),
-    followers,
+    caches: s.caches,
     pollMs: config.changePollMs,
     announcedPollMs: config.changePollRedisMs,
     log,
   });
   cluster.watch = watch;
   watch.start();
-  // Leftovers of uploads killed in any process on this storage (cover-art/uploads.ts).
+  // Leftovers of uploads killed in any process on this storage (cover-art/catalogue/uploads.ts).
   cluster.uploadSweeper = startUploadSweeper(runtime.coverArt, config.uploadSweepMs, log);
   // Before listening: a command that changes the catalogue from now on waits for this process.
   const registration = new ServingRegistration({
@@ -418,12 +429,10 @@ async function startAuth(s: Serving, modules: Awaited<ReturnType<typeof loadAuth
   // DPoP proofs' jti, shared with every process through Redis when configured (auth/replay-store.ts).
   const dpopRedis = config.redisUrl === undefined ? undefined : new RedisConnection(config.redisUrl, 'dpop', 'DPoP proofs are checked for replay by each process alone until it returns');
   if (dpopRedis !== undefined) s.cluster.redis.push(dpopRedis);
-  // The gallery pages kept for anonymous visitors, emptied with the cover art caches (none without a cover art listener to follow the catalogue).
+  // The gallery pages kept for anonymous visitors, emptied with the cover art caches (none kept without a cover art listener, whose watch follows the catalogue).
   const visitors = new VisitorPages(runtime.coverArt.clock);
-  if (s.cluster.watch !== undefined) {
-    s.cluster.watch.follow(visitors);
-    visitors.follow();
-  }
+  s.caches.register(visitors);
+  if (s.cluster.watch !== undefined) visitors.follow();
   const app = buildAuthApp({
     tls,
     logger: s.logger,
@@ -445,7 +454,7 @@ async function startAuth(s: Serving, modules: Awaited<ReturnType<typeof loadAuth
         visitors,
         afterChange: () => {
           // This process's own pages at once; every process's (this one's too) through the catalogue mark.
-          visitors.clear();
+          s.caches.raise('website-changed');
           return publishWebsiteChange(s);
         },
       }),
@@ -495,6 +504,7 @@ function reportMetrics(s: Serving): string | undefined {
  */
 async function close(s: Serving): Promise<void> {
   s.health.stop();
+  s.closing = 'the shutdown delay';
   if (s.config.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, s.config.shutdownDelayMs));
   // A keep-alive connection whose response was still being written when closing began
   // turns idle only afterwards, and would then hold the server open until its keep-alive
@@ -503,23 +513,34 @@ async function close(s: Serving): Promise<void> {
   const sweep = setInterval(() => {
     for (const server of servers) server.closeIdleConnections();
   }, 100);
+  s.closing = 'requests in flight';
   try {
     await Promise.all([...s.apps.map((a) => a.close()), closeServer(s.metricsServer)]);
   } finally {
     clearInterval(sweep);
   }
+  s.closing = 'index.json files left to rewrite';
   // Left dirty if this fails: the next start, or another process's sweep, rewrites them.
   await s.rewrites?.flush().catch(() => {});
-  await stopCluster(s.cluster);
+  await stopCluster(s.cluster, (step) => {
+    s.closing = step;
+  });
+  s.closing = 'the password hashing threads';
   await s.passwords.close();
+  s.closing = 'the database and the store';
   await s.runtime.close();
+  s.closing = 'done';
 }
 
-async function stopCluster(cluster: ClusterParts): Promise<void> {
+async function stopCluster(cluster: ClusterParts, on: (step: string) => void = () => {}): Promise<void> {
+  on('the live catalogue');
   await cluster.live?.stop();
+  on('the serving registration');
   await cluster.registration?.stop();
+  on('the catalogue watch');
   await cluster.watch?.stop();
   cluster.uploadSweeper?.stop();
+  on('Redis');
   await Promise.all(cluster.redis.map((r) => r.close()));
 }
 

@@ -143,6 +143,16 @@ describe(`configuration (${DIALECT})`, () => {
     }
   });
 
+  it('SLEEVE_PASSWORD_HASH_COST: the log2 of scrypt N from 10 to 20', async () => {
+    for (const cost of ['9', '21', '15.5', 'high']) {
+      const r = await runCli({ ...t.env, SLEEVE_PASSWORD_HASH_COST: cost }, ['migrate']);
+      assert.equal(r.code, 2, cost);
+      assert.deepEqual(problems(r.stderr), ['SLEEVE_PASSWORD_HASH_COST'], cost);
+      assert.match(r.stderr, /SLEEVE_PASSWORD_HASH_COST=".*": must be a whole number from 10 to 20/, cost);
+    }
+    assert.equal(loadConfig({ SLEEVE_DATA_DIR: t.dir }).passwordHashing.cost, 15);
+  });
+
   it('--config FILE supplies variables, and the environment wins over it', async () => {
     const file = path.join(t.dir, 'sleeve.json');
     await writeFile(

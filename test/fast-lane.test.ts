@@ -21,7 +21,7 @@ import { makeJpeg } from './helpers/images.js';
 import { countOf, scrape } from './metrics/support.js';
 import { loadConfig } from '../src/config/load.js';
 import { serve, type Server } from '../src/serve.js';
-import { installFastLane, LaneReply, readIntoShared, readIntoStream, type LaneAnswer } from '../src/edge/fast-lane.js';
+import { installFastLane, LaneReply, type LaneAnswer } from '../src/edge/fast-lane.js';
 import type { ConnectionLimits } from '../src/config/load.js';
 
 const R1 = '5f1a2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b';
@@ -424,67 +424,114 @@ describe(`the fast lane (${DIALECT})`, () => {
 });
 
 describe("the lane's reads", () => {
-  it('go into one shared buffer on this Node, and back to the stream as copies at the hand-off', async () => {
-    const reads: string[] = [];
-    const data: Buffer[] = [];
-    let shared: Buffer | undefined;
-    let accepted: Socket | undefined;
-    const server = createTcpServer((socket) => {
-      accepted = socket;
-      const taken = readIntoShared(socket, (bytes, buf) => {
-        shared = buf;
-        reads.push(buf.toString('latin1', 0, bytes));
-      });
-      assert.equal(taken, true, "this Node's net.Socket keeps `onread` where the lane looks for it");
+  const LIMITS: ConnectionLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, maxConnections: 10 };
+
+  /** What each connection receives, as text, until it holds `text`. */
+  async function until(client: Socket, received: { text: string }, text: string): Promise<void> {
+    await pollUntil(async () => received.text, (t) => t.includes(text), 3000, 5);
+    assert.ok(received.text.includes(text), `${client.remotePort}: ${received.text}`);
+  }
+
+  function receiving(client: Socket): { text: string } {
+    const received = { text: '' };
+    client.on('data', (c: Buffer) => (received.text += c.toString('latin1')));
+    return received;
+  }
+
+  it("go into one shared buffer on this Node (no 'data' events); after the hand-off node:http gets each read as a copy", async () => {
+    const dataListeners: number[] = [];
+    /** The chunks node:http's socket gave after the hand-off, each with its text when it came. */
+    const handedOn: [Buffer, string][] = [];
+    let held = false;
+    const server = createHttpServer((req, res) => {
+      held = true;
+      req.socket.on('data', (c: Buffer) => handedOn.push([c, c.toString('latin1')]));
+      const body: Buffer[] = [];
+      req.on('data', (c: Buffer) => body.push(c));
+      req.on('end', () => res.end(`node got ${Buffer.concat(body).toString()}`));
+    });
+    installFastLane(server, {
+      connections: LIMITS,
+      answer: (req, reply) => {
+        // Read by the lane's onread callback into its buffer, the socket has no 'data' listener.
+        dataListeners.push(req.socket.listenerCount('data'));
+        reply.writeHead(200, ['content-length', '4']);
+        reply.end('lane');
+        return true;
+      },
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const client = await tcp((server.address() as { port: number }).port);
+    const port = (server.address() as { port: number }).port;
+    const a = await tcp(port);
+    const b = await tcp(port);
     try {
-      client.write('first');
-      await pollUntil(async () => reads.length, (n) => n === 1, 3000, 5);
-      client.write('second');
-      await pollUntil(async () => reads.length, (n) => n === 2, 3000, 5);
-      assert.deepEqual(reads, ['first', 'second']);
-      assert.ok(shared !== undefined && shared.length === 64 * 1024);
-      assert.equal(data.length, 0);
-      const socket = accepted as Socket;
-      readIntoStream(socket);
-      socket.on('data', (c: Buffer) => data.push(c));
-      client.write('third');
-      await pollUntil(async () => data.length, (n) => n === 1, 3000, 5);
-      assert.equal(data.length, 1);
-      assert.equal((data[0] as Buffer).toString(), 'third');
-      assert.notEqual((data[0] as Buffer).buffer, (shared as Buffer).buffer);
-      assert.equal(reads.length, 2);
+      const fromA = receiving(a);
+      const fromB = receiving(b);
+      a.write(get('/first'));
+      await until(a, fromA, 'lane');
+      // Not the lane's (it reads no POST here): the connection is node:http's from this request on.
+      a.write('POST /held HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n');
+      await pollUntil(async () => held, (h) => h, 3000, 5);
+      a.write('ABCDEFGHIJ');
+      await until(a, fromA, 'node got ABCDEFGHIJ');
+      // Another connection's read, into the lane's buffer from its start: what node:http was given must not change with it.
+      b.write(get(`/${'z'.repeat(40)}`));
+      await until(b, fromB, 'lane');
+      assert.deepEqual(dataListeners, [0, 0], "this Node's net.Socket keeps `onread` where the lane looks for it");
+      assert.ok(handedOn.length >= 1);
+      for (const [chunk, text] of handedOn) assert.equal(chunk.toString('latin1'), text, 'a read handed to node:http is its own copy');
+      assert.equal(handedOn.map(([, text]) => text).join(''), 'ABCDEFGHIJ');
     } finally {
-      client.destroy();
-      accepted?.destroy();
+      a.destroy();
+      b.destroy();
+      server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
   });
-});
 
-describe("the lane's reads, declined", () => {
-  it('leave a socket with bytes already in its stream as it is', async () => {
-    let taken: boolean | undefined;
-    const data: string[] = [];
-    let accepted: Socket | undefined;
-    const server = createTcpServer((socket) => {
-      accepted = socket;
-      socket.unshift(Buffer.from('put back '));
-      taken = readIntoShared(socket, () => {});
-      socket.on('data', (c: Buffer) => data.push(c.toString()));
+  it('leave a connection handed on with bytes already read (put back in its stream) to its stream, where the lane reads them', async () => {
+    const urls: string[] = [];
+    const dataListeners: number[] = [];
+    const server = createHttpServer((_req, res) => res.end('node'));
+    installFastLane(server, {
+      connections: LIMITS,
+      answer: (req, reply) => {
+        urls.push(req.url);
+        dataListeners.push(req.socket.listenerCount('data'));
+        reply.writeHead(200, ['content-length', '4']);
+        reply.end('lane');
+        return true;
+      },
+    });
+    // In front of the lane, what reads the first bytes itself and puts them back before handing the connection on, as the auth listener's protocol sniffer does (src/auth/app.ts).
+    const [lane] = server.listeners('connection') as ((socket: Socket) => void)[];
+    server.removeAllListeners('connection');
+    let handedOn = false;
+    server.on('connection', (socket: Socket) => {
+      socket.once('data', (first: Buffer) => {
+        socket.pause();
+        socket.unshift(first);
+        lane?.call(server, socket);
+        handedOn = true;
+        process.nextTick(() => socket.resume());
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const client = await tcp((server.address() as { port: number }).port);
     try {
-      client.write('and read');
-      await pollUntil(async () => data.join(''), (text) => text === 'put back and read', 3000, 5);
-      assert.equal(data.join(''), 'put back and read');
-      assert.equal(taken, false);
+      const received = receiving(client);
+      client.write(get('/put-back'));
+      await until(client, received, 'lane');
+      assert.equal(handedOn, true);
+      assert.deepEqual(urls, ['/put-back']);
+      assert.deepEqual(dataListeners, [1], 'read from its stream, not the shared buffer');
+      // Later reads of that connection go on the same way.
+      client.write(get('/later'));
+      await pollUntil(async () => urls.length, (n) => n === 2, 3000, 5);
+      assert.deepEqual(urls, ['/put-back', '/later']);
     } finally {
       client.destroy();
-      accepted?.destroy();
+      server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
   });

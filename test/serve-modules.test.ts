@@ -70,7 +70,7 @@ describe(`sleeve serve: the modules a server loads (${DIALECT})`, () => {
   it('--only coverart: one kysely, the build’s single module; no authorization listener, website or jose', async () => {
     const urls = await modulesLoaded(t, ['--only', 'coverart']);
     if (bundled) assert.deepEqual(under(urls, '/kysely/'), [pathToFileURL(SINGLE_KYSELY).href]);
-    assert.ok(under(urls, built('cover-art/file-server.js')).length === 1, 'the file server is loaded (the hook sees the server code)');
+    assert.ok(under(urls, built('cover-art/files/file-server.js')).length === 1, 'the file server is loaded (the hook sees the server code)');
     assert.deepEqual(under(urls, built('auth/app.js')), []);
     assert.deepEqual(under(urls, built('website/')), []);
     assert.deepEqual(under(urls, '/node_modules/jose/'), []);

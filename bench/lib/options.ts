@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror', 'gallery', 'upload', 'front-door', 'derivatives', 'mirror-db'] as const;
+export const BENCHMARKS = ['redirect', 'ingest', 'scale', 'auth', 'cluster', 'import', 'files', 'soak', 'mirror', 'gallery', 'upload', 'front-door', 'derivatives', 'mirror-db', 'mirror-scale'] as const;
 export type BenchName = (typeof BENCHMARKS)[number];
 /** What runs when no benchmark is named (import, files and soak only when asked: a while, nginx, ten minutes). */
 export const DEFAULT_BENCHMARKS: BenchName[] = ['redirect', 'ingest', 'scale', 'auth', 'cluster'];
@@ -69,6 +69,8 @@ export interface Options {
   mirrorDbChanges: number;
   /** SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS of mirror-db's live server. */
   mirrorDbPollMs: number;
+  /** Images of the mirror mirror-scale generates. */
+  mirrorScaleImages: number;
 }
 
 export const USAGE = `usage: npm run bench -- [${BENCHMARKS.join('|')}|all ...] [options]
@@ -82,6 +84,7 @@ With no benchmark named, redirect, ingest, scale, auth and cluster run; the othe
   front-door            the redirect through deploy/nginx/musicbrainz-mirror.conf against nginx's own 307
   derivatives           thumbnails made on demand against sharp alone
   mirror-db             the mirror's live database against the imported catalogue (PostgreSQL from --postgres)
+  mirror-scale          the mirror's live database at MusicBrainz's size: first read, restart, changes, RSS
 files and front-door need Debian's nginx (/usr/sbin/nginx); files runs the redirect benchmark too.
 cluster and import take PostgreSQL from --postgres /
 SLEEVE_BENCH_POSTGRES_URL (import also SLEEVE_TEST_POSTGRES_URL): an admin URL, a database
@@ -118,6 +121,8 @@ options (environment variable in brackets):
   --mirror-db-releases N  releases of the mirror-db mirror (twice as many images) [SLEEVE_BENCH_MIRROR_DB_RELEASES] (100000)
   --mirror-db-changes N   changes mirror-db times           [SLEEVE_BENCH_MIRROR_DB_CHANGES] (100; --quick 10)
   --mirror-db-poll-ms N   SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS of its live server [SLEEVE_BENCH_MIRROR_DB_POLL_MS] (1000)
+                          (mirror-scale takes these two as well)
+  --mirror-scale-images N images of the mirror mirror-scale generates [SLEEVE_BENCH_MIRROR_SCALE_IMAGES] (7000000; --quick 200000)
   --quick           a short trial: 3 s runs, 3 rounds, 2 s warm-up, fewer ingest rounds
   --cpu-prof        run sleeve's processes with node --cpu-prof (bench/.work/profiles/)
   --keep            keep the temporary data directories
@@ -180,6 +185,7 @@ export function parseOptions(argv: string[]): Options | undefined {
       'mirror-db-releases': { type: 'string' },
       'mirror-db-changes': { type: 'string' },
       'mirror-db-poll-ms': { type: 'string' },
+      'mirror-scale-images': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -227,5 +233,6 @@ export function parseOptions(argv: string[]): Options | undefined {
     mirrorDbReleases: Math.round(num('--mirror-db-releases', values['mirror-db-releases'], e.SLEEVE_BENCH_MIRROR_DB_RELEASES, 100_000)),
     mirrorDbChanges: Math.round(num('--mirror-db-changes', values['mirror-db-changes'], e.SLEEVE_BENCH_MIRROR_DB_CHANGES, quick ? 10 : 100)),
     mirrorDbPollMs: Math.round(num('--mirror-db-poll-ms', values['mirror-db-poll-ms'], e.SLEEVE_BENCH_MIRROR_DB_POLL_MS, 1000)),
+    mirrorScaleImages: Math.round(num('--mirror-scale-images', values['mirror-scale-images'], e.SLEEVE_BENCH_MIRROR_SCALE_IMAGES, quick ? 200_000 : 7_000_000)),
   };
 }

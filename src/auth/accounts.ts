@@ -3,7 +3,7 @@ import type { Db } from '../db/schema.js';
 import { throttleAddress } from '../http/client-address.js';
 import { AppError, invalidInput } from '../shared/errors.js';
 import type { AuthDeps } from './deps.js';
-import { DUMMY_PASSWORD_HASH, hashPassword, PasswordHashingBusy, randomToken, tokenHash, verifyPassword } from './crypto.js';
+import { dummyPasswordHash, hashPassword, needsRehash, PasswordHashingBusy, randomToken, tokenHash, verifyPassword } from './crypto.js';
 
 export interface Account {
   id: number;
@@ -261,6 +261,22 @@ export type LoginResult =
   /** Every hashing thread busy and the queue full: nothing was checked or counted. */
   | { ok: false; reason: 'busy' };
 
+/**
+ * Makes a password's hash again at the hasher's cost (SLEEVE_PASSWORD_HASH_COST changed since it
+ * was made), once the password is known good. Only if the stored hash is still the one checked; a
+ * busy hasher leaves it for the next sign-in.
+ */
+async function rehash(deps: AuthDeps, row: { id: number; password_hash: string }, password: string): Promise<void> {
+  let fresh: string;
+  try {
+    fresh = await hashPassword(password, deps.passwords);
+  } catch (err) {
+    if (err instanceof PasswordHashingBusy) return;
+    throw err;
+  }
+  await deps.db.updateTable('account').set({ password_hash: fresh }).where('id', '=', row.id).where('password_hash', '=', row.password_hash).execute();
+}
+
 /** Checks a name and password, throttled per device cookie, or per account and per address. */
 export async function authenticate(deps: AuthDeps, attempt: SigninAttempt): Promise<LoginResult> {
   const now = deps.clock.now();
@@ -290,7 +306,7 @@ export async function authenticate(deps: AuthDeps, attempt: SigninAttempt): Prom
   let valid: boolean;
   try {
     // Hash even when there is no such account, so timing does not tell which names exist.
-    valid = await verifyPassword(attempt.password, row?.password_hash ?? DUMMY_PASSWORD_HASH, deps.passwords);
+    valid = await verifyPassword(attempt.password, row?.password_hash ?? dummyPasswordHash(deps.passwords), deps.passwords);
   } catch (err) {
     await giveAllBack();
     if (err instanceof PasswordHashingBusy) return { ok: false, reason: 'busy' };
@@ -300,6 +316,7 @@ export async function authenticate(deps: AuthDeps, attempt: SigninAttempt): Prom
   if (row === undefined) return { ok: false, reason: 'unknown_user' };
   if (!valid) return { ok: false, reason: 'bad_password' };
   await giveAllBack();
+  if (needsRehash(row.password_hash, deps.passwords)) await rehash(deps, row, attempt.password);
   const { password_hash: _omit, ...account } = row;
   return { ok: true, account, device: await issueDevice(deps, account.id, device, now) };
 }

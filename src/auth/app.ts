@@ -1,24 +1,23 @@
 import type http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { ConnectionLimits } from '../config/load.js';
 import { forwardedProto } from '../http/client-address.js';
 import type { ListenerHealth } from '../http/health.js';
 import { answerClientError } from '../http/client-error.js';
 import { installFastLane, type LaneReply, type LaneRequest } from '../edge/fast-lane.js';
-import type { PlainReply, PlainRequest } from '../shared/plain-http.js';
+import type { PlainAnswer, PlainReply, PlainRequest } from '../shared/plain-http.js';
 import { buildListener, type RequestHandler } from '../http/listener.js';
-import { answeredStatus, type RequestObserver } from '../http/observe.js';
+import { answeredStatus, CLIENT_CLOSED, type RequestObserver } from '../http/observe.js';
 import type { AuthDeps } from './deps.js';
-import { HTTPS_ONLY, OAuthError } from './errors.js';
+import { failedRequest, HTTPS_ONLY, OAuthError, refusedRequest } from './errors.js';
 import { holdsNul, SECURITY_HEADERS } from './http-util.js';
 import { jwksRoutes } from './routes/jwks.js';
 import { oauthRoutes, sendOAuthError } from './routes/oauth.js';
 import { pageRoutes, renderLoginInterstitial, sendPage, type PageContext } from './routes/pages.js';
 import type { TlsMaterial } from './tls.js';
-import { TOKEN_LANE_POSTS, tokenLane } from './token-lane.js';
+import { TOKEN_LANE_POSTS, tokenAnswer } from './token-lane.js';
 import { errorPage } from './views/pages.js';
 
 /** The listener serves with this TLS material (serve() loads it first). */
@@ -84,17 +83,23 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       else handler(req, res);
     };
   };
-  // Every request gets its id, and is counted once answered, whoever answered (the front door,
-  // a probe, a route, or Fastify itself for a malformed request).
+  const ctx: PageContext = {
+    deps: opts.deps,
+    clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
+    loginInterstitial: renderLoginInterstitial,
+  };
+  const answer = authAnswer(opts, tokenAnswer({ ctx, log: () => app.log }));
+  // Every request gets its id, and is counted once answered, whoever answered (the listener's
+  // answer, a probe, a route, or Fastify itself for a malformed request).
   const observed = (handler: RequestHandler): RequestHandler => {
-    const { observer, frontDoor } = opts;
+    const { observer } = opts;
     return (req, res) => {
       const start = observer.begin(req);
       // Taken now, while the connection is surely open.
       const client = opts.accessLog === true ? opts.clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for']) : undefined;
-      const route = frontDoor !== undefined && req.method === 'GET' && isSecure(req, opts) ? frontDoor(req, res, observer.id(req)) : undefined;
-      if (route !== undefined) {
-        routeOf.set(req, route);
+      const taken = answer(req, res);
+      if (taken !== false) {
+        routeOf.set(req, typeof taken === 'string' ? taken : 'other');
         // Answered and all of it handed to the system: counted now (no listener on the hot path).
         if (res.writableEnded && res.writableLength === 0) return requestDone(req, res, start, client, res.statusCode);
       } else {
@@ -105,34 +110,24 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
     };
   };
   /**
-   * The fast lane's part of the front door (TLS connections only): a GET it answers, counted as
-   * `observed` counts it. A request carrying X-Forwarded-Proto is left to node:http, where
-   * isSecure weighs it against the trusted proxies. Not with the debug access log.
+   * The fast lane's part (TLS connections only): the same answer, counted as `observed` counts
+   * it; a token answer once written. Not with the debug access log.
    */
-  const { frontDoor } = opts;
-  const pagesInLane =
-    frontDoor === undefined
-      ? undefined
-      : (req: LaneRequest, reply: LaneReply): boolean => {
-          if (req.method !== 'GET' || req.headers['x-forwarded-proto'] !== undefined) return false;
-          const { observer } = opts;
-          const start = observer.begin(req);
-          const route = frontDoor(req, reply, observer.id(req));
-          if (route === undefined) return false;
-          observer.laneFinished(route, req.method, reply.statusCode, start);
-          return true;
-        };
-  const ctx: PageContext = {
-    deps: opts.deps,
-    clientAddress: (req) => opts.clientAddress(req.raw.socket.remoteAddress, req.headers['x-forwarded-for']),
-    loginInterstitial: renderLoginInterstitial,
-  };
-  // The token endpoint's form POSTs (auth/token-lane.ts), answered as the route answers them.
-  const tokensInLane = tokenLane({ ctx, observer: opts.observer, log: () => app.log });
   const lane =
     opts.fastLane !== true || opts.accessLog === true
       ? undefined
-      : (req: LaneRequest, reply: LaneReply): boolean | Promise<void> => (req.method === 'POST' ? tokensInLane(req, reply) : pagesInLane !== undefined && pagesInLane(req, reply));
+      : (req: LaneRequest, reply: LaneReply): boolean | Promise<void> => {
+          const { observer } = opts;
+          const start = observer.begin(req);
+          const taken = answer(req, reply);
+          if (taken === false) return false;
+          if (typeof taken === 'object') {
+            // Only the token endpoint answers later. A connection closed or ended (the client's FIN) before the answer: counted as node:http counts it.
+            return taken.then(() => observer.laneFinished('/oauth2/token', req.method, req.socket.destroyed || req.socket.writableEnded ? CLIENT_CLOSED : reply.statusCode, start));
+          }
+          observer.laneFinished(typeof taken === 'string' ? taken : 'other', req.method, reply.statusCode, start);
+          return true;
+        };
   const app = buildListener({
     name: 'auth',
     logger: opts.logger,
@@ -152,14 +147,8 @@ export function buildAuthApp(opts: AuthAppOptions): FastifyInstance {
       if (lane !== undefined) installFastLane(secure, { answer: lane, posts: TOKEN_LANE_POSTS, connections: opts.connections, event: 'secureConnection' });
       return secure;
     },
-    refused: (req, reply, status) => {
-      const e = new OAuthError('invalid_request', status === 413 ? 'The request body is too large' : 'The request could not be understood', status);
-      return answerError(req, reply, status, e);
-    },
-    failed: (req, reply) => {
-      const e = new OAuthError('server_error', 'Something went wrong; try again later');
-      return answerError(req, reply, 500, e);
-    },
+    refused: (req, reply, status) => answerError(req, reply, status, refusedRequest(status)),
+    failed: (req, reply) => answerError(req, reply, 500, failedRequest()),
   });
   readForms(app);
   guardRequests(app, opts, routeOf);
@@ -215,12 +204,27 @@ function guardRequests(app: FastifyInstance, opts: AuthAppOptions, routeOf: Weak
 }
 
 /** Whether the request came over TLS (to this listener, or to a trusted proxy that says so). */
-function isSecure(req: http.IncomingMessage, opts: Pick<AuthAppOptions, 'trustsProxy'>): boolean {
-  const encrypted = (req.socket as TLSSocket).encrypted === true;
-  const peer = req.socket.remoteAddress ?? '';
-  if (!opts.trustsProxy(peer)) return encrypted;
-  const proto = forwardedProto(req.headers['x-forwarded-proto']);
+function isSecure(req: PlainRequest, opts: Pick<AuthAppOptions, 'trustsProxy'>): boolean {
+  const encrypted = req.socket.encrypted === true;
+  const forwarded = req.headers['x-forwarded-proto'];
+  // Nothing said: the connection's own (whoever the peer is).
+  if (forwarded === undefined || !opts.trustsProxy(req.socket.remoteAddress ?? '')) return encrypted;
+  const proto = forwardedProto(forwarded);
   return proto === undefined ? encrypted : proto === 'https';
+}
+
+/**
+ * The listener's one answer to a plain request before routing (shared/plain-http.ts): over
+ * HTTPS (isSecure), a GET the front door answers (the visitor pages: the label of the route it
+ * is counted under), or a token request whose body came with it (auth/token-lane.ts: later);
+ * anything else declined, for the probes and the router. The lane and node:http both call it.
+ */
+function authAnswer(opts: AuthAppOptions, tokens: (req: PlainRequest, reply: PlainReply) => false | Promise<void>): PlainAnswer {
+  const { frontDoor, observer } = opts;
+  return (req, reply) => {
+    if (req.method === 'GET') return frontDoor !== undefined && isSecure(req, opts) ? (frontDoor(req, reply, observer.id(req)) ?? false) : false;
+    return req.body !== undefined && isSecure(req, opts) && tokens(req, reply);
+  };
 }
 
 /** An error as the endpoint's clients read it: OAuth JSON from the JSON endpoints, else a page. */

@@ -2,6 +2,7 @@ import { preparedQuery } from '../db/prepared.js';
 import { AppError, invalidInput, notFound } from '../shared/errors.js';
 import type { AuthDeps } from './deps.js';
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
+import { MAX_REDIRECT_URIS, OOB_URI, redirectUriProblem } from './redirect-uris.js';
 import { SIGNING_ALGS, type SigningAlg } from './signing-keys.js';
 
 export type AppKind = 'confidential' | 'public';
@@ -20,7 +21,7 @@ export interface Application {
   resource_server: number;
   /** The algorithm its id_tokens are signed with (`sleeve app add|edit --id-token-alg`). */
   id_token_alg: SigningAlg;
-  /** 1 when each refresh gives a new refresh token (`sleeve app add|edit --rotate-refresh-tokens`; auth/rotation.ts). */
+  /** 1 when each refresh gives a new refresh token (`sleeve app add|edit --rotate-refresh-tokens`; auth/grants/refresh-token.ts). */
   rotate_refresh: number;
   /** 1 when every token request must carry a DPoP proof (`sleeve app add|edit --require-dpop`). */
   require_dpop: number;
@@ -34,13 +35,10 @@ function checkIdTokenAlg(alg: string): SigningAlg {
   return alg as SigningAlg;
 }
 
-export const OOB_URI = 'urn:ietf:wg:oauth:2.0:oob';
 const LOOPBACK_RE = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?(\/[^#]*)?$/;
 /** A loopback redirect URI split around its port: host, then everything after the port. */
 const LOOPBACK_PARTS_RE = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?([/?][^#]*)?$/;
 const REVERSE_DNS_RE = /^(?![_-])[\w-]+(?:\.(?![_-])[\w-]+)+:/;
-/** At most this many redirect URIs per application. */
-export const MAX_REDIRECT_URIS = 10;
 
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
@@ -49,30 +47,6 @@ function isLoopbackHost(host: string): boolean {
 /** The application's registered redirect URIs (the column holds them one per line). */
 export function registeredRedirectUris(app: Pick<Application, 'redirect_uri'>): string[] {
   return app.redirect_uri === null || app.redirect_uri === '' ? [] : app.redirect_uri.split('\n');
-}
-
-/**
- * Why `uri` cannot be a redirect target, or undefined when it can: a browser is sent to it
- * with parameters added, so it must parse as a URL (a port of 1–65535), and it must not
- * carry a fragment (which would swallow those parameters), a user name or password (which
- * make a URL say one host and go to another), spaces or control characters (which URL
- * parsers drop silently, so the target would not be the string compared).
- */
-export function redirectUriProblem(uri: string): string | undefined {
-  if (uri.length > 2000) return 'the redirect URL is too long';
-  if (!/^[A-Za-z][A-Za-z0-9+.-]*:[^\s]/.test(uri)) return `redirect URL ${JSON.stringify(uri)} is not an absolute URL`;
-  if (/[\u0000-\u0020\u007f]/.test(uri)) return 'a redirect URL must not contain spaces or control characters (percent-encode them)';
-  if (uri.includes('#')) return 'a redirect URL must not contain a fragment (#…)';
-  const port = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^/?@]*@)?(?:\[[^\]/?]*\]|[^:/?]*):(\d*)(?:[/?]|$)/.exec(uri)?.[1];
-  if (port !== undefined && port !== '' && !(Number(port) >= 1 && Number(port) <= 65535)) return `the port of a redirect URL must be between 1 and 65535, not ${port}`;
-  let parsed: URL;
-  try {
-    parsed = new URL(uri);
-  } catch {
-    return `redirect URL ${JSON.stringify(uri)} is not an absolute URL`;
-  }
-  if (parsed.username !== '' || parsed.password !== '') return 'a redirect URL must not contain a user name or password (…@)';
-  return undefined;
 }
 
 /**
@@ -358,4 +332,20 @@ export async function resetSecret(deps: AuthDeps, ownerId: number, id: number): 
   const clientSecret = randomToken();
   await deps.db.updateTable('oauth_application').set({ secret_hash: tokenHash(clientSecret) }).where('id', '=', app.id).execute();
   return { app, clientSecret };
+}
+
+/**
+ * The row of a client known by its metadata document, made or brought up to date (name, redirect
+ * URIs, id_token algorithm) when a user allows it: its grants and codes need one. It has no
+ * owner, and a secret nobody knows (such a client authenticates by PKCE alone). Its refresh
+ * tokens rotate (docs/decisions.md, "Client ID Metadata Documents: a row without an owner").
+ */
+export async function storeDocumentClient(deps: AuthDeps, doc: { url: string; name: string; redirectUris: readonly string[]; idTokenAlg: Application['id_token_alg'] }): Promise<Application> {
+  const fields = { name: doc.name, redirect_uri: doc.redirectUris.join('\n'), id_token_alg: doc.idTokenAlg };
+  return deps.db
+    .insertInto('oauth_application')
+    .values({ ...fields, owner_id: null, kind: 'public', client_id: doc.url, secret_hash: tokenHash(randomToken()), created_at: deps.clock.now(), rotate_refresh: 1 })
+    .onConflict((oc) => oc.column('client_id').doUpdateSet(fields))
+    .returning(APP_COLUMNS)
+    .executeTakeFirstOrThrow();
 }

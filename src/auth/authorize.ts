@@ -78,7 +78,7 @@ export async function authorizeTarget(deps: AuthDeps, query: URLSearchParams): P
 /**
  * The application a metadata document describes, as the authorization request sees it: a public
  * one (PKCE, no secret) whose refresh tokens rotate, with the row a user's consent made before
- * (its id), or none yet (id 0: the consent that issues a code makes it; grants.ts storeDocumentClient).
+ * (its id), or none yet (id 0: the consent that issues a code makes it; applications.ts storeDocumentClient).
  */
 function documentClient(doc: ClientDocument, row: Application | undefined, now: number): Application {
   return {

@@ -6,8 +6,8 @@ import { isIP, type LookupFunction } from 'node:net';
 import type { ClientMetadataConfig } from '../config/load.js';
 import { isPublicAddress } from '../http/public-address.js';
 import type { Clock } from '../shared/clock.js';
-import { MAX_REDIRECT_URIS, OOB_URI, redirectUriProblem } from './applications.js';
 import { OAuthError } from './errors.js';
+import { MAX_REDIRECT_URIS, OOB_URI, redirectUriProblem } from './redirect-uris.js';
 import { SIGNING_ALGS, type SigningAlg } from './signing-keys.js';
 
 /*

@@ -1,6 +1,6 @@
 import { createHash, hash, randomBytes, randomFillSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../shared/password-hashing.js';
+import { DEFAULT_HASH_COST, DEFAULT_HASH_QUEUE, defaultHashThreads } from '../shared/password-hashing.js';
 
 /**
  * Random bytes for tokens, drawn from the CSPRNG a block at a time and each handed out once
@@ -40,7 +40,8 @@ export function constantTimeEqual(a: string, b: string): boolean {
   return timingSafeEqual(x, y);
 }
 
-const SCRYPT = { N: 1 << 15, r: 8, p: 1, keylen: 32 };
+/** scrypt's block size, parallelism and key length; N comes from the hasher's cost (SLEEVE_PASSWORD_HASH_COST). */
+const SCRYPT = { r: 8, p: 1, keylen: 32 };
 
 /**
  * The code each hashing thread runs (CommonJS, given inline so that the bundled CLI finds it
@@ -72,6 +73,8 @@ export interface PasswordHashingLimits {
   threads: number;
   /** Hashes that may wait for a thread; one more is refused with PasswordHashingBusy. */
   queue: number;
+  /** log2 of scrypt's N for new hashes (default DEFAULT_HASH_COST). */
+  cost?: number;
 }
 
 export { DEFAULT_HASH_QUEUE, defaultHashThreads };
@@ -98,7 +101,12 @@ export class PasswordHasher {
   private threads = 0;
   private closed = false;
 
-  constructor(private readonly limits: PasswordHashingLimits = { threads: defaultHashThreads(), queue: DEFAULT_HASH_QUEUE }) {}
+  /** scrypt's N for new hashes. */
+  readonly n: number;
+
+  constructor(private readonly limits: PasswordHashingLimits = { threads: defaultHashThreads(), queue: DEFAULT_HASH_QUEUE }) {
+    this.n = 2 ** (limits.cost ?? DEFAULT_HASH_COST);
+  }
 
   scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
     return new Promise((resolve, reject) => {
@@ -163,15 +171,23 @@ function sharedHasher(): PasswordHasher {
   return shared;
 }
 
-/** scrypt with a random salt, in a self-describing string: `scrypt$N$r$p$salt$hash`. */
+/** scrypt with a random salt and the hasher's cost, in a self-describing string: `scrypt$N$r$p$salt$hash`. */
 export async function hashPassword(password: string, hasher: PasswordHasher = sharedHasher()): Promise<string> {
   const salt = randomBytes(16);
-  const key = await hasher.scrypt(password.normalize('NFC'), salt, SCRYPT.keylen, SCRYPT);
-  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+  const key = await hasher.scrypt(password.normalize('NFC'), salt, SCRYPT.keylen, { N: hasher.n, r: SCRYPT.r, p: SCRYPT.p });
+  return ['scrypt', hasher.n, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
-/** A stored hash that never matches, to spend the same time when an account does not exist. */
-export const DUMMY_PASSWORD_HASH = `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`;
+/** A stored hash that never matches, at the hasher's cost: the same time spent when an account does not exist. */
+export function dummyPasswordHash(hasher: PasswordHasher = sharedHasher()): string {
+  return `scrypt$${hasher.n}$${SCRYPT.r}$${SCRYPT.p}$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`;
+}
+
+/** Whether a stored hash was made with other parameters than the hasher's: it is made again at the next sign-in. */
+export function needsRehash(stored: string, hasher: PasswordHasher = sharedHasher()): boolean {
+  const [algo, n, r, p] = stored.split('$');
+  return algo !== 'scrypt' || Number(n) !== hasher.n || Number(r) !== SCRYPT.r || Number(p) !== SCRYPT.p;
+}
 
 /** Whether `password` matches a stored hash; throws PasswordHashingBusy when the hasher is full. */
 export async function verifyPassword(password: string, stored: string, hasher: PasswordHasher = sharedHasher()): Promise<boolean> {

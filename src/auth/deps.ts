@@ -14,7 +14,7 @@ export interface AuthDeps {
   authUrl: string;
   accessTokenTtl: number;
   authCodeTtl: number;
-  /** Rotating applications: how long a used refresh token, presented again, gets the same answer (auth/rotation.ts), seconds. */
+  /** Rotating applications: how long a used refresh token, presented again, gets the same answer (auth/grants/refresh-token.ts), seconds. */
   refreshGraceSeconds: number;
   /** 's256-for-public': public applications must send a PKCE S256 challenge (SLEEVE_PKCE). */
   pkce: 'optional' | 's256-for-public';

@@ -2,19 +2,18 @@
  * The device authorization grant (RFC 8628; docs/decisions.md, "Device authorization grant").
  * A device without a browser asks for a device code and a user code; the user enters the user
  * code on /oauth2/device, signed in, and approves or denies; meanwhile the device polls the
- * token endpoint with its device code. Both codes are stored only as SHA-256 hashes.
+ * token endpoint with its device code (grants/device-code.ts). Both codes are stored only as
+ * SHA-256 hashes.
  */
 import { randomInt } from 'node:crypto';
-import { findAccount, giveBackAll, reserveAttempts } from './accounts.js';
+import { giveBackAll, reserveAttempts } from './accounts.js';
 import { throttleAddress } from '../http/client-address.js';
-import { findAppByClientId, OOB_URI, registeredRedirectUris, type Application } from './applications.js';
+import { findAppByClientId, type Application } from './applications.js';
 import { constantTimeEqual, randomToken, tokenHash } from './crypto.js';
 import type { AuthDeps } from './deps.js';
 import { OAuthError } from './errors.js';
-import { exchangeCode, issueCode, revokeGrant, type TokenResponse } from './grants.js';
 import { parseScope } from './scopes.js';
 
-export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 export const DEVICE_PAGE = '/oauth2/device';
 
 /** How long a device code and its user code can be used (seconds). */
@@ -232,79 +231,4 @@ export async function decisionOf(deps: AuthDeps, id: number, accountId: number):
     .where('d.account_id', '=', accountId)
     .executeTakeFirst();
   return row === undefined || row.decision === null ? undefined : { appName: row.name, decision: row.decision };
-}
-
-const DEVICE_CODE_RE = /^[A-Za-z0-9_-]{43}$/;
-
-/**
- * `grant_type=urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4–3.5). While the user
- * has not decided: authorization_pending, or slow_down when polled sooner than the interval
- * (which then grows by 5 seconds); access_denied once denied; expired_token after the lifetime.
- * An approved code is exchanged once, and spent only after its tokens were issued: the exchange
- * mints an authorization code for the approved grant and redeems it at once through the code
- * flow's exchange, so the grant, its tokens and the id_token (for `openid`) come from the one
- * code path.
- */
-export async function pollDevice(deps: AuthDeps, app: Application, deviceCode: string, dpopJkt?: string, rememberProof?: () => Promise<void>): Promise<TokenResponse> {
-  const invalid = () => new OAuthError('invalid_grant', 'Invalid device code');
-  if (!DEVICE_CODE_RE.test(deviceCode)) throw invalid();
-  const hash = tokenHash(deviceCode);
-  const row = await deps.db.selectFrom('oauth_device_code').selectAll().where('device_hash', '=', hash).executeTakeFirst();
-  if (row === undefined || row.application_id !== app.id || !constantTimeEqual(row.device_hash, hash)) throw invalid();
-  // The device code is this client's: only now is the DPoP proof's jti remembered.
-  await rememberProof?.();
-  if (row.used_at !== null) throw new OAuthError('invalid_grant', 'The device code has already been used');
-  if (row.decision === 'denied') throw new OAuthError('access_denied', 'The user denied the authorization request');
-  const now = deps.clock.now();
-  if (row.expires_at <= now) throw new OAuthError('expired_token', 'The device code has expired');
-  if (row.decision === null) {
-    const tooSoon = row.polled_at !== null && now - row.polled_at < row.interval_s * 1000;
-    const interval = tooSoon ? row.interval_s + 5 : row.interval_s;
-    // Only if no other poll came since the read: of two polls at once, the second is too soon.
-    const polled = await deps.db
-      .updateTable('oauth_device_code')
-      .set({ polled_at: now, interval_s: interval })
-      .where('id', '=', row.id)
-      .where('polled_at', row.polled_at === null ? 'is' : '=', row.polled_at)
-      .where('interval_s', '=', row.interval_s)
-      .executeTakeFirst();
-    if (Number(polled.numUpdatedRows) !== 1) {
-      const slowed = await deps.db
-        .updateTable('oauth_device_code')
-        .set((eb) => ({ polled_at: now, interval_s: eb('interval_s', '+', 5) }))
-        .where('id', '=', row.id)
-        .returning('interval_s')
-        .executeTakeFirst();
-      throw new OAuthError('slow_down', `Polling too fast: wait ${slowed?.interval_s ?? interval + 5} seconds between requests`);
-    }
-    if (tooSoon) throw new OAuthError('slow_down', `Polling too fast: wait ${interval} seconds between requests`);
-    throw new OAuthError('authorization_pending', 'The user has not yet approved the request');
-  }
-  const account = row.account_id === null ? undefined : await findAccount(deps, row.account_id);
-  if (account === undefined) throw invalid();
-  // A redirect URI the exchange accepts for this client; nothing is ever sent to it.
-  const redirectUri = registeredRedirectUris(app)[0] ?? OOB_URI;
-  const code = await issueCode(deps, {
-    account,
-    app,
-    scope: row.scope,
-    // Device grants are offline: a device that cannot open a browser cannot sign in again.
-    offline: true,
-    redirectUri,
-    codeChallenge: undefined,
-    codeChallengeMethod: undefined,
-    scopeText: row.scope_text,
-    authTime: row.auth_time ?? now,
-  });
-  const tokens = await exchangeCode(deps, app, { code, redirectUri, codeVerifier: undefined, dpopJkt });
-  // The device code is spent only once its tokens exist: a failure before this point (answered
-  // 503 when the database is busy or away) leaves it usable for the next poll. Of polls that
-  // raced to here, one claims it; the others' grants are revoked unseen and they are refused.
-  const claimed = await deps.db.updateTable('oauth_device_code').set({ used_at: now }).where('id', '=', row.id).where('used_at', 'is', null).executeTakeFirst();
-  if (Number(claimed.numUpdatedRows) !== 1) {
-    const minted = await deps.db.selectFrom('oauth_code').select('grant_id').where('code_hash', '=', tokenHash(code)).executeTakeFirst();
-    if (minted?.grant_id != null) await revokeGrant(deps, minted.grant_id);
-    throw new OAuthError('invalid_grant', 'The device code has already been used');
-  }
-  return tokens;
 }

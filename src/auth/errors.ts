@@ -43,3 +43,13 @@ export class OAuthError extends Error {
 }
 
 export const HTTPS_ONLY = 'Invalid protocol, only HTTPS is allowed';
+
+/** The OAuth error of a request refused with a 4xx status before its endpoint read it (a body too large, one that cannot be parsed). */
+export function refusedRequest(status: number): OAuthError {
+  return new OAuthError('invalid_request', status === 413 ? 'The request body is too large' : 'The request could not be understood', status);
+}
+
+/** The OAuth error of a request that failed (and was logged). */
+export function failedRequest(): OAuthError {
+  return new OAuthError('server_error', 'Something went wrong; try again later');
+}

@@ -8,7 +8,7 @@ import { CompactSign, compactVerify, createLocalJWKSet, type CompactJWSHeaderPar
 import { MAX_SIGNED_LIFETIME_SECONDS, SIGNING_ALGS, type SigningAlg, type SigningKey, type SigningKeys } from './signing-keys.js';
 
 /** How long an id_token is valid (seconds): it proves a sign-in to the client once, at the code exchange. */
-export const ID_TOKEN_LIFETIME_SECONDS = MAX_SIGNED_LIFETIME_SECONDS;
+const ID_TOKEN_LIFETIME_SECONDS = MAX_SIGNED_LIFETIME_SECONDS;
 
 export interface IdTokenClaims {
   /** `iss`: the authorization service's public URL. */

@@ -10,5 +10,6 @@ export { PasswordHasher, DEFAULT_HASH_QUEUE, defaultHashThreads, type PasswordHa
 export type { AuthDeps } from './deps.js';
 export { DPOP_ALGS } from './dpop.js';
 export { ReplayStore, type ReplayLimits, type SharedReplay } from './replay-store.js';
-export { exchangeCode, issueCode, type CodeRequest, type TokenResponse } from './grants.js';
+export { exchangeCode, issueCode, type CodeRequest } from './grants/authorization-code.js';
+export type { TokenResponse } from './grants/shared.js';
 export { SigningKeys, type KeyInfo } from './signing-keys.js';

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { dpopChallenge } from './dpop.js';
 import { OAuthError } from './errors.js';
-import { findAccessToken } from './grants.js';
+import { findAccessToken } from './tokens.js';
 import { dpopPresented, tokenUseRefusal } from './routes/oauth/dpop.js';
 import type { PageContext } from './routes/pages/shared.js';
 import { SCOPES } from './scopes.js';

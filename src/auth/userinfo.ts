@@ -1,6 +1,6 @@
 import type { Account } from './accounts.js';
 import type { AuthDeps } from './deps.js';
-import type { ActiveToken } from './grants.js';
+import type { ActiveToken } from './tokens.js';
 import { EMAIL, OPENID, PROFILE } from './scopes.js';
 
 function ageOn(birthDate: string, now: Date): number {

@@ -3,18 +3,21 @@ import { appendFile, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config/load.js';
 import {
-  addArt,
+  addImageTo,
   addRelease,
   DEMO,
-  editArt,
+  editImageOf,
+  EVENT_ART,
   finishPendingIndexes,
   findRelease,
   loadDemo,
   mergeRelease,
   reindex,
-  removeArt,
-  reorderArt,
+  RELEASE_ART,
+  removeImageOf,
+  reorderImagesOf,
   setGroupCover,
+  type ArtEntity,
   type ListingImage,
 } from '../cover-art/index.js';
 import { openDatabase } from '../db/connect.js';
@@ -23,10 +26,9 @@ import { migrateToLatest } from '../db/migrator.js';
 import { invalidInput, isStoreUnavailable, notFound, OperatorError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import { openRuntime, type Runtime } from '../runtime.js';
-import { sweepUploadsIfReachable } from '../cover-art/uploads.js';
-import { editEventArt, removeEventArt, reorderEventArt } from '../cover-art/event-changes.js';
-import { addEvent, addEventArt, isEvent, requireEvent, writeEventIndex } from '../cover-art/events.js';
-import type { Queryable } from '../cover-art/repo.js';
+import { sweepUploadsIfReachable } from '../cover-art/catalogue/uploads.js';
+import { addEvent, isEvent, requireEvent, writeEventIndex } from '../cover-art/catalogue/events.js';
+import type { Queryable } from '../cover-art/catalogue/repo.js';
 import { readCatalogueMark } from '../cluster/mark.js';
 import { afterChange, openExisting, type Command, type CommandContext } from './command.js';
 
@@ -144,7 +146,13 @@ const serveCommand: Command = {
       stopping = true;
       process.stderr.write(`sleeve: ${signal}, finishing requests in flight and stopping\n`);
       // The grace period for requests in flight starts when the listeners close (after SLEEVE_SHUTDOWN_DELAY_MS).
-      const force = setTimeout(() => process.exit(1), config.shutdownDelayMs + 10_000);
+      const force = setTimeout(() => {
+        // Past close, something still holds the process open: name what is left, for the bug report.
+        const step = server.closing();
+        const waiting = step === 'done' ? `still open: ${process.getActiveResourcesInfo().join(', ')}` : `still waiting for ${step}`;
+        process.stderr.write(`sleeve: did not stop within ${Math.round((config.shutdownDelayMs + 10_000) / 1000)} s (${waiting}); exiting now\n`);
+        process.exit(1);
+      }, config.shutdownDelayMs + 10_000);
       force.unref();
       server.close().then(
         () => {
@@ -252,13 +260,14 @@ const demoCommand: Command = {
 };
 
 /**
- * Refuses a command that changes releases or release groups while the mirror's database is the
- * catalogue (docs/mirror-database.md): they change there, and a change made here would be
- * undone, or outlive the mirror's, at the mirror's whim.
+ * Refuses a command that changes releases, release groups or events while the mirror's
+ * database is the catalogue (docs/mirror-database.md): they change there, and a change made
+ * here would be undone, or outlive the mirror's, at the mirror's whim (an event made here
+ * would hold an id the mirror's events use).
  */
 function refuseBesideMirror(ctx: CommandContext, what: string): void {
   if (ctx.config().musicBrainzDatabase === undefined) return;
-  throw invalidInput(`${what}: the catalogue is the mirror's database (SLEEVE_MUSICBRAINZ_DATABASE_URL); releases and release groups change there, not here`);
+  throw invalidInput(`${what}: the catalogue is the mirror's database (SLEEVE_MUSICBRAINZ_DATABASE_URL); releases, release groups and events change there, not here`);
 }
 
 const releaseAdd: Command = {
@@ -280,6 +289,7 @@ const eventAdd: Command = {
   options: { name: { type: 'string' } },
   async run(ctx) {
     const [mbid = ''] = want(ctx, 1, 'event add MBID [--name NAME]');
+    refuseBesideMirror(ctx, 'event add');
     const result = await withRuntime(ctx, (rt) => addEvent(rt.coverArt, { mbid, name: str(ctx, 'name') }));
     ctx.out(`added event ${result.mbid}`, { event: result.mbid });
     return 0;
@@ -327,10 +337,10 @@ function expectedRevision(ctx: CommandContext): number | undefined {
   return Number(text);
 }
 
-/** Whether an argument is an event's MBID and no release's (the art commands then work on the event, cover-art/event-changes.ts). */
-async function namesEvent(db: Queryable, text: string): Promise<boolean> {
+/** What an art command's MBID names: an event's and no release's is the event's art (cover-art/catalogue/entity.ts), any other the release's. */
+async function artOf(db: Queryable, text: string): Promise<ArtEntity> {
   const mbid = parseMbid(text);
-  return mbid !== undefined && (await findRelease(db, mbid)) === undefined && (await isEvent(db, mbid));
+  return mbid !== undefined && (await findRelease(db, mbid)) === undefined && (await isEvent(db, mbid)) ? EVENT_ART : RELEASE_ART;
 }
 
 const artAdd: Command = {
@@ -346,12 +356,10 @@ const artAdd: Command = {
     const edit = editText === undefined ? undefined : Number(editText);
     let entity = 'release';
     const image = await withRuntime(ctx, async (rt) => {
-      // An event's MBID (and no release's): the Event Art Archive (cover-art/events.ts).
-      if (await namesEvent(rt.coverArt.db, release)) {
-        entity = 'event';
-        return addEventArt(rt.coverArt, { event: release, bytes, types: list(ctx, 'type'), comment: str(ctx, 'comment'), edit, approved });
-      }
-      return addArt(rt.coverArt, { release, bytes, types: list(ctx, 'type'), comment: str(ctx, 'comment'), edit, approved });
+      // An event's MBID (and no release's): the Event Art Archive.
+      const art = await artOf(rt.coverArt.db, release);
+      entity = art.name;
+      return addImageTo(rt.coverArt, art, release, { bytes, types: list(ctx, 'type'), comment: str(ctx, 'comment'), edit, approved });
     });
     ctx.out(describeImage('added', parseMbid(release) ?? release, image, entity), image);
     return 0;
@@ -376,11 +384,9 @@ const artEdit: Command = {
     if (types === undefined && comment === undefined && approved === undefined) throw invalidInput('nothing to change: give --type, --comment, --approved or --unapproved');
     let entity = 'release';
     const image = await withRuntime(ctx, async (rt) => {
-      if (await namesEvent(rt.coverArt.db, release)) {
-        entity = 'event';
-        return editEventArt(rt.coverArt, { event: release, imageId: id, types, comment, approved }, { expectRevision });
-      }
-      return editArt(rt.coverArt, { release, imageId: id, types, comment, approved }, { expectRevision });
+      const art = await artOf(rt.coverArt.db, release);
+      entity = art.name;
+      return editImageOf(rt.coverArt, art, release, { imageId: id, types, comment, approved }, { expectRevision });
     });
     ctx.out(describeImage('edited', parseMbid(release) ?? release, image, entity), image);
     return 0;
@@ -395,11 +401,9 @@ const artRemove: Command = {
     const expectRevision = expectedRevision(ctx);
     let entity: 'release' | 'event' = 'release';
     const result = await withRuntime(ctx, async (rt) => {
-      if (await namesEvent(rt.coverArt.db, release)) {
-        entity = 'event';
-        return removeEventArt(rt.coverArt, release, id, { expectRevision });
-      }
-      return removeArt(rt.coverArt, release, id, { expectRevision });
+      const art = await artOf(rt.coverArt.db, release);
+      entity = art.name;
+      return removeImageOf(rt.coverArt, art, release, id, { expectRevision });
     });
     ctx.out(`removed image ${result.id} from ${entity} ${parseMbid(release)}`, { removed: result.id, [entity]: parseMbid(release) });
     return 0;
@@ -415,11 +419,9 @@ const artReorder: Command = {
     const expectRevision = expectedRevision(ctx);
     let entity: 'release' | 'event' = 'release';
     const result = await withRuntime(ctx, async (rt) => {
-      if (await namesEvent(rt.coverArt.db, release)) {
-        entity = 'event';
-        return reorderEventArt(rt.coverArt, release, ids, { expectRevision });
-      }
-      return reorderArt(rt.coverArt, release, ids, { expectRevision });
+      const art = await artOf(rt.coverArt.db, release);
+      entity = art.name;
+      return reorderImagesOf(rt.coverArt, art, release, ids, { expectRevision });
     });
     ctx.out(`new order: ${result.order.join(' ')}`, { [entity]: parseMbid(release), order: result.order });
     return 0;

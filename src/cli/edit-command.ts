@@ -32,6 +32,7 @@ const editList: Command = {
   name: 'edit list',
   options: {
     release: { type: 'string' },
+    event: { type: 'string' },
     editor: { type: 'string' },
     operator: { type: 'boolean' },
     pending: { type: 'boolean' },
@@ -40,11 +41,15 @@ const editList: Command = {
     limit: { type: 'string' },
   },
   async run(ctx) {
-    if (ctx.args.length !== 0) throw invalidInput('usage: sleeve edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]');
+    if (ctx.args.length !== 0) throw invalidInput('usage: sleeve edit list [--release MBID|--event MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]');
     const opt = (name: string) => (typeof ctx.options[name] === 'string' ? (ctx.options[name] as string) : undefined);
-    const releaseText = opt('release');
-    const release = releaseText === undefined ? undefined : parseMbid(releaseText);
-    if (releaseText !== undefined && release === undefined) throw invalidInput(`--release ${JSON.stringify(releaseText)} is not a valid MBID`);
+    const [release, event] = (['release', 'event'] as const).map((name) => {
+      const text = opt(name);
+      const mbid = text === undefined ? undefined : parseMbid(text);
+      if (text !== undefined && mbid === undefined) throw invalidInput(`--${name} ${JSON.stringify(text)} is not a valid MBID`);
+      return mbid;
+    });
+    if (release !== undefined && event !== undefined) throw invalidInput('--release and --event contradict each other');
     const statusText = ctx.options.pending === true ? 'pending' : opt('status');
     if (ctx.options.pending === true && opt('status') !== undefined && opt('status') !== 'pending') throw invalidInput('--pending and --status contradict each other');
     if (statusText !== undefined && !(STATUSES as readonly string[]).includes(statusText)) throw invalidInput(`--status must be one of ${STATUSES.join(', ')}`);
@@ -64,6 +69,7 @@ const editList: Command = {
       }
       return listEdits(rt.database.db, {
         release,
+        event,
         editorId,
         status: statusText as EditStatus | undefined,
         limit: Number(limitText),
@@ -75,7 +81,8 @@ const editList: Command = {
         ? 'no edits'
         : table([
             ['ID', 'STATUS', 'KIND', 'RELEASE', 'IMAGE', 'EDITOR', 'CREATED'],
-            ...page.edits.map((e) => [String(e.id), e.status, e.kind, e.release ?? '-', e.image ?? '-', editorName(e), isoTime(e.created)]),
+            // An event's edit names its event in the release's column.
+            ...page.edits.map((e) => [String(e.id), e.status, e.kind, e.release ?? (e.event === null ? '-' : `event ${e.event}`), e.image ?? '-', editorName(e), isoTime(e.created)]),
           ]) + (page.next === null ? '' : `\n(more: add --before ${page.next})`);
     ctx.out(human, { ...page, edits: page.edits.map(editJson) });
     return 0;
@@ -88,6 +95,7 @@ function describeEdit(e: Edit): string {
     `  by:       ${editorName(e)}, ${isoTime(e.created)}`,
     ...(e.release === null ? [] : [`  release:  ${e.release}`]),
     ...(e.release_group === null ? [] : [`  group:    ${e.release_group}`]),
+    ...(e.event === null ? [] : [`  event:    ${e.event}`]),
     ...(e.image === null ? [] : [`  image:    ${e.image}`]),
     ...(e.before === null ? [] : [`  before:   ${JSON.stringify(e.before)}`]),
     ...(e.after === null ? [] : [`  after:    ${JSON.stringify(e.after)}`]),

@@ -30,7 +30,7 @@ export const USAGE = `usage: sleeve [--config FILE] [--data-dir DIR] [--json] CO
   art measure [RELEASE_MBID...]         fill the listings' width, height, size, mime_type and thumbnail_dimensions from the stored files
   art list RELEASE_MBID                 the images of a release, in order, its revision and pending edits
                                         art edit, remove, reorder, list, reindex and measure also take an event's MBID
-  edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]
+  edit list [--release MBID|--event MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]
                                         the cover art edits, newest first
   edit show ID                          one edit: who, when, what, before and after
   edit approve ID [--note TEXT]         approve a pending edit and apply it
@@ -109,7 +109,7 @@ const HELP: Record<string, CommandHelp> = {
       'with its 250/500/1200 px thumbnails and rewrites the release\'s index.json. Recorded as an edit\n' +
       'of the operator, applied and approved at once; the listing\'s edit is its id unless --edit names another.\n' +
       'MBID may name an event (sleeve event add) instead: the image goes to the Event Art Archive, typed\n' +
-      'with its types (Poster, …), its listing\'s edit 0 unless --edit names one; no sleeve edit is recorded.',
+      'with its types (Poster, …), recorded as an edit of the event all the same.',
     options: {
       type: ['NAME', 'an art type (Front, Back, Booklet, Medium, …; case-insensitive); repeat for several'],
       comment: ['TEXT', 'a comment shown in the listing'],
@@ -120,7 +120,7 @@ const HELP: Record<string, CommandHelp> = {
   },
   'art edit': {
     usage: 'art edit RELEASE_MBID IMAGE_ID [--type NAME]... [--comment TEXT] [--approved|--unapproved] [--expect-revision N]',
-    about: "Changes an image's types (replacing them when given), comment or approval.\nRELEASE_MBID may name an event instead (its types: Poster, …); applied at once, no sleeve edit recorded.",
+    about: "Changes an image's types (replacing them when given), comment or approval.\nRELEASE_MBID may name an event instead (its types: Poster, …).",
     options: {
       type: ['NAME', 'an art type; repeat for several (replaces all of them)'],
       comment: ['TEXT', 'the new comment'],
@@ -155,13 +155,14 @@ const HELP: Record<string, CommandHelp> = {
     about:
       "Lists a release's images in order: id, types, approval, comment and the image URL (--json: the listing's entries),\n" +
       'then the release\'s revision (every change moves it; give it as --expect-revision) and the ids of its pending edits.\n' +
-      "Given an event's MBID: the event's images and its revision.",
+      "Given an event's MBID: the event's images, its revision and the ids of its pending edits.",
   },
   'edit list': {
-    usage: 'edit list [--release MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]',
+    usage: 'edit list [--release MBID|--event MBID] [--editor NAME|--operator] [--pending|--status S] [--before ID] [--limit N]',
     about: 'Lists cover art edits, newest first: id, status, kind, release, image, editor and when.\nWith more than N, the last line (or "next" with --json) names the id to pass to --before for the next page.',
     options: {
       release: ['MBID', "only this release's edits (and those of releases merged into it)"],
+      event: ['MBID', "only this event's edits (and those of events merged into it)"],
       editor: ['NAME', "only this user's edits"],
       operator: "only the operator's edits (made with the CLI)",
       pending: 'only edits waiting for an approver',

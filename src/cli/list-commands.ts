@@ -3,9 +3,7 @@
  * Each prints a line per row, or one JSON value with --json. They never show a secret or
  * a hash (client secrets, password hashes): only the columns named here are read.
  */
-import { releaseArt } from '../cover-art/index.js';
-import { eventArt } from '../cover-art/event-changes.js';
-import { isEvent } from '../cover-art/events.js';
+import { artState, EVENT_ART, releaseArt } from '../cover-art/index.js';
 import type { Runtime } from '../runtime.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
@@ -109,22 +107,19 @@ const artList: Command = {
     const art = await withReadRuntime(ctx, async (rt) => {
       const art = await releaseArt(rt.coverArt, mbid);
       if (art !== undefined) return art;
-      // An event's MBID: the Event Art Archive's images (no group, no edit history).
-      if (await isEvent(rt.coverArt.db, mbid)) return eventArt(rt.coverArt, mbid);
+      // An event's MBID: the Event Art Archive's images.
+      const event = await artState(rt.coverArt, EVENT_ART, mbid);
+      if (event !== undefined) return { event: event.gid, ...event };
       throw notFound(`no release ${mbid}`);
     });
-    if ('event' in art) {
-      const { images } = art.listing;
-      ctx.out(`${imageTable(images, `event ${art.event} has no images`)}\nrevision ${art.revision}`, { event: art.event, images, revision: art.revision });
-      return 0;
-    }
+    const [entity, gid] = 'event' in art ? ['event', art.event] : ['release', art.release];
     const { images } = art.listing;
     const human =
-      imageTable(images, `release ${art.release} has no images`) +
+      imageTable(images, `${entity} ${gid} has no images`) +
       `\nrevision ${art.revision}` +
       (art.pending.length === 0 ? '' : `; pending edits: ${art.pending.map((e) => `${e.id} (${e.kind})`).join(', ')}`);
     // `pending`: the ids of the edits waiting for an approver (sleeve edit show ID).
-    ctx.out(human, { release: art.release, images, revision: art.revision, pending: art.pending.map((e) => e.id) });
+    ctx.out(human, { [entity]: gid, images, revision: art.revision, pending: art.pending.map((e) => e.id) });
     return 0;
   },
 };

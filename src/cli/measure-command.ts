@@ -4,9 +4,9 @@
  * releases (or events) named, or of every release and event with images, and rewrites the
  * index.json of each whose fields changed. One line per release; exit 1 when any image could not be measured.
  */
-import { findEvent } from '../cover-art/event-repo.js';
+import { findEvent } from '../cover-art/catalogue/event-repo.js';
 import { findRelease } from '../cover-art/index.js';
-import type { ReleaseMeasured } from '../cover-art/measure.js';
+import type { ReleaseMeasured } from '../cover-art/images/measure.js';
 import { invalidInput, notFound } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { Command, CommandContext } from './command.js';
@@ -29,7 +29,7 @@ async function run(ctx: CommandContext): Promise<number> {
     if (mbid === undefined) throw invalidInput(`release ${JSON.stringify(arg)} is not a valid MBID (usage: sleeve art measure [RELEASE_MBID...])`);
     return mbid;
   });
-  const { measureRelease } = await import('../cover-art/measure.js');
+  const { measureRelease } = await import('../cover-art/images/measure.js');
   // index.json files may be rewritten without a catalogue change: published anyway, for the caches.
   const results = await withRuntime(
     ctx,
@@ -39,7 +39,7 @@ async function run(ctx: CommandContext): Promise<number> {
       const releases: { id: number; gid: string; event?: true }[] = [];
       for (const mbid of mbids) {
         const release = await findRelease(db, mbid);
-        // An event's MBID (and no release's): the event's images (cover-art/events.ts).
+        // An event's MBID (and no release's): the event's images (cover-art/catalogue/events.ts).
         const event = release === undefined ? await findEvent(db, mbid) : undefined;
         if (release === undefined && event === undefined) throw notFound(`no release ${mbid}`);
         releases.push(release ?? { ...(event as { id: number; gid: string }), event: true });

@@ -1,11 +1,11 @@
 /*
  * `sleeve mirror images [RELEASE_MBID…] [--all]`: fetches the files of imported releases that
- * the store lacks from SLEEVE_UPSTREAM_URL (cover-art/mirror.ts; docs/mirroring.md,
+ * the store lacks from SLEEVE_UPSTREAM_URL (cover-art/upstream/mirror.ts; docs/mirroring.md,
  * "Bulk mirror"). Progress on stderr, the summary on stdout. Exit 0 when every file is in the
  * store, 1 when any failed (listed in the summary), 130/143 when a signal stopped it.
  */
 import { ConfigError } from '../config/load.js';
-import type { MirrorProgress, MirrorSummary } from '../cover-art/mirror.js';
+import type { MirrorProgress, MirrorSummary } from '../cover-art/upstream/mirror.js';
 import { systemClock } from '../shared/clock.js';
 import { invalidInput } from '../shared/errors.js';
 import { readCatalogueMark } from '../cluster/mark.js';
@@ -93,8 +93,8 @@ async function run(ctx: CommandContext): Promise<number> {
   const all = ctx.options.all === true;
   if (all === (ctx.args.length > 0)) throw invalidInput('usage: sleeve mirror images RELEASE_MBID... | --all (name releases or give --all, not both)');
   // Loaded here: the other commands do not pay for sharp and the mirror at start-up.
-  const { mirrorImages, MIRROR_SIZES, parseSizes } = await import('../cover-art/mirror.js');
-  const { Upstream } = await import('../cover-art/upstream.js');
+  const { mirrorImages, MIRROR_SIZES, parseSizes } = await import('../cover-art/upstream/mirror.js');
+  const { Upstream } = await import('../cover-art/upstream/upstream.js');
   const sizes = typeof ctx.options.sizes === 'string' ? parseSizes(ctx.options.sizes) : MIRROR_SIZES;
   const concurrency = positiveNumber(ctx, 'concurrency', 8, 256, true) as number;
   const rate = positiveNumber(ctx, 'rate', undefined, 100_000, false);
@@ -130,7 +130,7 @@ async function run(ctx: CommandContext): Promise<number> {
     );
     reporter.end();
     // The listings then say what the fetched files are (docs/interface.md, "Image entry").
-    const { measureUnmeasured, measureUnmeasuredEvents } = await import('../cover-art/measure.js');
+    const { measureUnmeasured, measureUnmeasuredEvents } = await import('../cover-art/images/measure.js');
     const named = all ? 'all' : ctx.args.map((a) => parseMbid(a) ?? a);
     const measured = await measureUnmeasured(deps, named);
     const events = summary.events === undefined ? { events: 0, failed: 0 } : await measureUnmeasuredEvents(deps, named);

@@ -1,23 +1,9 @@
 import type { Db } from '../db/schema.js';
 import { isStoreUnavailable } from '../shared/errors.js';
+import type { CacheFreshness } from './cache-freshness.js';
 import { listingRefreshesSince } from './listing-refresh.js';
 import { publishCatalogue, readCatalogueMark } from './mark.js';
 import type { Log } from './redis.js';
-
-/**
- * Something a serving process keeps that must not outlive a catalogue change: the response
- * cache, the file cache. `clear()` is called synchronously, before the change is
- * acknowledged to the command that made it; after it returns, nothing from before the
- * change may be answered.
- */
-export interface ChangeFollower {
-  clear(): void;
-  /**
-   * Forgets what it keeps of one release's listings (a listing refreshed with new measures,
-   * cluster/listing-refresh.ts); absent: `clear` is called instead.
-   */
-  forgetRelease?(gid: string): void;
-}
 
 export interface CatalogueWatchOptions {
   db: Db;
@@ -27,8 +13,11 @@ export interface CatalogueWatchOptions {
    * cover-art module and does not import it; docs/decisions.md, "Layering").
    */
   finishDirtyIndexes(ageMs: number): Promise<number>;
-  /** Emptied on every change (more can be added with `follow`). */
-  followers: ChangeFollower[];
+  /**
+   * The caches, which the watch's events reach (cluster/cache-freshness.ts): `catalogue-changed`,
+   * `watch-blind` and `listing-refreshed`, each raised before the mark it follows is acknowledged.
+   */
+  caches: CacheFreshness;
   /** Poll interval while no announcements arrive (no Redis, or Redis away). */
   pollMs: number;
   /** Poll interval while announcements arrive: the poll is then only the safety net. */
@@ -41,16 +30,17 @@ const SWEEP_AGE_MS = 10_000;
 
 /**
  * Keeps a serving process's caches in step with the catalogue, which other processes
- * change. It follows the catalogue mark (cluster/mark.ts): the caches are emptied when the
- * mark in the database moves, found by a poll, at once when a command signals its change
- * (`refresh`, which also answers the mark the caches now follow, for the acknowledgement),
- * when a change is announced on Redis, and whenever the process may have missed
- * announcements. Every 10 s it also finishes index.json files that a crashed change left
- * dirty.
+ * change. It follows the catalogue mark (cluster/mark.ts) and raises the events the caches
+ * declare (cluster/cache-freshness.ts): `catalogue-changed` when the mark in the database
+ * moves, found by a poll, at once when a command signals its change (`refresh`, which also
+ * answers the mark the caches now follow, for the acknowledgement), or when a change is
+ * announced on Redis; `watch-blind` whenever the process may have missed announcements or
+ * cannot read the database; `listing-refreshed` for the listings refreshed since its last
+ * look. Every 10 s it also finishes index.json files that a crashed change left dirty.
  */
 export class CatalogueWatch {
   private readonly opts: CatalogueWatchOptions;
-  private readonly followers: ChangeFollower[];
+  private readonly caches: CacheFreshness;
   private last: number | undefined;
   private announced = false;
   private timer: NodeJS.Timeout | undefined;
@@ -68,13 +58,8 @@ export class CatalogueWatch {
 
   constructor(opts: CatalogueWatchOptions) {
     this.opts = opts;
-    this.followers = [...opts.followers];
+    this.caches = opts.caches;
     this.lastSweep = Date.now();
-  }
-
-  /** Empties `cache` on every change from now on (the hook for caches made after the watch). */
-  follow(cache: ChangeFollower): void {
-    this.followers.push(cache);
   }
 
   /** Calls `fn` with the mark each time the caches have been brought up to a newer one. */
@@ -93,7 +78,7 @@ export class CatalogueWatch {
 
   /** A change was announced: forget cached answers now. */
   changed(mark: number | undefined): void {
-    this.clearAll();
+    this.caches.raise('catalogue-changed');
     // The poll need not empty the caches again for this mark.
     if (mark !== undefined && (this.last === undefined || mark > this.last)) this.advance(mark);
   }
@@ -124,7 +109,7 @@ export class CatalogueWatch {
   setAnnounced(on: boolean): void {
     if (on === this.announced) return;
     this.announced = on;
-    this.clearAll();
+    this.caches.raise('watch-blind');
     if (!on) this.schedule(0);
     else this.schedule(this.opts.announcedPollMs);
   }
@@ -136,24 +121,12 @@ export class CatalogueWatch {
     return this.ticking ?? Promise.resolve();
   }
 
-  /** Forgets one release's cached listings in every follower (those that cannot: emptied). */
-  forgetRelease(gid: string): void {
-    for (const f of this.followers) {
-      if (f.forgetRelease !== undefined) f.forgetRelease(gid);
-      else f.clear();
-    }
-  }
-
   /** Follows the listings refreshed since the last look (cluster/listing-refresh.ts). */
   async followRefreshes(): Promise<void> {
     const { seq, gids } = await listingRefreshesSince(this.opts.db, this.refreshed);
-    if (gids === 'all') this.clearAll();
-    else for (const gid of gids) this.forgetRelease(gid);
+    if (gids === 'all') this.caches.listingRefreshed('all');
+    else for (const gid of gids) this.caches.listingRefreshed(gid);
     this.refreshed = seq;
-  }
-
-  private clearAll(): void {
-    for (const f of this.followers) f.clear();
   }
 
   private advance(mark: number): void {
@@ -165,11 +138,11 @@ export class CatalogueWatch {
     const run = (async () => {
       const mark = await readCatalogueMark(this.opts.db);
       if (this.last === undefined || mark > this.last) {
-        if (this.last !== undefined) this.clearAll();
+        if (this.last !== undefined) this.caches.raise('catalogue-changed');
         this.advance(mark);
       } else if (mark < this.last) {
         // Older than an announcement already applied (or a database put back): empty anyway.
-        this.clearAll();
+        this.caches.raise('catalogue-changed');
         this.last = mark;
       }
       return mark;
@@ -241,7 +214,7 @@ export class CatalogueWatch {
       }
     } catch (err) {
       // Changes cannot be seen meanwhile: answers cached before are not trusted.
-      this.clearAll();
+      this.caches.raise('watch-blind');
       // Stopped while looking: the database is closing under it, which is no news.
       if (!this.failing && !this.stopped) {
         this.failing = true;

@@ -4,7 +4,8 @@
  * step (the database poll being the safety net), and the registry through which catalogue
  * commands wait until every serving process shows their change (freshness.ts).
  */
-export { CatalogueWatch, type CatalogueWatchOptions, type ChangeFollower } from './catalogue-watch.js';
+export { CacheFreshness, type FollowingCache, type Freshness, type FreshnessEvent } from './cache-freshness.js';
+export { CatalogueWatch, type CatalogueWatchOptions } from './catalogue-watch.js';
 export { ServingRegistration } from './registry.js';
 export { CatalogueNotifications, type NotificationHandlers } from './notifications.js';
 export { RedisConnection, describeRedis, type Log } from './redis.js';

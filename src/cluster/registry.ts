@@ -103,12 +103,13 @@ export class ServingRegistration {
   }
 
   async stop(): Promise<void> {
+    // The session first: a reconnection under way would write the row again after its removal.
+    await this.pgSession?.close();
     await this.opts.db
       .deleteFrom('serving_process')
       .where('id', '=', this.id)
       .execute()
       .catch(() => {});
-    await this.pgSession?.close();
     const server = this.signalServer;
     if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
@@ -169,6 +170,8 @@ class PgSession {
   private lockKey = 0;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
+  /** A reconnection under way, which close waits for (it then lets that session go). */
+  private connecting: Promise<void> | undefined;
 
   constructor(url: string, opts: RegistrationOptions, reconnected: (lockKey: number) => Promise<void>) {
     this.url = url;
@@ -203,6 +206,11 @@ class PgSession {
       await client.end().catch(() => {});
       throw err;
     }
+    if (this.closed) {
+      // Closed while connecting: this session would otherwise outlive close and hold the process open.
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
     client.on('notification', () => {
       void this.opts.watch.refresh().catch(() => {});
@@ -230,7 +238,13 @@ class PgSession {
   private reconnect(): void {
     if (this.closed) return;
     this.retry = setTimeout(() => {
-      this.connect(false).catch(() => this.reconnect());
+      const connecting = this.connect(false);
+      this.connecting = connecting;
+      connecting
+        .catch(() => this.reconnect())
+        .finally(() => {
+          if (this.connecting === connecting) this.connecting = undefined;
+        });
     }, RECONNECT_MS);
     this.retry.unref();
   }
@@ -238,6 +252,7 @@ class PgSession {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
+    await this.connecting?.catch(() => {});
     await this.client?.end().catch(() => {});
   }
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isIP } from 'node:net';
-import { DEFAULT_HASH_QUEUE, defaultHashThreads } from '../shared/password-hashing.js';
+import { DEFAULT_HASH_COST, DEFAULT_HASH_QUEUE, defaultHashThreads, HASH_COST_RANGE } from '../shared/password-hashing.js';
 import { MUSICBRAINZ_DATABASE_VARIABLES, musicBrainzDatabaseConfig, type MusicBrainzDatabaseConfig } from './musicbrainz-db.js';
 import { UPSTREAM_VARIABLES, upstreamConfig, type UpstreamConfig } from './upstream.js';
 
@@ -119,7 +119,7 @@ export interface Config {
   /** On SIGTERM, how long to keep serving with /readyz answering 503 before closing the listeners, in ms. */
   shutdownDelayMs: number;
   /** Threads that hash passwords, and hashes that may wait for one (more: 503). */
-  passwordHashing: { threads: number; queue: number };
+  passwordHashing: { threads: number; queue: number; cost: number };
   /** How often a serving process removes or finishes what interrupted uploads left, in ms. */
   uploadSweepMs: number;
   /** Most bytes of answers kept in the cover art response cache (0 turns it off). */
@@ -187,6 +187,7 @@ export const VARIABLES = {
   SLEEVE_SHUTDOWN_DELAY_MS: 'on SIGTERM, keep serving with /readyz answering 503 this long before closing, ms (default 0)',
   SLEEVE_PASSWORD_HASH_THREADS: 'threads that hash passwords at sign-in (default: one per two cores, 1 to 4)',
   SLEEVE_PASSWORD_HASH_QUEUE: 'sign-ins that may wait for a hashing thread; more are answered 503 (default 64)',
+  SLEEVE_PASSWORD_HASH_COST: "scrypt's cost for new password hashes, as log2 of N, 10 to 20 (default 15: 32 MiB, about 0.1 s a hash); older hashes are made again at their next sign-in",
   SLEEVE_UPLOAD_SWEEP_MS: 'how often a server cleans up after interrupted uploads, ms (default 10000, at most 30000)',
   SLEEVE_RESPONSE_CACHE_BYTES: 'memory for the cover art response cache, bytes (default 67108864 = 64 MiB, 0 = off)',
   SLEEVE_RESPONSE_CACHE: 'deprecated: also cap the response cache at this many answers (default: no count cap; 0 = off)',
@@ -257,7 +258,7 @@ export function loadConfig(env: ConfigSource, cwd: string = process.cwd()): Read
   const lifetimes = readTokenLifetimes(r);
   const connections = readConnections(r);
   const serving = readServing(r);
-  const upstream = upstreamConfig((n) => r.get(n), (n, fallback, schemes) => r.url(n, fallback, schemes), (n, fallback, min, max) => r.int(n, fallback, min, max));
+  const upstream = upstreamConfig((n) => r.get(n), (n, fallback, schemes) => r.url(n, fallback, schemes), (n, fallback, min, max) => r.int(n, fallback, min, max), (n, fallback) => r.onOff(n, fallback));
   const musicBrainzDatabase = musicBrainzDatabaseConfig((n) => r.get(n), (n, why) => r.bad(n, why), (n, fallback, min, max) => r.int(n, fallback, min, max));
   const logLevel = readLogLevel(r);
   const demo = readDemo(r);
@@ -524,7 +525,7 @@ function readServing(r: SettingsReader) {
     changePollMs: r.int('SLEEVE_CHANGE_POLL_MS', 250, 10, 60_000),
     changePollRedisMs: r.int('SLEEVE_CHANGE_POLL_REDIS_MS', 1000, 10, 600_000),
     shutdownDelayMs: r.int('SLEEVE_SHUTDOWN_DELAY_MS', 0, 0, 300_000),
-    passwordHashing: { threads: r.int('SLEEVE_PASSWORD_HASH_THREADS', defaultHashThreads(), 1, 64), queue: r.int('SLEEVE_PASSWORD_HASH_QUEUE', DEFAULT_HASH_QUEUE, 0, 100_000) },
+    passwordHashing: { threads: r.int('SLEEVE_PASSWORD_HASH_THREADS', defaultHashThreads(), 1, 64), queue: r.int('SLEEVE_PASSWORD_HASH_QUEUE', DEFAULT_HASH_QUEUE, 0, 100_000), cost: r.int('SLEEVE_PASSWORD_HASH_COST', DEFAULT_HASH_COST, ...HASH_COST_RANGE) },
     // At most 30 s: with the 30 s a lease of another machine stays live, a killed upload's leftovers go within a minute.
     uploadSweepMs: r.int('SLEEVE_UPLOAD_SWEEP_MS', 10_000, 10, 30_000),
     responseCacheBytes: r.int('SLEEVE_RESPONSE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),

@@ -15,6 +15,8 @@ export interface UpstreamConfig {
   concurrency: number;
   /** How long an upstream 404 is remembered (no upstream request for that file meanwhile), ms. */
   notFoundTtlMs: number;
+  /** Whether a redirect off the upstream's origin may reach any address, not public ones only. */
+  redirectAllowPrivate: boolean;
 }
 
 export const UPSTREAM_VARIABLES = {
@@ -23,6 +25,7 @@ export const UPSTREAM_VARIABLES = {
   SLEEVE_UPSTREAM_MAX_BYTES: 'largest file fetched from the upstream, bytes (default 52428800)',
   SLEEVE_UPSTREAM_CONCURRENCY: 'upstream requests in flight at once per process (default 8)',
   SLEEVE_UPSTREAM_NOT_FOUND_TTL_MS: 'how long an upstream 404 is remembered, ms (default 600000)',
+  SLEEVE_UPSTREAM_REDIRECT_ALLOW_PRIVATE: "on|off: whether a redirect off the upstream's origin may reach any address, loopback, private and link-local ones included (default off: public ones only)",
 } as const;
 
 type Name = keyof typeof UPSTREAM_VARIABLES;
@@ -32,11 +35,13 @@ export function upstreamConfig(
   get: (name: Name) => string | undefined,
   url: (name: Name, fallback: string, schemes: string[]) => string,
   int: (name: Name, fallback: number, min: number, max: number) => number,
+  onOff: (name: Name, fallback: boolean) => boolean,
 ): UpstreamConfig | undefined {
   const timeoutMs = int('SLEEVE_UPSTREAM_TIMEOUT_MS', 10_000, 10, 600_000);
   const maxBytes = int('SLEEVE_UPSTREAM_MAX_BYTES', 50 * 1024 * 1024, 1, 2 ** 31 - 1);
   const concurrency = int('SLEEVE_UPSTREAM_CONCURRENCY', 8, 1, 1024);
   const notFoundTtlMs = int('SLEEVE_UPSTREAM_NOT_FOUND_TTL_MS', 600_000, 0, 7 * 86_400_000);
+  const redirectAllowPrivate = onOff('SLEEVE_UPSTREAM_REDIRECT_ALLOW_PRIVATE', false);
   if (get('SLEEVE_UPSTREAM_URL') === undefined) return undefined;
-  return { url: url('SLEEVE_UPSTREAM_URL', '', ['http', 'https']), timeoutMs, maxBytes, concurrency, notFoundTtlMs };
+  return { url: url('SLEEVE_UPSTREAM_URL', '', ['http', 'https']), timeoutMs, maxBytes, concurrency, notFoundTtlMs, redirectAllowPrivate };
 }

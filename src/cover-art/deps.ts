@@ -1,11 +1,20 @@
 import type { Db } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import type { ObjectStore } from '../storage/index.js';
-import type { ThumbnailOptions } from './api.js';
-import type { FileServer } from './file-server.js';
-import type { ListingUrls } from './listing.js';
-import type { Queryable } from './repo.js';
-import type { ResponseCache } from './response-cache.js';
+import type { FileServer } from './files/file-server.js';
+import type { ListingUrls } from './listings/listing.js';
+import type { Queryable } from './catalogue/repo.js';
+import type { ResponseCache } from './api/response-cache.js';
+
+/** What the operator added to the interface's thumbnails (ApiDeps.thumbnails). */
+export interface ThumbnailOptions {
+  /** Sizes answered besides 250, 500 and 1200 (SLEEVE_THUMBNAIL_SIZES), matched exactly. */
+  added: ReadonlySet<number>;
+  /** Formats besides JPEG (SLEEVE_THUMBNAIL_FORMATS): named in the path (`front-600.webp`), or chosen by Accept. */
+  formats: readonly ('webp' | 'avif')[];
+  /** Whether Accept chooses the format (off under SLEEVE_IMAGE_RESPONSE=bytes: docs/decisions.md, "Thumbnail formats negotiated at the redirect"). */
+  negotiate: boolean;
+}
 
 /** What the cover art module needs from the outside world (runtime.ts makes it). */
 export interface CoverArtDeps {
@@ -16,7 +25,7 @@ export interface CoverArtDeps {
   limits: { maxBytes: number; maxPixels: number };
   /**
    * The operator's approval policy (SLEEVE_APPROVAL): `review` leaves the changes of editors
-   * without the approver role pending until an approver decides (cover-art/approval.ts).
+   * without the approver role pending until an approver decides (cover-art/catalogue/approval.ts).
    * Absent: `auto`, every change applied at once.
    */
   approval?: 'auto' | 'review';
@@ -40,7 +49,7 @@ export interface ApiDeps {
   approval?: 'auto' | 'review';
   /** Sizes and formats besides the interface's (SLEEVE_THUMBNAIL_SIZES, SLEEVE_THUMBNAIL_FORMATS). Absent: the interface's only. */
   thumbnails?: ThumbnailOptions;
-  /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listing-on-demand.ts). */
+  /** Writes a release's listing if sleeve never did, before redirecting to it (cover-art/listings/listing-on-demand.ts). */
   ensureListing?: (releaseId: number) => Promise<void>;
   /**
    * The Event Art Archive's host (SLEEVE_EVENT_BASE_URL's, lower case, with its port when not

@@ -1,5 +1,5 @@
 /** The cover art module's public surface. */
-export { answerKey, handleApiRequest, pathSegments, parseFilename, type ApiRequest, type ThumbnailOptions } from './api.js';
+export { answerKey, handleApiRequest, type ApiRequest } from './api/api.js';
 export {
   addArt,
   addRelease,
@@ -12,8 +12,10 @@ export {
   type AddArtInput,
   type EditArtInput,
   type ImageFields,
-} from './catalogue.js';
-export { approveEdit, rejectEdit, releaseArt, type ReleaseArt } from './approval.js';
+} from './catalogue/catalogue.js';
+export { approveEdit, artState, rejectEdit, releaseArt, type ArtState, type ReleaseArt } from './catalogue/approval.js';
+export { addImageTo, editImageOf, loadKinds, ownerRevision, removeImageOf, reorderImagesOf } from './catalogue/art-changes.js';
+export { EVENT_ART, RELEASE_ART, type ArtEntity, type ArtListing, type EntityName, type EntityRef, type EntryOf } from './catalogue/entity.js';
 export {
   findEdit,
   listEdits,
@@ -27,14 +29,14 @@ export {
   type Editor,
   type EditQuery,
   type EditStatus,
-} from './edits.js';
-export type { ApiDeps, CoverArtDeps, CoverArtRouteDeps } from './deps.js';
-export { loadDemo, DEMO } from './demo.js';
-export { finishPendingIndexes, reindex, writeIndex } from './indexer.js';
+} from './catalogue/edits.js';
+export type { ApiDeps, CoverArtDeps, CoverArtRouteDeps, ThumbnailOptions } from './deps.js';
+export { loadDemo, DEMO } from './catalogue/demo.js';
+export { finishPendingIndexes, reindex, writeIndex } from './listings/indexer.js';
 export { idForTime, timeOfId } from './ids.js';
-export { THUMBNAIL_SIZES, indexKey, imageKey, type ThumbnailSize } from './keys.js';
-export { buildListing, serializeListing, type Listing, type ListingImage, type ListingUrls } from './listing.js';
-export { publishUrls, readPublishedUrls, type PublishedUrls } from './public-urls.js';
+export { THUMBNAIL_SIZES, indexKey, imageKey, type ThumbnailSize } from './files/keys.js';
+export { buildListing, serializeListing, type EventListing, type EventListingImage, type Listing, type ListingImage, type ListingUrls } from './listings/listing.js';
+export { publishUrls, readPublishedUrls, type PublishedUrls } from './listings/public-urls.js';
 export {
   BACK_TYPE,
   chooseGroupRelease,
@@ -57,12 +59,14 @@ export {
   type RecentImage,
   type ReleaseRef,
   type ReleaseDetails,
-} from './repo.js';
-export { ResponseCache, type ResponseCacheLimits } from './response-cache.js';
-export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './responses.js';
-export { coverArtRoutes, sendApiResponse } from './routes.js';
-export { FileCache, catalogueKeeps, catalogueKeepsNow } from './file-cache.js';
-export { FileServer } from './file-server.js';
-export { storeMisses, type StoreMisses } from './fill.js';
-export { Upstream, type Fetched, type KnownFile } from './upstream.js';
-export { artTypeNames, currentGroupListing, currentReleaseListing } from './current.js';
+  type Queryable,
+} from './catalogue/repo.js';
+export { ResponseCache, type ResponseCacheLimits } from './api/response-cache.js';
+export { acceptsJson, errorPage, etagMatches, notModified, type ApiResponse } from './api/responses.js';
+export { coverArtRoutes, sendApiResponse } from './api/routes.js';
+export { FileCache, catalogueKeeps, catalogueKeepsNow } from './files/file-cache.js';
+export { FileServer } from './files/file-server.js';
+export { storeMisses, type StoreMisses } from './files/fill.js';
+export { Upstream, type Fetched, type KnownFile } from './upstream/upstream.js';
+export { artTypeNames, currentGroupListing, currentListing } from './catalogue/current.js';
+export { eventName, findEvent } from './catalogue/event-repo.js';

@@ -197,7 +197,7 @@ class ImmediateSqliteDriver extends SqliteDriver {
 }
 
 /** A lock handed to its waiters one at a time, in the order they asked. */
-export class Turns {
+class Turns {
   #held = false;
   readonly #waiting: (() => void)[] = [];
 

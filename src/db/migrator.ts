@@ -22,6 +22,7 @@ import * as m20261207T0100 from './migrations/20261207T0100_client_documents.js'
 import * as m20261207T0200 from './migrations/20261207T0200_listing_refresh.js';
 import * as m20261207T0300 from './migrations/20261207T0300_edit_note.js';
 import * as m20261207T0500 from './migrations/20261207T0500_events.js';
+import * as m20261208T0100 from './migrations/20261208T0100_event_edits.js';
 
 /** Every migration, in order. A static list, so a bundled build finds them too. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -46,6 +47,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261207T0200_listing_refresh': m20261207T0200,
   '20261207T0300_edit_note': m20261207T0300,
   '20261207T0500_events': m20261207T0500,
+  '20261208T0100_event_edits': m20261208T0100,
 };
 
 function migrator(db: Db): Migrator {

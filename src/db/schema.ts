@@ -191,12 +191,12 @@ export interface OAuthApplicationTable {
   require_dpop: Generated<number>;
 }
 
-/** A refresh token a rotating application already used (its hash), kept to recognise a second use (auth/rotation.ts). */
+/** A refresh token a rotating application already used (its hash), kept to recognise a second use (auth/grants/refresh-token.ts). */
 export interface OAuthRefreshUsedTable {
   token_hash: string;
   grant_id: number;
   used_at: number;
-  /** The pair its first use gave, AES-256-GCM-sealed under this refresh token's random bytes, while the grace window lasts (auth/rotation.ts); else null. */
+  /** The pair its first use gave, AES-256-GCM-sealed under this refresh token's random bytes, while the grace window lasts (auth/grants/refresh-token.ts); else null. */
   successor_sealed: string | null;
 }
 
@@ -304,7 +304,7 @@ export interface SigningKeyTable {
   expires_at: number | null;
 }
 
-/** One change to cover art, applied or pending (migration 20261125T0400; cover-art/edits.ts). */
+/** One change to cover art, applied or pending (migration 20261125T0400; cover-art/catalogue/edits.ts). */
 export interface CoverArtEditTable {
   id: number;
   kind: 'add' | 'edit' | 'remove' | 'reorder' | 'set-cover';
@@ -326,6 +326,8 @@ export interface CoverArtEditTable {
   note: string | null;
   /** The editor's own note on the change (migration 20261207T0300). */
   edit_note: string | null;
+  /** The event an edit of the Event Art Archive is about (migration 20261208T0100); null for a release's. */
+  event_gid: string | null;
 }
 
 export interface Database {

@@ -260,12 +260,15 @@ export class LaneReply {
   private readonly trailer: string;
   /** Called when the answer, written at the end of the turn, was not all taken by the system (it then waits in the stream). */
   private readonly backlogged: (() => void) | undefined;
+  /** Whether an answer that would wait is declined rather than made (FastLaneOptions.nowOnly; PlainReply.nowOnly). */
+  readonly nowOnly: boolean;
 
-  constructor(socket: Socket, method: string, trailer: string, backlogged?: () => void) {
+  constructor(socket: Socket, method: string, trailer: string, backlogged?: () => void, nowOnly = false) {
     this.socket = socket;
     this.method = method;
     this.trailer = trailer;
     this.backlogged = backlogged;
+    this.nowOnly = nowOnly;
   }
 
   writeHead(status: number, headers: readonly string[] | Record<string, string>): this {
@@ -363,6 +366,12 @@ export interface LanePosts {
 /** Options of `installFastLane`. */
 export interface FastLaneOptions {
   answer: LaneAnswer;
+  /**
+   * True: the listener's answers are given now or declined, never later (each LaneReply's
+   * `nowOnly`), so what would wait is node:http's (the cover art listener: node:http runs a
+   * connection's pipelined requests side by side, where the lane would wait for each in turn).
+   */
+  nowOnly?: boolean;
   /** POSTs the lane reads (with their bodies) and offers to `answer`; none without. */
   posts?: LanePosts;
   connections: ConnectionLimits;
@@ -387,6 +396,7 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
   const trailer = flatLatin1(`Connection: keep-alive\r\nKeep-Alive: timeout=${keepAliveS}\r\n\r\n`);
   const lane: Lane = {
     answer: opts.answer,
+    nowOnly: opts.nowOnly === true,
     posts: opts.posts,
     limits,
     // node:http keeps an idle connection a little past the Keep-Alive it announces (1 s in Node
@@ -420,6 +430,7 @@ export function installFastLane(server: Server, opts: FastLaneOptions): void {
 
 interface Lane {
   answer: LaneAnswer;
+  nowOnly: boolean;
   posts: LanePosts | undefined;
   limits: ConnectionLimits;
   /** How long an idle connection is kept after an answer: the keep-alive timeout and node:http's margin. */
@@ -462,7 +473,7 @@ function onreadKeysOf(socket: Socket): { buffer: symbol; callback: symbol } | nu
  * generation's collection must sweep one by one, the largest part of its pauses under load
  * (docs/decisions.md, "The lane reads into one buffer").
  */
-export function readIntoShared(socket: Socket, callback: (bytes: number, buf: Buffer) => void): boolean {
+function readIntoShared(socket: Socket, callback: (bytes: number, buf: Buffer) => void): boolean {
   // Bytes already in the stream (put back by someone who read first) would never reach the callback.
   if ((socket as { encrypted?: boolean }).encrypted === true || socket.readableLength !== 0) return false;
   const handle = (socket as unknown as { _handle?: { useUserBuffer?: unknown } | null })._handle;
@@ -477,7 +488,7 @@ export function readIntoShared(socket: Socket, callback: (bytes: number, buf: Bu
 }
 
 /** Makes a socket that reads into the shared buffer give its reads to the stream again, each a copy: as 'data', for node:http. */
-export function readIntoStream(socket: Socket): void {
+function readIntoStream(socket: Socket): void {
   const bag = socket as unknown as Record<symbol, unknown>;
   const keys = onreadKeys as { buffer: symbol; callback: symbol };
   bag[keys.callback] = (bytes: number, buf: Buffer): boolean => socket.push(Buffer.from(buf.subarray(0, bytes)));
@@ -593,7 +604,7 @@ class LaneConnection {
         req.body = this.own(buf.subarray(next, next + length));
         next += length;
       }
-      const reply = new LaneReply(socket, req.method, this.lane.trailer, this.onBacklog);
+      const reply = new LaneReply(socket, req.method, this.lane.trailer, this.onBacklog, this.lane.nowOnly);
       const taken = this.lane.answer(req, reply);
       if (taken === false) return this.toNode(buf.subarray(at));
       if (taken !== true) return this.answerLater(taken, buf.subarray(next));

@@ -33,8 +33,3 @@ export function keepTickShape(): void {
     hook.disable();
   }
 }
-
-/** Whether an entry is held (for tests: a Node whose nextTick makes no TickObject would hold none). */
-export function tickShapeKept(): boolean {
-  return kept !== undefined;
-}

@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 
 /*
- * Which addresses are a public host's: the upstream's redirects (cover-art/upstream-http.ts) and
+ * Which addresses are a public host's: the upstream's redirects (cover-art/upstream/upstream-http.ts) and
  * Client ID Metadata Documents (auth/client-metadata.ts) reach no other unless the operator says so.
  */
 

@@ -7,14 +7,14 @@ export interface IdentifiedRequest {
 }
 
 /** Longest request id taken from a proxy; longer ones are replaced by a new id. */
-export const MAX_REQUEST_ID_LENGTH = 128;
+const MAX_REQUEST_ID_LENGTH = 128;
 
 /**
  * Whether `value` may serve as a request id: 1–128 characters from A–Z, a–z, 0–9 and
  * `- _ . : / + = @` (enough for UUIDs, hex, base64 and most tracing formats; nothing that
  * could break a log line or a header).
  */
-export function validRequestId(value: string): boolean {
+function validRequestId(value: string): boolean {
   if (value.length === 0 || value.length > MAX_REQUEST_ID_LENGTH) return false;
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);

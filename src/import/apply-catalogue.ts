@@ -148,7 +148,7 @@ async function writeImages(run: ApplyRun, had: Had): Promise<void> {
     );
   });
   if (await run.exists('cover_art', 'imported = 0')) await placeLocalImages(run);
-  // Listings written on demand since an earlier import (cover-art/listing-on-demand.ts) name its images: rewritten too.
+  // Listings written on demand since an earlier import (cover-art/listings/listing-on-demand.ts) name its images: rewritten too.
   await run.db.run(`UPDATE release SET index_dirty = ${Math.max(1, Math.floor(run.input.now))} WHERE imported = 1 AND index_urls IS NOT NULL AND index_dirty = 0`);
 }
 

@@ -104,7 +104,7 @@ async function loadEventArt(run: ApplyRun): Promise<void> {
       `DELETE FROM in_ea WHERE NOT EXISTS (SELECT 1 FROM in_it t WHERE t.mime_type = in_ea.mime_type) AND NOT EXISTS (SELECT 1 FROM image_type t WHERE t.mime_type = in_ea.mime_type) RETURNING id || ' (' || mime_type || ')' AS x`,
     ),
   );
-  // Uploads take their ids from one counter for both archives (cover-art/events.ts): no dump row may take one.
+  // Uploads take their ids from one counter for both archives (cover-art/catalogue/events.ts): no dump row may take one.
   run.omit(
     'event_art: id taken by an image uploaded to this sleeve',
     await run.db.deleteReturning(
@@ -200,7 +200,7 @@ async function writeEventArt(run: ApplyRun, hadArt: boolean): Promise<void> {
     );
     await run.db.run(`UPDATE event SET index_dirty = ${now} WHERE imported = 1 AND EXISTS (SELECT 1 FROM event_art c WHERE c.event = event.id AND c.imported = 0)`);
   }
-  // Listings written since an earlier import name its images: rewritten too (cover-art/indexer.ts).
+  // Listings written since an earlier import name its images: rewritten too (cover-art/listings/indexer.ts).
   await run.db.run(`UPDATE event SET index_dirty = ${now} WHERE imported = 1 AND index_urls IS NOT NULL AND index_dirty = 0`);
 }
 

@@ -54,7 +54,7 @@ export class RowError extends Error {
  * for lines with a backslash scans character by character: a backslash followed by a
  * real tab is a tab inside a value, not a separator (PostgreSQL accepts it on input).
  */
-export function splitFields(line: string): string[] {
+function splitFields(line: string): string[] {
   if (!line.includes('\\')) return line.split('\t');
   const out: string[] = [];
   let start = 0;
@@ -105,7 +105,7 @@ function hexValue(code: number): number {
  * form UTF-8 with the characters around them (PostgreSQL decodes the whole value);
  * a zero byte is refused, as PostgreSQL refuses it in text.
  */
-export function unescapeText(raw: string): string {
+function unescapeText(raw: string): string {
   if (!raw.includes('\\')) return raw;
   // Pieces of text and of raw bytes; bytes only appear with octal or hex escapes.
   const parts: (string | number[])[] = [];
@@ -163,7 +163,7 @@ export function unescapeText(raw: string): string {
 }
 
 /** Epoch milliseconds of a PostgreSQL timestamptz in ISO style, or undefined when it is not one. */
-export function parseTimestamp(raw: string): number | undefined {
+function parseTimestamp(raw: string): number | undefined {
   const m = TIMESTAMP_RE.exec(raw);
   if (m === null) return undefined;
   const [, y, mo, d, h, mi, s, frac, sign, oh, om, os] = m;
@@ -193,7 +193,7 @@ const TYPE_NAMES: Record<'int' | 'smallint' | 'bigint', string> = {
  * Converts one raw field to its value: numbers for integers, lower-case text for
  * UUIDs, unescaped text, epoch ms for timestamps, null for `\N`. Throws RowError.
  */
-export function convertField(raw: string, col: Column): string | number | null {
+function convertField(raw: string, col: Column): string | number | null {
   if (raw === '\\N') {
     if (!col.nullable) throw new RowError(`column ${col.name} is NULL (\\N) but must have a value`);
     return null;

@@ -9,6 +9,8 @@ export interface DumpFile {
   size: number;
   /** Whole milliseconds: with the size, what tells a file changed since it was staged. */
   mtimeMs: number;
+  /** The rows as a stream of COPY text instead of the file at `path` (the mirror's database read whole: import/live/bulk.ts). */
+  open?: () => AsyncIterable<Buffer> & { destroy(): void };
 }
 
 export interface DumpDir {

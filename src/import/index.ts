@@ -1,5 +1,5 @@
 /** The MusicBrainz import module's public surface. */
-export { importMusicBrainz, ImportInterrupted, type ImportDeps, type ImportOptions, type ImportReporter, type ImportSummary, type FileSummary } from './musicbrainz.js';
+export { importDump, importMusicBrainz, ImportInterrupted, type ImportDeps, type ImportOptions, type ImportReporter, type ImportSummary, type FileSummary } from './musicbrainz.js';
 export type { ApplyResult, EntityCounts, ImportBackend, Omission, SkippedRow } from './backend.js';
 export { openPgBackend } from './pg-backend.js';
 export { openSqliteBackend, stagingFile } from './sqlite-backend.js';

@@ -22,12 +22,12 @@ export class LineTooLongError extends Error {
 const READ_SIZE = 1 << 20;
 
 /**
- * Reads a file from `start` (a line boundary) in pieces of about a megabyte and yields
- * the complete lines of each. Memory stays within a piece plus the longest line,
- * which may not exceed `maxLineBytes`.
+ * Reads a file from `start` (a line boundary), or a stream of bytes (then `start` is 0), in
+ * pieces of about a megabyte and yields the complete lines of each. Memory stays within a
+ * piece plus the longest line, which may not exceed `maxLineBytes`.
  */
-export async function* readLineBatches(file: string, start: number, maxLineBytes: number): AsyncGenerator<LineBatch> {
-  const stream = createReadStream(file, { start, highWaterMark: READ_SIZE });
+export async function* readLineBatches(file: string | (AsyncIterable<Buffer> & { destroy(): void }), start: number, maxLineBytes: number): AsyncGenerator<LineBatch> {
+  const stream = typeof file === 'string' ? createReadStream(file, { start, highWaterMark: READ_SIZE }) : file;
   let carry: Buffer | undefined;
   let base = start;
   try {

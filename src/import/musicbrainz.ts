@@ -122,12 +122,16 @@ function malformedMessage(dump: DumpDir, file: string, line: number, reason: str
 }
 
 export async function importMusicBrainz(deps: ImportDeps, options: ImportOptions): Promise<ImportSummary> {
+  return importDump(deps, await openDumpDir(options.dir), options, 'musicbrainz');
+}
+
+/** Imports `dump` (files, or streams of COPY text: DumpFile.open); `source` is what import_run records. */
+export async function importDump(deps: ImportDeps, dump: DumpDir, options: ImportOptions, source: string): Promise<ImportSummary> {
   const { backend, clock } = deps;
-  const dump = await openDumpDir(options.dir);
   const started = clock.now();
   await backend.lock();
   const runId = await backend.startRun({
-    source: 'musicbrainz',
+    source,
     dir: dump.dir,
     dumpTimestamp: dump.meta.TIMESTAMP ?? null,
     replicationSequence: /^\d+$/.test(dump.meta.REPLICATION_SEQUENCE ?? '') ? Number(dump.meta.REPLICATION_SEQUENCE) : null,
@@ -332,7 +336,7 @@ async function stageFile(
   };
 
   try {
-    for await (const batch of readLineBatches(f.path, start.bytesDone, MAX_LINE_BYTES)) {
+    for await (const batch of readLineBatches(f.open?.() ?? f.path, start.bytesDone, MAX_LINE_BYTES)) {
       const { buf, starts, ends, base } = batch;
       const count = starts.length;
       const allUtf8 = isUtf8(buf.subarray(starts[0], ends[count - 1]));

@@ -5,7 +5,7 @@ import { Exposition, formatLabels } from './exposition.js';
  * redirects (a few microseconds in sleeve) through listings and database lookups to slow
  * uploads of files and failing backends.
  */
-export const DURATION_BUCKETS: readonly number[] = [
+const DURATION_BUCKETS: readonly number[] = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 ];
 
@@ -119,7 +119,7 @@ export class HttpMetrics {
   storeReads: { readonly hits: number; readonly misses: number } | undefined;
   /** What the pull-through did with the store's misses, when SLEEVE_UPSTREAM_URL is set. */
   pullThrough: { readonly stored: number; readonly notFound: number; readonly failed: ReadonlyMap<string, number> } | undefined;
-  /** Thumbnails made on demand, and misses refused while too many waited (cover-art/derivatives.ts). */
+  /** Thumbnails made on demand, and misses refused while too many waited (cover-art/files/derivatives.ts). */
   thumbnailsMade: { readonly made: number; readonly busy: number } | undefined;
 
   listener(name: string): ListenerMetrics {

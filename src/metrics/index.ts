@@ -1,5 +1,5 @@
 /** The metrics module's public surface. */
-export { HttpMetrics, ListenerMetrics, DURATION_BUCKETS } from './http-metrics.js';
+export { HttpMetrics, ListenerMetrics } from './http-metrics.js';
 export { Metrics } from './metrics.js';
 export { listenMetrics } from './server.js';
 export { METRICS_CONTENT_TYPE } from './exposition.js';

@@ -13,3 +13,12 @@ export function defaultHashThreads(cores = availableParallelism()): number {
 
 /** Sign-ins that may wait for a hashing thread by default (SLEEVE_PASSWORD_HASH_QUEUE). */
 export const DEFAULT_HASH_QUEUE = 64;
+
+/**
+ * scrypt's cost by default, as log2 of N (SLEEVE_PASSWORD_HASH_COST): N = 2^15, r = 8, p = 1,
+ * 32 MiB and about 0.1 s of a core per hash. Each stored hash names its own parameters, so a
+ * change of cost applies to new passwords, and to old ones at their next sign-in.
+ */
+export const DEFAULT_HASH_COST = 15;
+/** The costs an operator may choose: 2^10 (1 MiB, for test suites) to 2^20 (1 GiB). */
+export const HASH_COST_RANGE = [10, 20] as const;

@@ -6,15 +6,16 @@ import { promisify } from 'node:util';
 import { storeUnavailable } from '../shared/errors.js';
 import { failpoint, failpointOn } from '../shared/failpoint.js';
 import { hostTag, processAlive } from '../shared/process.js';
+import { remoteFileSystemName } from './file-systems.js';
 import { MEMO_ROWS, StatMemo } from './stat-memo.js';
-import { isValidKey, type ByteRange, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore, type PutOptions } from './object-store.js';
+import { isValidKey, unchangingKey, type BatchWrites, type ByteRange, type FastReads, type ObjectBody, type ObjectInfo, type ObjectRead, type ObjectStore, type ReadMemory } from './object-store.js';
 
 const readAsync = promisify(readCb);
 const closeAsync = promisify(closeCb);
 const fsyncAsync = promisify(fsyncCb);
 
 /**
- * Files up to this size are written by a batch put (PutOptions.callingThread) with plain system calls on the calling thread (open,
+ * Files up to this size are written by a batch put (BatchWrites.batchPut) with plain system calls on the calling thread (open,
  * write, close, rename: page-cache work, no disk wait), and only the fsyncs go through libuv's
  * thread pool: a pool trip per call cost the bulk mirror more than the calls themselves
  * (docs/decisions.md, "Bulk mirror: put's calls on the main thread, one folder fsync per release"). Larger files go through the pool.
@@ -68,32 +69,6 @@ const SYNC_READ_MAX = 256 * 1024;
  */
 export type FsReads = 'auto' | 'inline' | 'pool';
 
-/** statfs(2) f_type of file systems whose calls may wait on a network or another process (linux/magic.h). */
-const REMOTE_FILE_SYSTEMS = new Map<number, string>([
-  [0x6969, 'nfs'],
-  [0x517b, 'smb'],
-  [0xff534d42, 'cifs'],
-  [0xfe534d42, 'smb2'],
-  [0x65735546, 'fuse'],
-  [0x00c36400, 'ceph'],
-  [0x5346414f, 'afs'],
-  [0x6b414653, 'afs'],
-  [0x73757245, 'coda'],
-  [0x01021997, '9p'],
-  [0x564c, 'ncp'],
-  [0x01161970, 'gfs2'],
-  [0x7461636f, 'ocfs2'],
-  [0x0bd00bd0, 'lustre'],
-  [0x47504653, 'gpfs'],
-  [0x20030528, 'orangefs'],
-]);
-
-/** The name of the network or user-space file system a statfs(2) type number stands for, or undefined for a local one. */
-export function remoteFileSystemName(type: number | bigint): string | undefined {
-  // The type is an unsigned word: a value over 2^31 may come back negative.
-  return REMOTE_FILE_SYSTEMS.get(Number(BigInt.asUintN(32, BigInt(type))));
-}
-
 /** The network file system `dir` (or, while it does not exist yet, its nearest existing parent) is on; undefined for a local one. */
 function remoteFileSystemOf(dir: string): string | undefined {
   for (let d = dir; ; d = path.dirname(d)) {
@@ -125,10 +100,10 @@ function counted(n: number, at: number, size: number): number {
 }
 
 /** A described file of at most SYNC_READ_MAX bytes read on this thread, or one over `maxBytes` described only. */
-function readDescribed(fd: number, info: ObjectInfo, maxBytes: number, alloc: ((size: number) => Buffer) | undefined): ObjectRead {
+function readDescribed(fd: number, info: ObjectInfo, maxBytes: number, memory: ReadMemory | undefined): ObjectRead {
   if (info.size > maxBytes) return { info, bytes: undefined };
   // Its own memory, not a slice of Node's shared pool, as it may be kept for long.
-  const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
+  const bytes = memory === undefined ? Buffer.allocUnsafeSlow(info.size) : memory.lend(info.size);
   readAllSync(fd, bytes);
   return { info, bytes };
 }
@@ -142,7 +117,7 @@ const DIGITS5 = 36 ** 5;
  * microseconds, once per file read for its ETag (docs/decisions.md, "The file server's stat:
  * plain numbers").
  */
-export function base36(n: number): string {
+function base36(n: number): string {
   if (n < 0x40000000) return n.toString(36);
   const high = Math.floor(n / DIGITS5);
   return high.toString(36) + (n - high * DIGITS5).toString(36).padStart(5, '0');
@@ -176,7 +151,7 @@ function infoFrom(ino: string, size: number, mtimeMs: number): ObjectInfo {
 }
 
 /** Objects as files under one root directory. */
-export class FsObjectStore implements ObjectStore {
+export class FsObjectStore implements ObjectStore, FastReads, BatchWrites {
   readonly root: string;
   /** The root with one separator after it. */
   private readonly rootSlash: string;
@@ -193,7 +168,11 @@ export class FsObjectStore implements ObjectStore {
   readonly remoteFileSystem: string | undefined;
   /** Whether small files are read, and folders opened for their fsync, with calls on this thread (FsReads). */
   readonly inlineReads: boolean;
-  /** What fstat said of unchanging files read on this thread (readSync), for their next read. */
+  /** This store itself while it reads on the calling thread (inlineReads), else absent: every read through the pool. */
+  readonly fastReads: FastReads | undefined;
+  /** This store itself, wherever its folder is: a batch process (the bulk mirror) waits on no one. */
+  readonly batchWrites: BatchWrites = this;
+  /** What fstat said of unchanging files read on this thread (readNow), for their next read. */
   private readonly memo: StatMemo;
   /**
    * Renames of this store under way (put, move). A rename through the pool is done in the file
@@ -209,6 +188,7 @@ export class FsObjectStore implements ObjectStore {
     this.remoteFileSystem = reads === 'auto' ? remoteFileSystemOf(this.root) : undefined;
     this.inlineReads = reads === 'inline' || (reads === 'auto' && this.remoteFileSystem === undefined);
     this.memo = new StatMemo(this.inlineReads ? MEMO_ROWS : 1);
+    this.fastReads = this.inlineReads ? this : undefined;
   }
 
   private file(key: string): string {
@@ -245,11 +225,21 @@ export class FsObjectStore implements ObjectStore {
     return this.temp;
   }
 
-  async put(key: string, body: Buffer, _contentType?: string, options?: PutOptions): Promise<void> {
+  async put(key: string, body: Buffer, _contentType?: string): Promise<void> {
+    await this.write(key, body, false);
+  }
+
+  /** BatchWrites: a put whose folder fsync is left for syncFolder, a small file written on this thread. */
+  async batchPut(key: string, body: Buffer, _contentType?: string): Promise<void> {
+    await this.write(key, body, true);
+  }
+
+  /** A put: `batch`, as BatchWrites.batchPut, else as ObjectStore.put. */
+  private async write(key: string, body: Buffer, batch: boolean): Promise<void> {
     const target = this.file(key);
     const dir = path.dirname(target);
     const halfway = failpointOn('upload-original-half') && /(^|\/)original\.[a-z0-9]+$/.test(key);
-    const small = options?.callingThread === true && !halfway && Buffer.isBuffer(body) && body.length <= SYNC_WRITE_MAX;
+    const small = batch && !halfway && Buffer.isBuffer(body) && body.length <= SYNC_WRITE_MAX;
     let made: string | undefined;
     let newFolder: { done: Promise<void>; settle: (err?: unknown) => void } | undefined;
     const tmp = await this.writeTemporary(small ? (file) => writeSmall(file, body) : (file) => writeThroughPool(file, body, halfway ? key : undefined));
@@ -298,7 +288,7 @@ export class FsObjectStore implements ObjectStore {
       }
     }
     if (newFolder === undefined) await this.newFolders.get(dir);
-    if (options?.syncFolder !== false) await this.syncDirShared(dir);
+    if (!batch) await this.syncDirShared(dir);
   }
 
   /** Ends the announcement of a new folder by this put (newFolders), with the outcome of its fsyncs. */
@@ -474,21 +464,21 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
-    if (!this.inlineReads) return this.readThroughPool(key, maxBytes, alloc);
+  async read(key: string, maxBytes: number, memory?: ReadMemory): Promise<ObjectRead | undefined> {
+    if (!this.inlineReads) return this.readThroughPool(key, maxBytes, memory);
     const file = this.describe(key);
     if (file === undefined) return undefined;
     const { fd, info } = file;
     if (info.size > maxBytes || info.size <= SYNC_READ_MAX) {
       try {
-        return readDescribed(fd, info, maxBytes, alloc);
+        return readDescribed(fd, info, maxBytes, memory);
       } finally {
         closeSync(fd);
       }
     }
     // Larger than a read on this thread may be: read through the pool.
     try {
-      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
+      const bytes = memory === undefined ? Buffer.allocUnsafeSlow(info.size) : memory.lend(info.size);
       await readAll(fd, bytes);
       return { info, bytes };
     } finally {
@@ -497,18 +487,18 @@ export class FsObjectStore implements ObjectStore {
   }
 
   /**
-   * A file of up to SYNC_READ_MAX bytes (or one larger than `maxBytes`, described only) with
-   * plain system calls on this thread: open, fstat, read, close; null for a larger one, and for
-   * every file when this store reads through the pool (inlineReads false). `unchanging`: the
-   * key never names other bytes (an image's), so what its fstat said is remembered, and the
-   * next read of it is open, read, close (StatMemo).
+   * FastReads: a file of up to SYNC_READ_MAX bytes read, a larger one described, with plain
+   * system calls on this thread: open, fstat, read, close. Reached through `fastReads` only
+   * while this store reads on the calling thread (inlineReads). A key that never names other
+   * bytes (an image's: unchangingKey) has what its fstat said remembered, and its next read is
+   * open, read, close (StatMemo).
    */
-  readSync(key: string, maxBytes: number, alloc?: (size: number) => Buffer, unchanging = false): ObjectRead | undefined | null {
-    if (!this.inlineReads) return null;
+  readNow(key: string, memory?: ReadMemory): ObjectRead | undefined {
+    const unchanging = unchangingKey(key);
     if (unchanging) {
       const row = this.memo.find(key);
-      if (row >= 0 && this.memo.size(row) <= maxBytes) {
-        const read = this.readRemembered(key, row, alloc);
+      if (row >= 0) {
+        const read = this.readRemembered(key, row, memory);
         if (read !== false) return read;
       }
     }
@@ -517,8 +507,7 @@ export class FsObjectStore implements ObjectStore {
     if (file === undefined) return undefined;
     const { fd, info } = file;
     try {
-      if (info.size <= maxBytes && info.size > SYNC_READ_MAX) return null;
-      return readDescribed(fd, info, maxBytes, alloc);
+      return readDescribed(fd, info, SYNC_READ_MAX, memory);
     } finally {
       closeSync(fd);
     }
@@ -535,7 +524,7 @@ export class FsObjectStore implements ObjectStore {
   }
 
   /** read() with every call (open, fstat, read, close) through the thread pool. */
-  private async readThroughPool(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined> {
+  private async readThroughPool(key: string, maxBytes: number, memory?: ReadMemory): Promise<ObjectRead | undefined> {
     const fh = await this.openFile(key);
     if (fh === undefined) return undefined;
     try {
@@ -543,7 +532,7 @@ export class FsObjectStore implements ObjectStore {
       if (!st.isFile()) return undefined;
       const info = infoOf(st, () => fstatSync(fh.fd, { bigint: true }));
       if (info.size > maxBytes) return { info, bytes: undefined };
-      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(info.size) : alloc(info.size);
+      const bytes = memory === undefined ? Buffer.allocUnsafeSlow(info.size) : memory.lend(info.size);
       await readAll(fh.fd, bytes);
       return { info, bytes };
     } finally {
@@ -552,11 +541,11 @@ export class FsObjectStore implements ObjectStore {
   }
 
   /**
-   * readSync of a file the memo describes (at `row`): open, one read of its size and a byte,
+   * readNow of a file the memo describes (at `row`): open, one read of its size and a byte,
    * close. False, the file forgotten, when it is not that size any more or cannot be read so (a
    * folder now): the caller describes it afresh. Undefined when it is gone.
    */
-  private readRemembered(key: string, row: number, alloc: ((size: number) => Buffer) | undefined): ObjectRead | undefined | false {
+  private readRemembered(key: string, row: number, memory: ReadMemory | undefined): ObjectRead | undefined | false {
     const memo = this.memo;
     const size = memo.size(row);
     let fd: number;
@@ -570,7 +559,7 @@ export class FsObjectStore implements ObjectStore {
     try {
       // The byte past the end says the file is longer; fewer bytes, shorter. (Memory asked for
       // again by the caller's describing read when not: rare, and only garbage.)
-      const bytes = alloc === undefined ? Buffer.allocUnsafeSlow(size + 1) : alloc(size + 1);
+      const bytes = memory === undefined ? Buffer.allocUnsafeSlow(size + 1) : memory.lend(size + 1);
       if (readSync(fd, bytes, 0, size + 1, 0) === size) {
         return { info: infoFrom(base36(memo.ino(row)), size, memo.mtimeMs(row)), bytes: bytes.length === size ? bytes : bytes.subarray(0, size) };
       }
@@ -585,7 +574,7 @@ export class FsObjectStore implements ObjectStore {
 
   /**
    * The file of `key` opened (the caller closes it) and described; undefined when there is none
-   * (or it is no file). `unchanging`: what fstat said is remembered (readSync).
+   * (or it is no file). `unchanging`: what fstat said is remembered (readNow).
    */
   private describe(key: string, unchanging = false): { fd: number; info: ObjectInfo } | undefined {
     let fd: number;
@@ -621,10 +610,18 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async list(prefix: string, options?: { callingThread?: boolean }): Promise<string[]> {
+  async list(prefix: string): Promise<string[]> {
+    return this.listWith(prefix, readdir);
+  }
+
+  /** BatchWrites: the bulk mirror lists one small release folder per release (most often missing): no pool trip for it. */
+  async batchList(prefix: string): Promise<string[]> {
+    return this.listWith(prefix, readdirSync);
+  }
+
+  /** Keys under `prefix`, its folders read with `read`. */
+  private async listWith(prefix: string, read: typeof readdir | typeof readdirSync): Promise<string[]> {
     const out: string[] = [];
-    // The bulk mirror lists one small release folder per release (most often missing): no pool trip for it.
-    const read = options?.callingThread === true ? readdirSync : readdir;
     const walk = async (rel: string): Promise<void> => {
       let entries;
       try {

@@ -3,7 +3,7 @@ import { FsObjectStore } from './fs-store.js';
 import type { ObjectStore } from './object-store.js';
 import { S3ObjectStore } from './s3-store.js';
 
-export type { ObjectStore, ObjectInfo, ObjectBody, ObjectRead, ByteRange } from './object-store.js';
+export type { ObjectStore, ObjectInfo, ObjectBody, ObjectRead, ByteRange, BatchWrites, FastReads, ReadMemory } from './object-store.js';
 export { isValidKey, layoutCacheControl, layoutContentType, unchangingKey } from './object-store.js';
 export { FsObjectStore, type FsReads } from './fs-store.js';
 export { S3ObjectStore, type S3StoreOptions } from './s3-store.js';

@@ -25,49 +25,39 @@ export interface ObjectRead {
   bytes: Buffer | undefined;
 }
 
-export interface PutOptions {
-  /** False: the folder's entry is made durable by a later syncFolder, not by this put (true by default). */
-  syncFolder?: boolean;
-  /**
-   * True: a small file may be written with calls on the calling thread, for a batch process
-   * (the bulk mirror) that no one else waits on. A server leaves it false: its store may be on a
-   * network file system, where such a call would stall every request (false by default).
-   */
-  callingThread?: boolean;
+/**
+ * Memory a read goes into, lent by its caller (the file server's ReadPool, or the file cache's
+ * own memory for a file it will keep): `lend(size)` gives exactly `size` bytes to read into. A
+ * store may read into memory of its own instead (S3 joins the chunks it receives).
+ */
+export interface ReadMemory {
+  lend(size: number): Buffer;
 }
 
 /**
  * Where originals, thumbnails and index.json live. A store that cannot be reached
  * (rather than one refusing a caller's key) fails with a STORE_UNAVAILABLE AppError. Keys are `/`-separated relative
  * paths of safe characters (see isValidKey); the layout is archive.org's (docs/file-serving.md, "The built-in file server").
+ * Every store has all of it; a store that can also read small objects on the calling thread
+ * says so with `fastReads`, one that writes a batch faster another way with `batchWrites`.
  */
 export interface ObjectStore {
-  /**
-   * Stores the bytes atomically and durably: readers see the old object or the new one, never a
-   * part. With `syncFolder: false` the object's own bytes are durable when this resolves, but its
-   * entry in its folder only after syncFolder (a crash before may lose the whole object, never leave
-   * part of it); for callers that store many objects into one folder (the bulk mirror).
-   */
-  put(key: string, body: Buffer, contentType: string, options?: PutOptions): Promise<void>;
+  /** Stores the bytes atomically and durably: readers see the old object or the new one, never a part. */
+  put(key: string, body: Buffer, contentType: string): Promise<void>;
   head(key: string): Promise<ObjectInfo | undefined>;
   /** Opens the object (or the byte range of it); undefined when there is no such object. */
   get(key: string, range?: ByteRange): Promise<ObjectBody | undefined>;
   /**
    * Reads the whole object in one go when it has at most `maxBytes` bytes (the file server's
    * small files: one request, no stream); a larger one is only described (bytes undefined),
-   * for the caller to stream with get(). Undefined when there is no such object. `alloc`, when
-   * given, provides the memory to read into (exactly `size` bytes; a store may ignore it).
+   * for the caller to stream with get(). Undefined when there is no such object. `memory`,
+   * when given, provides the memory to read into.
    */
-  read(key: string, maxBytes: number, alloc?: (size: number) => Buffer): Promise<ObjectRead | undefined>;
-  /**
-   * read() done entirely on the calling thread, for stores that can (local files): the object,
-   * undefined when there is none, or null when it is too large for that (then call read()).
-   */
-  readSync?(key: string, maxBytes: number, alloc?: (size: number) => Buffer, unchanging?: boolean): ObjectRead | undefined | null;
+  read(key: string, maxBytes: number, memory?: ReadMemory): Promise<ObjectRead | undefined>;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
-  /** Keys that start with `prefix`, sorted. `callingThread`: folders may be read with calls on the calling thread (as PutOptions.callingThread). */
-  list(prefix: string, options?: { callingThread?: boolean }): Promise<string[]>;
+  /** Keys that start with `prefix`, sorted. */
+  list(prefix: string): Promise<string[]>;
   /**
    * Resolves when the store can be used (a directory that exists or can be made and is
    * writable; a bucket that answers); rejects with a STORE_UNAVAILABLE AppError saying why.
@@ -75,19 +65,53 @@ export interface ObjectStore {
    */
   ready(): Promise<void>;
   close(): Promise<void>;
-  /**
-   * Moves an object to another key (atomically where the store can: a rename); false when
-   * `from` is not there. Absent: callers copy and delete.
-   */
-  move?(from: string, to: string): Promise<boolean>;
-  /** Makes durable the entries of the objects put into `folder/` with `syncFolder: false`. Absent: puts are durable whole. */
-  syncFolder?(folder: string): Promise<void>;
-  /** Removes everything under `folder/`, also what list() does not show. Absent: callers list and delete. */
-  removeFolder?(folder: string): Promise<void>;
+  /** Moves an object to another key (a rename; a server-side copy and a delete); false when `from` is not there. */
+  move(from: string, to: string): Promise<boolean>;
+  /** Removes everything under `folder/` (in a folder of files, also what list() does not show). */
+  removeFolder(folder: string): Promise<void>;
   /** Removes what writers that died left half-written (where the store has such things); how many went. */
-  sweepTemporary?(now?: number): Promise<number>;
-  /** Removes part-written files an older version left inside a folder (where the store has such things). */
-  removeStrayTemporary?(folder: string, now?: number): Promise<number>;
+  sweepTemporary(now?: number): Promise<number>;
+  /** Removes part-written files an older version left inside a folder (where the store has such things); how many went. */
+  removeStrayTemporary(folder: string, now?: number): Promise<number>;
+  /** The fast-read capability, where the store has it (FsObjectStore reading on the calling thread); absent otherwise. */
+  readonly fastReads?: FastReads | undefined;
+  /** The batch-write capability, where the store has it (FsObjectStore); absent where put and list are all there is (S3, whose every PUT is durable whole). */
+  readonly batchWrites?: BatchWrites | undefined;
+}
+
+/**
+ * Writes for a batch process that stores many objects into one folder and that no one waits on
+ * (the bulk mirror; docs/decisions.md, "Bulk mirror: put's calls on the main thread, one folder
+ * fsync per release"): the folder's entries made durable once for all its objects, and small
+ * objects written and folders listed with calls on the calling thread. A server never uses them:
+ * its store may be on a network file system, where such a call would stall every request.
+ */
+export interface BatchWrites {
+  /**
+   * As ObjectStore.put, except that the object's entry in its folder is durable only after
+   * syncFolder (its own bytes are when this resolves: a crash before may lose the whole object,
+   * never leave part of it), and a small object may be written with calls on the calling thread.
+   */
+  batchPut(key: string, body: Buffer, contentType: string): Promise<void>;
+  /** Makes durable the entries of the objects batchPut into `folder/`. */
+  syncFolder(folder: string): Promise<void>;
+  /** As ObjectStore.list, its folders read with calls on the calling thread. */
+  batchList(prefix: string): Promise<string[]>;
+}
+
+/**
+ * Reads of small objects made entirely on the calling thread: no promise, no thread-pool trip
+ * (local files; docs/decisions.md, "File store: reads on the serving thread, except on network
+ * file systems"). The file server answers its misses through it where the store has it.
+ */
+export interface FastReads {
+  /**
+   * The object, read whole when it is small enough to be read on this thread (FsObjectStore:
+   * up to 256 KiB), else only described (bytes undefined: read() or get() reads it); undefined
+   * when there is none. What the store learnt of an object whose key names bytes that never
+   * change (unchangingKey) may describe it at its next read (the stat memo).
+   */
+  readNow(key: string, memory?: ReadMemory): ObjectRead | undefined;
 }
 
 const KEY_RE = /^[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/;
@@ -135,7 +159,7 @@ export function layoutContentType(key: string): string | undefined {
 /**
  * Whether a key of the layout names bytes that never change: every one but index.json (what
  * layoutCacheControl calls immutable). A store may remember what it learnt of such a file
- * (FsObjectStore.readSync).
+ * (FastReads.readNow).
  */
 export function unchangingKey(key: string): boolean {
   return !key.endsWith('.json');

@@ -18,6 +18,8 @@ export interface S3StoreOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** Keys asked for per ListObjectsV2 page: S3's maximum, 1000, unless a test wants more pages. */
   listPageSize?: number;
+  /** Until an answer's headers arrive, ms (ANSWER_TIMEOUT_MS unless a test wants a store given up sooner). */
+  answerTimeoutMs?: number;
 }
 
 /** Attempts per operation (the SDK retries network errors, throttling and 5xx with backoff). */
@@ -96,11 +98,13 @@ export class S3ObjectStore implements ObjectStore {
   private readonly options: S3StoreOptions;
   private loaded: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
   private closed = false;
+  private readonly answerTimeoutMs: number;
 
   constructor(options: S3StoreOptions) {
     this.options = options;
     this.bucket = options.bucket;
     this.prefix = options.prefix ?? '';
+    this.answerTimeoutMs = options.answerTimeoutMs ?? ANSWER_TIMEOUT_MS;
   }
 
   /** `s3://bucket/prefix (endpoint …)`, for messages. */
@@ -126,7 +130,7 @@ export class S3ObjectStore implements ObjectStore {
         responseChecksumValidation: 'WHEN_REQUIRED',
         requestHandler: {
           connectionTimeout: CONNECT_TIMEOUT_MS,
-          requestTimeout: ANSWER_TIMEOUT_MS,
+          requestTimeout: this.answerTimeoutMs,
           throwOnRequestTimeout: true,
           socketTimeout: IDLE_TIMEOUT_MS,
         },
@@ -182,7 +186,7 @@ export class S3ObjectStore implements ObjectStore {
           ...objectHeaders(key, contentType),
         }),
         // Time to send the body as well: at least 1 MB/s.
-        { requestTimeout: ANSWER_TIMEOUT_MS + Math.ceil(body.length / 1000) },
+        { requestTimeout: this.answerTimeoutMs + Math.ceil(body.length / 1000) },
       );
     } catch (err) {
       throw this.failure(`store ${key}`, err);
@@ -338,6 +342,21 @@ export class S3ObjectStore implements ObjectStore {
       token = out.IsTruncated === true ? out.NextContinuationToken : undefined;
     } while (token !== undefined);
     return keys.sort();
+  }
+
+  /** Every object under `folder/`, one delete each (a bucket has no folders to remove). */
+  async removeFolder(folder: string): Promise<void> {
+    for (const key of await this.list(`${folder}/`)) await this.delete(key);
+  }
+
+  /** None: a put is one request, which leaves the whole object or nothing. */
+  async sweepTemporary(): Promise<number> {
+    return 0;
+  }
+
+  /** None (see sweepTemporary). */
+  async removeStrayTemporary(): Promise<number> {
+    return 0;
   }
 
   async ready(): Promise<void> {

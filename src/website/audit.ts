@@ -31,6 +31,8 @@ export interface CurationFields {
   via: 'page' | 'api';
   release?: string | undefined;
   releaseGroup?: string | undefined;
+  /** An event's MBID, for a change of the Event Art Archive's images. */
+  event?: string | undefined;
   image?: string | number | undefined;
   edit?: number | undefined;
   /** A short fixed word: the verb of a closing, the reason of a refusal. */

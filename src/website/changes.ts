@@ -1,16 +1,32 @@
 import { createHash } from 'node:crypto';
 import { accountRoles } from '../auth/pages.js';
-import { addArt, currentReleaseListing, editArt, findEdit, findRelease, rejectEdit, releaseRevision, removeArt, reorderArt, setGroupCover, type ChangeOptions, type Editor as CoverArtEditor, type Listing, type ListingImage } from '../cover-art/index.js';
+import {
+  addImageTo,
+  currentListing,
+  editImageOf,
+  findEdit,
+  ownerRevision,
+  rejectEdit,
+  removeImageOf,
+  reorderImagesOf,
+  setGroupCover,
+  type ArtListing,
+  type ChangeOptions,
+  type Editor as CoverArtEditor,
+  type EventListingImage,
+} from '../cover-art/index.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
 import type { WebsiteDeps } from './deps.js';
+import type { SiteEntity } from './entities.js';
 
 /*
  * The changes the website makes (from its pages and its write API), in one place: each names
  * the editor who makes it, and runs the cover art module's own add, edit, remove and reorder
- * (the CLI's code path: its checks, id allocation, thumbnails, index.json). Changes to one
- * release take turns in this process, and a stale-listing check (If-Match) hands the release's
- * revision to the change it guards, so the two are one step across processes too.
+ * (the CLI's code path: its checks, id allocation, thumbnails, index.json) on a release's or an
+ * event's art (entities.ts). Changes to one release or event take turns in this process, and a
+ * stale-listing check (If-Match) hands its revision to the change it guards, so the two are one
+ * step across processes too.
  */
 
 /** Who makes a change: the signed-in account, or the account an access token speaks for. */
@@ -38,13 +54,13 @@ async function options(deps: WebsiteDeps, editor: Editor, expectRevision: number
  * in order, with their types, comment and approval). It changes with every add, edit,
  * removal and reorder.
  */
-export function listingTag(listing: Listing): string {
+export function listingTag(listing: ArtListing): string {
   const seen = listing.images.map((i) => [i.id, i.types, i.comment, i.approved]);
   return `"${createHash('sha256').update(JSON.stringify(seen)).digest('base64url').slice(0, 27)}"`;
 }
 
 /** Whether an If-Match header (RFC 9110 §13.1.1, strong comparison) lets a change of this listing go ahead. */
-function ifMatchHolds(header: string | undefined, listing: Listing): boolean {
+function ifMatchHolds(header: string | undefined, listing: ArtListing): boolean {
   if (header === undefined) return true;
   const trimmed = header.trim();
   if (trimmed === '*') return true;
@@ -54,7 +70,7 @@ function ifMatchHolds(header: string | undefined, listing: Listing): boolean {
 
 const STALE = 'The listing changed since you read it (If-Match does not match its ETag); read it again and retry';
 
-/** Changes to one release take turns (a bounded map: one entry per release being changed). */
+/** Changes to one release or event take turns (a bounded map: one entry per one being changed). */
 const turns = new Map<string, Promise<unknown>>();
 
 async function inTurn<T>(key: string, fn: () => Promise<T>): Promise<T> {
@@ -68,36 +84,33 @@ async function inTurn<T>(key: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function releaseKey(text: string): string {
-  return parseMbid(text) ?? text;
-}
-
-/** The release's current listing, or NOT_FOUND. */
-export async function releaseListing(deps: WebsiteDeps, release: string): Promise<Listing> {
-  const mbid = parseMbid(release);
-  if (mbid === undefined) throw new AppError('INVALID_INPUT', `release ${JSON.stringify(release)} is not a valid MBID (a UUID such as 76df3287-6cda-33eb-8e9a-044b5e15ffdd)`);
-  const listing = await currentReleaseListing(deps.api, mbid);
-  if (listing === undefined) throw new AppError('NOT_FOUND', `no release ${mbid}`);
+/** The current listing of a release or an event, or NOT_FOUND. */
+export async function ownerListing(deps: WebsiteDeps, entity: SiteEntity, text: string): Promise<ArtListing> {
+  const mbid = parseMbid(text);
+  if (mbid === undefined) throw new AppError('INVALID_INPUT', `${entity.name} ${JSON.stringify(text)} is not a valid MBID (a UUID such as 76df3287-6cda-33eb-8e9a-044b5e15ffdd)`);
+  const listing = await currentListing(deps.api, entity.art, mbid);
+  if (listing === undefined) throw new AppError('NOT_FOUND', `no ${entity.name} ${mbid}`);
   return listing;
 }
 
 /**
- * Runs a change of a release, in its turn, after checking the If-Match precondition against its
- * listing. With If-Match, the release's revision is read before the listing and given to the
- * change (`expectRevision`): a change another process commits between the check and this one
- * moves it, and this one is then refused inside its transaction (CONFLICT), as a stale If-Match is.
+ * Runs a change of a release or an event, in its turn, after checking the If-Match
+ * precondition against its listing. With If-Match, its revision is read before the listing and
+ * given to the change (`expectRevision`): a change another process commits between the check
+ * and this one moves it, and this one is then refused inside its transaction (CONFLICT), as a
+ * stale If-Match is.
  */
-async function guarded<T>(deps: WebsiteDeps, release: string, ifMatch: string | undefined, fn: (expectRevision: number | undefined) => Promise<T>): Promise<T> {
-  const result = await inTurn(releaseKey(release), async () => {
+async function guarded<T>(deps: WebsiteDeps, entity: SiteEntity, owner: string, ifMatch: string | undefined, fn: (expectRevision: number | undefined) => Promise<T>): Promise<T> {
+  const mbid = parseMbid(owner);
+  const result = await inTurn(`${entity.name} ${mbid ?? owner}`, async () => {
     if (ifMatch === undefined) return fn(undefined);
-    const mbid = parseMbid(release);
-    const ref = mbid === undefined ? undefined : await findRelease(deps.api.db, mbid);
-    const revision = ref === undefined ? undefined : await releaseRevision(deps.api.db, ref.id);
-    if (!ifMatchHolds(ifMatch, await releaseListing(deps, release))) throw new AppError('CONFLICT', STALE);
+    const ref = mbid === undefined ? undefined : await entity.art.find(deps.api.db, mbid);
+    const revision = ref === undefined ? undefined : await ownerRevision(deps.api.db, entity.art, ref.id);
+    if (!ifMatchHolds(ifMatch, await ownerListing(deps, entity, owner))) throw new AppError('CONFLICT', STALE);
     try {
       return await fn(revision);
     } catch (err) {
-      if (isAppError(err) && err.code === 'CONFLICT' && revision !== undefined && (await releaseRevision(deps.api.db, (ref as { id: number }).id)) !== revision) {
+      if (isAppError(err) && err.code === 'CONFLICT' && ref !== undefined && (await ownerRevision(deps.api.db, entity.art, ref.id)) !== revision) {
         throw new AppError('CONFLICT', STALE);
       }
       throw err;
@@ -111,7 +124,8 @@ async function guarded<T>(deps: WebsiteDeps, release: string, ifMatch: string | 
 export const COMMENT_MAX_LENGTH = 255;
 
 export interface AddInput {
-  release: string;
+  /** The release's or event's MBID. */
+  owner: string;
   bytes: Buffer;
   types: string[];
   comment: string;
@@ -119,9 +133,9 @@ export interface AddInput {
   editNote?: string | undefined;
 }
 
-export function addImage(deps: WebsiteDeps, editor: Editor, input: AddInput, ifMatch?: string): Promise<ListingImage> {
-  return guarded(deps, input.release, ifMatch, async (expectRevision) =>
-    addArt(deps.coverArt, { release: input.release, bytes: input.bytes, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision, input.editNote)),
+export function addImage(deps: WebsiteDeps, entity: SiteEntity, editor: Editor, input: AddInput, ifMatch?: string): Promise<EventListingImage> {
+  return guarded(deps, entity, input.owner, ifMatch, async (expectRevision) =>
+    addImageTo(deps.coverArt, entity.art, input.owner, { bytes: input.bytes, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision, input.editNote)),
   );
 }
 
@@ -131,8 +145,8 @@ export function addImage(deps: WebsiteDeps, editor: Editor, input: AddInput, ifM
  * editor, which removes the image and its files); one that applied is removed at once, since it
  * was never meant to stand on its own. Either way the edits say who did it.
  */
-export function undoAdd(deps: WebsiteDeps, editor: Editor, release: string, entry: ListingImage): Promise<void> {
-  return guarded(deps, release, undefined, async () => {
+export function undoAdd(deps: WebsiteDeps, entity: SiteEntity, editor: Editor, owner: string, entry: EventListingImage): Promise<void> {
+  return guarded(deps, entity, owner, undefined, async () => {
     const by = await asEditor(deps, editor);
     const edit = await findEdit(deps.coverArt.db, entry.edit);
     if (edit?.status === 'pending' && edit.kind === 'add' && edit.image === entry.id && edit.editor?.id === editor.id) {
@@ -140,25 +154,25 @@ export function undoAdd(deps: WebsiteDeps, editor: Editor, release: string, entr
       return;
     }
     // It applied at once, so its removal by the same editor does too.
-    await removeArt(deps.coverArt, release, entry.id, { editor: by });
+    await removeImageOf(deps.coverArt, entity.art, owner, entry.id, { editor: by });
   });
 }
 
-export function editImage(deps: WebsiteDeps, editor: Editor, input: { release: string; id: string; types?: string[]; comment?: string; editNote?: string }, ifMatch?: string): Promise<ListingImage> {
-  return guarded(deps, input.release, ifMatch, async (expectRevision) =>
-    editArt(deps.coverArt, { release: input.release, imageId: input.id, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision, input.editNote)),
+export function editImage(deps: WebsiteDeps, entity: SiteEntity, editor: Editor, input: { owner: string; id: string; types?: string[]; comment?: string; editNote?: string }, ifMatch?: string): Promise<EventListingImage> {
+  return guarded(deps, entity, input.owner, ifMatch, async (expectRevision) =>
+    editImageOf(deps.coverArt, entity.art, input.owner, { imageId: input.id, types: input.types, comment: input.comment }, await options(deps, editor, expectRevision, input.editNote)),
   );
 }
 
-export function removeImage(deps: WebsiteDeps, editor: Editor, release: string, id: string, ifMatch?: string, editNote?: string): Promise<void> {
-  return guarded(deps, release, ifMatch, async (expectRevision) => {
-    await removeArt(deps.coverArt, release, id, await options(deps, editor, expectRevision, editNote));
+export function removeImage(deps: WebsiteDeps, entity: SiteEntity, editor: Editor, owner: string, id: string, ifMatch?: string, editNote?: string): Promise<void> {
+  return guarded(deps, entity, owner, ifMatch, async (expectRevision) => {
+    await removeImageOf(deps.coverArt, entity.art, owner, id, await options(deps, editor, expectRevision, editNote));
   });
 }
 
-export function reorderImages(deps: WebsiteDeps, editor: Editor, release: string, ids: string[], ifMatch?: string, editNote?: string): Promise<void> {
-  return guarded(deps, release, ifMatch, async (expectRevision) => {
-    await reorderArt(deps.coverArt, release, ids, await options(deps, editor, expectRevision, editNote));
+export function reorderImages(deps: WebsiteDeps, entity: SiteEntity, editor: Editor, owner: string, ids: string[], ifMatch?: string, editNote?: string): Promise<void> {
+  return guarded(deps, entity, owner, ifMatch, async (expectRevision) => {
+    await reorderImagesOf(deps.coverArt, entity.art, owner, ids, await options(deps, editor, expectRevision, editNote));
   });
 }
 

@@ -1,4 +1,4 @@
-import { sharpModule } from '../cover-art/thumbnails.js';
+import { sharpModule } from '../cover-art/images/thumbnails.js';
 import type { ObjectStore } from '../storage/index.js';
 
 /** Bytes read from the start of an original to find its size: the header is within them for the formats accepted. */

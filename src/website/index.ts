@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { API_PREFIX, coverArtApiRoutes } from './api/routes.js';
+import { artApiRoutes } from './api/routes.js';
 import type { WebsiteDeps } from './deps.js';
+import { SITE_ENTITIES } from './entities.js';
 import { assetRoutes } from './pages/assets.js';
 import { curationPages } from './pages/curate.js';
 import { editPages } from './pages/edits.js';
@@ -29,7 +30,7 @@ export async function websiteRoutes(app: FastifyInstance, given: WebsiteDeps): P
   galleryPages(app, site);
   curationPages(app, site);
   editPages(app, site);
-  await app.register(coverArtApiRoutes, { ...deps, prefix: API_PREFIX });
+  for (const entity of SITE_ENTITIES) await app.register(artApiRoutes, { ...deps, entity, prefix: entity.apiPrefix });
   await app.register(openApiRoute, deps);
   await app.register(uploadPageRoutes, deps);
 }

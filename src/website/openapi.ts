@@ -2,12 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import { EDIT_NOTE_MAX_LENGTH } from '../cover-art/index.js';
 import { COMMENT_MAX_LENGTH } from './changes.js';
 import type { WebsiteDeps } from './deps.js';
+import { EVENT_PAGES, RELEASE_PAGES, type SiteEntity } from './entities.js';
 
 /*
- * The OpenAPI 3.1 description of sleeve's public HTTP API: the cover art read API (on the
- * cover art listener), the write API for tools and the OAuth 2.0 / OpenID Connect endpoints
- * (on the website's listener). Served at /api/openapi.json; the tests check real answers
- * against its schemas.
+ * The OpenAPI 3.1 description of sleeve's public HTTP API: the cover art read API and the Event
+ * Art Archive's (on the cover art listener), the write API for tools (a release's images and an
+ * event's) and the OAuth 2.0 / OpenID Connect endpoints (on the website's listener). Served at
+ * /api/openapi.json; the tests check real answers against its schemas.
  */
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -108,26 +109,85 @@ function coverArtReadPaths(server: { url: string }[]): Record<string, object> {
   };
 }
 
-/** The write API's paths of a release's images: list and add, and one image's change and removal. */
-function imageWritePaths(): Record<string, object> {
+/** The Event Art Archive's paths (docs/api.md, "Events"): as eventartarchive.org answers them. */
+function eventReadPaths(server: { url: string }[]): Record<string, object> {
+  const common = { servers: server };
+  const tags = ['Event art (read)'];
+  const event = mbid('mbid', 'event');
+  return {
+    '/event/{mbid}/': {
+      ...common,
+      get: {
+        operationId: 'getEventListing',
+        tags,
+        summary: "An event's listing: a redirect to its index.json (link field `event`, entries without `back`)",
+        parameters: [event],
+        responses: { '307': redirect('To the listing (index.json)'), '400': { description: 'Not a valid MBID' }, '404': { description: 'No artwork for the event' }, '406': { description: 'Accept does not allow JSON' } },
+      },
+    },
+    '/event/{mbid}/{image}': {
+      ...common,
+      get: {
+        operationId: 'getEventImage',
+        tags,
+        summary: "An image or thumbnail: front (the first image typed Poster, never a PDF) or an image id, with -250, -500, -1200 or a size the operator allows",
+        description: THUMBNAIL_NOTE,
+        parameters: [event, { name: 'image', in: 'path', required: true, schema: { type: 'string' }, description: 'front or an id (there is no back); optionally -250, -500, -1200 or an allowed size, and .webp or .avif when that format is on' }],
+        responses: { '307': thumbnailRedirect, '400': { description: 'Not a valid MBID or image name' }, '404': { description: 'No such image' } },
+      },
+    },
+  };
+}
+
+/** How the write API's operations and answers of an entity's images are named in the document. */
+interface WriteNames {
+  ops: { list: string; add: string; get: string; edit: string; remove: string; reorder: string };
+  entry: string;
+  changedEntry: string;
+  changedListing: string;
+  editorListing: string;
+}
+
+const WRITE_NAMES: Record<SiteEntity['name'], WriteNames> = {
+  release: {
+    ops: { list: 'listImages', add: 'addImage', get: 'getImage', edit: 'editImage', remove: 'removeImage', reorder: 'reorderImages' },
+    entry: 'ListingImage',
+    changedEntry: 'ChangedImage',
+    changedListing: 'ChangedListing',
+    editorListing: 'EditorListing',
+  },
+  event: {
+    ops: { list: 'listEventArt', add: 'addEventArt', get: 'getEventArt', edit: 'editEventArt', remove: 'removeEventArt', reorder: 'reorderEventArt' },
+    entry: 'EventListingImage',
+    changedEntry: 'ChangedEventImage',
+    changedListing: 'ChangedEventListing',
+    editorListing: 'EventEditorListing',
+  },
+};
+
+/** The write API's paths of a release's (or an event's) images: list and add, and one image's change and removal. */
+function imageWritePaths(entity: SiteEntity): Record<string, object> {
   const tags = WRITE_TAGS;
   const security = WRITE_SECURITY;
+  const names = WRITE_NAMES[entity.name];
+  const owner = mbid('mbid', entity.name);
+  const base = `${entity.apiPrefix}/${entity.name}/{mbid}`;
   return {
-    '/api/cover-art/release/{mbid}/images': {
+    [`${base}/images`]: {
       get: {
-        operationId: 'listImages',
+        operationId: names.ops.list,
         tags,
         security,
-        summary: "The release's listing as the cover art API serves it, with its ETag, and the changes waiting for an approver",
-        parameters: [mbid()],
-        responses: { '200': { ...json(ref('EditorListing'), 'The listing and its pending edits'), headers: { ETag: { schema: { type: 'string' } } } }, ...TOKEN_REFUSALS, '400': apiError('Not a valid MBID'), '404': apiError('No such release') },
+        summary: `The ${entity.name}'s listing as the ${entity.word} API serves it, with its ETag, and the changes waiting for an approver`,
+        parameters: [owner],
+        responses: { '200': { ...json(ref(names.editorListing), 'The listing and its pending edits'), headers: { ETag: { schema: { type: 'string' } } } }, ...TOKEN_REFUSALS, '400': apiError('Not a valid MBID'), '404': apiError(`No such ${entity.name}`) },
       },
       post: {
-        operationId: 'addImage',
+        operationId: names.ops.add,
         tags,
         security,
         summary: 'Adds an image (streamed; at most SLEEVE_UPLOAD_MAX_BYTES)',
-        parameters: [mbid(), ifMatch],
+        parameters: [owner, ifMatch],
         requestBody: {
           required: true,
           content: {
@@ -141,10 +201,10 @@ function imageWritePaths(): Record<string, object> {
           },
         },
         responses: {
-          '201': { ...json(ref('ChangedImage'), 'The new entry (with edit_note as stored when one was given)'), headers: { Location: { schema: { type: 'string', format: 'uri' } }, ETag: { schema: { type: 'string' } } } },
+          '201': { ...json(ref(names.changedEntry), 'The new entry (with edit_note as stored when one was given)'), headers: { Location: { schema: { type: 'string', format: 'uri' } }, ETag: { schema: { type: 'string' } } } },
           ...TOKEN_REFUSALS,
           '400': apiError('Not an image, truncated, too many pixels, an unknown type, a comment or edit note too long, a bad field'),
-          '404': apiError('No such release'),
+          '404': apiError(`No such ${entity.name}`),
           '409': apiError('The listing changed (If-Match)'),
           '413': apiError('The file is larger than the limit'),
           '415': apiError('Not multipart/form-data'),
@@ -153,21 +213,21 @@ function imageWritePaths(): Record<string, object> {
         },
       },
     },
-    '/api/cover-art/release/{mbid}/images/{id}': {
+    [`${base}/images/{id}`]: {
       get: {
-        operationId: 'getImage',
+        operationId: names.ops.get,
         tags,
         security,
         summary: 'One entry of the listing',
-        parameters: [mbid(), imageId],
-        responses: { '200': json(ref('ListingImage'), 'The entry'), ...TOKEN_REFUSALS, '404': apiError('No such release or image') },
+        parameters: [owner, imageId],
+        responses: { '200': json(ref(names.entry), 'The entry'), ...TOKEN_REFUSALS, '404': apiError(`No such ${entity.name} or image`) },
       },
       patch: {
-        operationId: 'editImage',
+        operationId: names.ops.edit,
         tags,
         security,
         summary: "Changes an image's types (replacing them) or comment",
-        parameters: [mbid(), imageId, ifMatch],
+        parameters: [owner, imageId, ifMatch],
         requestBody: {
           required: true,
           content: {
@@ -176,20 +236,51 @@ function imageWritePaths(): Record<string, object> {
             },
           },
         },
-        responses: { '200': json(ref('ChangedImage'), 'The entry (with edit_note as stored when one was given)'), ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an unknown type, a comment or edit note too long'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
+        responses: { '200': json(ref(names.changedEntry), 'The entry (with edit_note as stored when one was given)'), ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an unknown type, a comment or edit note too long'), '404': apiError(`No such ${entity.name} or image`), '409': apiError('The listing changed (If-Match)') },
       },
       delete: {
-        operationId: 'removeImage',
+        operationId: names.ops.remove,
         tags,
         security,
         summary: 'Removes an image',
-        parameters: [mbid(), imageId, ifMatch],
+        parameters: [owner, imageId, ifMatch],
         requestBody: {
           required: false,
           description: 'Optional: the edit note',
           content: { 'application/json': { schema: { type: 'object', additionalProperties: false, properties: { edit_note: EDIT_NOTE } } } },
         },
-        responses: { '204': { description: 'Removed' }, ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an edit note too long'), '404': apiError('No such release or image'), '409': apiError('The listing changed (If-Match)') },
+        responses: { '204': { description: 'Removed' }, ...TOKEN_REFUSALS, '400': apiError('Bad JSON, an edit note too long'), '404': apiError(`No such ${entity.name} or image`), '409': apiError('The listing changed (If-Match)') },
+      },
+    },
+  };
+}
+
+/** The write API's order of a release's (or an event's) images. */
+function orderWritePath(entity: SiteEntity): Record<string, object> {
+  const tags = WRITE_TAGS;
+  const security = WRITE_SECURITY;
+  const names = WRITE_NAMES[entity.name];
+  const owner = mbid('mbid', entity.name);
+  const base = `${entity.apiPrefix}/${entity.name}/{mbid}`;
+  return {
+    [`${base}/order`]: {
+      put: {
+        operationId: names.ops.reorder,
+        tags,
+        security,
+        summary: `Puts the ${entity.name}'s images in this order (every image once)`,
+        parameters: [owner, ifMatch],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { type: 'object', required: ['images'], additionalProperties: false, properties: { images: { type: 'array', items: { type: 'string' } }, edit_note: EDIT_NOTE } } } },
+        },
+        responses: {
+          '200': { ...json(ref(names.changedListing), 'The listing in its new order (with edit_note as stored when one was given)'), headers: { ETag: { schema: { type: 'string' } } } },
+          ...TOKEN_REFUSALS,
+          '400': apiError('An image missing or named twice'),
+          '404': apiError(`No such ${entity.name}, or an image of another ${entity.name}`),
+          '409': apiError('The listing changed (If-Match)'),
+        },
       },
     },
   };
@@ -197,34 +288,16 @@ function imageWritePaths(): Record<string, object> {
 
 const WRITE_TAGS = ['Cover art (write)'];
 const WRITE_SECURITY = [{ bearer: ['cover_art'] }];
-const listingAnswer = (description: string) => ({ ...json(ref('ChangedListing'), description), headers: { ETag: { schema: { type: 'string' } } } });
 
-/** The write API: a release's images, their order, a group's cover. */
+/** The write API: a release's images and an event's, their order, a group's cover. */
 function writePaths(): Record<string, object> {
   const tags = WRITE_TAGS;
   const security = WRITE_SECURITY;
   return {
-    ...imageWritePaths(),
-    '/api/cover-art/release/{mbid}/order': {
-      put: {
-        operationId: 'reorderImages',
-        tags,
-        security,
-        summary: "Puts the release's images in this order (every image once)",
-        parameters: [mbid(), ifMatch],
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: { type: 'object', required: ['images'], additionalProperties: false, properties: { images: { type: 'array', items: { type: 'string' } }, edit_note: EDIT_NOTE } } } },
-        },
-        responses: {
-          '200': listingAnswer('The listing in its new order (with edit_note as stored when one was given)'),
-          ...TOKEN_REFUSALS,
-          '400': apiError('An image missing or named twice'),
-          '404': apiError('No such release, or an image of another release'),
-          '409': apiError('The listing changed (If-Match)'),
-        },
-      },
-    },
+    ...imageWritePaths(RELEASE_PAGES),
+    ...orderWritePath(RELEASE_PAGES),
+    ...imageWritePaths(EVENT_PAGES),
+    ...orderWritePath(EVENT_PAGES),
     '/api/cover-art/release-group/{mbid}/cover': {
       put: {
         operationId: 'setGroupCover',
@@ -369,39 +442,60 @@ const LISTING = {
   properties: { images: { type: 'array', items: ref('ListingImage') }, release: { type: 'string', format: 'uri' } },
 };
 
+/** An event's entry: a release's without `back` (the Event Art Archive's indexer writes none). */
+const EVENT_LISTING_IMAGE = {
+  ...LISTING_IMAGE,
+  required: LISTING_IMAGE.required.filter((k) => k !== 'back'),
+  properties: Object.fromEntries(Object.entries(LISTING_IMAGE.properties).filter(([k]) => k !== 'back')),
+};
+
+/** An event's listing: its link field is `event`. */
+const EVENT_LISTING = {
+  type: 'object',
+  required: ['event', 'images'],
+  additionalProperties: false,
+  properties: { event: { type: 'string', format: 'uri' }, images: { type: 'array', items: ref('EventListingImage') } },
+};
+
+const PENDING = {
+  type: 'array',
+  description: 'Edits waiting for an approver (SLEEVE_APPROVAL=review), oldest first; the listing does not show them yet, except additions (approved: false)',
+  items: {
+    type: 'object',
+    required: ['edit', 'kind', 'image', 'editor', 'created', 'before', 'after'],
+    additionalProperties: false,
+    properties: {
+      edit: { type: 'integer' },
+      kind: { type: 'string' },
+      image: { type: ['string', 'null'] },
+      editor: { type: ['string', 'null'] },
+      created: { type: 'string', format: 'date-time' },
+      before: {},
+      after: {},
+      edit_note: { type: ['string', 'null'], description: "The editor's note on the change (the upload page's edit note), or null" },
+    },
+  },
+};
+
+/** A listing as the write API gives it to editors: with the edits waiting (`pending`). */
+const editorListing = (link: 'release' | 'event', entry: string) => ({
+  type: 'object',
+  required: ['images', link, 'pending'],
+  additionalProperties: false,
+  properties: { images: { type: 'array', items: ref(entry) }, [link]: { type: 'string', format: 'uri' }, pending: PENDING },
+});
+
 const SCHEMAS = {
   ListingImage: LISTING_IMAGE,
   Listing: LISTING,
   ChangedImage: { ...LISTING_IMAGE, properties: { ...LISTING_IMAGE.properties, edit_note: NOTE_ANSWER } },
   ChangedListing: { ...LISTING, properties: { ...LISTING.properties, edit_note: NOTE_ANSWER } },
-  EditorListing: {
-    type: 'object',
-    required: ['images', 'release', 'pending'],
-    additionalProperties: false,
-    properties: {
-      images: { type: 'array', items: ref('ListingImage') },
-      release: { type: 'string', format: 'uri' },
-      pending: {
-        type: 'array',
-        description: 'Edits of this release waiting for an approver (SLEEVE_APPROVAL=review), oldest first; the listing does not show them yet, except additions (approved: false)',
-        items: {
-          type: 'object',
-          required: ['edit', 'kind', 'image', 'editor', 'created', 'before', 'after'],
-          additionalProperties: false,
-          properties: {
-            edit: { type: 'integer' },
-            kind: { type: 'string' },
-            image: { type: ['string', 'null'] },
-            editor: { type: ['string', 'null'] },
-            created: { type: 'string', format: 'date-time' },
-            before: {},
-            after: {},
-            edit_note: { type: ['string', 'null'], description: "The editor's note on the change (the upload page's edit note), or null" },
-          },
-        },
-      },
-    },
-  },
+  EditorListing: editorListing('release', 'ListingImage'),
+  EventListingImage: EVENT_LISTING_IMAGE,
+  EventListing: EVENT_LISTING,
+  ChangedEventImage: { ...EVENT_LISTING_IMAGE, properties: { ...EVENT_LISTING_IMAGE.properties, edit_note: NOTE_ANSWER } },
+  ChangedEventListing: { ...EVENT_LISTING, properties: { ...EVENT_LISTING.properties, edit_note: NOTE_ANSWER } },
+  EventEditorListing: editorListing('event', 'EventListingImage'),
   ApiError: {
     type: 'object',
     required: ['error', 'error_description'],
@@ -465,10 +559,10 @@ function openApiDocument(websiteUrl: string, coverArtUrl: string): Record<string
       title: 'sleeve',
       version: '1',
       summary: 'A self-hosted Cover Art Archive with a MusicBrainz-style OAuth 2.0 authorization server',
-      description: 'The cover art read API, the write API for tools (docs/api.md) and the OAuth 2.0 and OpenID Connect endpoints.',
+      description: "The cover art read API and the Event Art Archive's, the write API for tools (docs/api.md) and the OAuth 2.0 and OpenID Connect endpoints.",
     },
     servers: [{ url: websiteUrl, description: 'The website: the write API and the authorization service' }, ...coverArt],
-    paths: { ...coverArtReadPaths(coverArt), ...writePaths(), ...oauthPaths() },
+    paths: { ...coverArtReadPaths(coverArt), ...eventReadPaths(coverArt), ...writePaths(), ...oauthPaths() },
     components: {
       schemas: SCHEMAS,
       securitySchemes: {

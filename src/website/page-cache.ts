@@ -9,6 +9,7 @@ export interface CachedPage {
   visitorPage?: Buffer;
 }
 
+import type { Freshness, FreshnessEvent } from '../cluster/cache-freshness.js';
 import { listingRefreshesSince } from '../cluster/listing-refresh.js';
 import { readCounter, type CoverArtDeps } from '../cover-art/index.js';
 
@@ -19,7 +20,14 @@ import { readCounter, type CoverArtDeps } from '../cover-art/index.js';
  * shows on the next request: read-your-writes without a watch. Bounded in entries and in
  * characters; the oldest entries go first. Never holds a viewer's name or CSRF token.
  */
-export class PageCache {
+export class PageCache implements Freshness {
+  /**
+   * What empties it (cluster/cache-freshness.ts), learned by its own reads on each request
+   * (`current`), not from the catalogue watch, which a process without the cover art listener
+   * has none of: a committed change (`catalogue_version`, the part of the mark a page depends
+   * on), and refreshed listings (their releases' pages and every group's are forgotten).
+   */
+  readonly emptiedBy: readonly FreshnessEvent[] = ['catalogue-changed', 'listing-refreshed'];
   private readonly entries = new Map<string, CachedPage>();
   private held = 0;
   private version = -1;

@@ -55,7 +55,7 @@ export function layout(title: string, body: SafeHtml, viewer: Looker | undefined
 }
 
 export function problemPage(title: string, message: string, viewer: Looker | undefined): string {
-  return layout(title, html`<p class="error" role="alert">${message}</p><p><a href="/">Search for another release</a></p>`, viewer);
+  return layout(title, html`<p class="error" role="alert">${message}</p><p><a href="/">Search for another release or event</a></p>`, viewer);
 }
 
 const TITLES: Record<number, string> = { 400: 'Bad request', 404: 'Not found', 409: 'Conflict' };

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { csrfValid, errorPage, EXPIRED, formParams, page, pageErrors, redirectWithFlash, requireViewer, sendPage, type SafeHtml, type SignedIn } from '../auth/pages.js';
-import { artTypeNames, EDIT_NOTE_MAX_LENGTH, type ListingImage } from '../cover-art/index.js';
+import { artTypeNames, EDIT_NOTE_MAX_LENGTH, type EventListingImage } from '../cover-art/index.js';
 import { isAppError } from '../shared/errors.js';
 import { parseMbid } from '../shared/uuid.js';
-import { addImage, COMMENT_MAX_LENGTH, releaseListing, undoAdd } from './changes.js';
+import { addImage, COMMENT_MAX_LENGTH, ownerListing, undoAdd } from './changes.js';
 import type { WebsiteDeps } from './deps.js';
+import { artPath, artRoute, SITE_ENTITIES, type SiteEntity } from './entities.js';
 import { auditCuration } from './audit.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, type StreamedForm } from './upload-body.js';
 import { makeUploads, UPLOAD_RETRY_AFTER, UPLOADS_PER_USER, type Uploads } from './uploads.js';
@@ -13,8 +14,9 @@ import { UPLOAD_SCRIPT } from './views/upload-script.js';
 import { UPLOAD_STYLE, uploadBody, type UploadView } from './views/upload.js';
 
 /*
- * The upload page (docs/website.md, "Uploading on the website"): signed-in editors add images,
- * each with its types and comment, and one edit note for the batch. A plain multipart form (CSRF
+ * The upload page (docs/website.md, "Uploading on the website"): signed-in editors add images
+ * to a release or an event (entities.ts), each with its types and comment, and one edit note
+ * for the batch. A plain multipart form (CSRF
  * token first) takes one image per submission without script and answers with Post/Redirect/Get;
  * the page's same-origin script (views/upload-script.ts) sends several, one request each with
  * `Accept: application/json` (answered in JSON), then posts their ids to …/done for the
@@ -43,9 +45,9 @@ function sendUploadPage(reply: FastifyReply, status: number, body: string): Fast
     .send(body);
 }
 
-function renderPage(viewer: SignedIn, body: SafeHtml): string {
+function renderPage(entity: SiteEntity, viewer: SignedIn, body: SafeHtml): string {
   // The layout has no slot for them: the page's own stylesheet and script go at the end of its head.
-  return page({ title: 'Add cover art', body, user: viewer.name, csrf: viewer.csrf }).replace(
+  return page({ title: `Add ${entity.word}`, body, user: viewer.name, csrf: viewer.csrf }).replace(
     '</head>',
     `<link rel="stylesheet" href="${STYLE_URL}">\n<script src="${SCRIPT_URL}" defer></script>\n</head>`,
   );
@@ -60,7 +62,7 @@ function shownAgain(form: StreamedForm | undefined): { row: UploadView['row']; e
 }
 
 /** The gallery's notice for images added (a pending one says it waits). */
-function addedNotice(entries: Pick<ListingImage, 'id' | 'approved' | 'edit'>[]): string {
+function addedNotice(entries: Pick<EventListingImage, 'id' | 'approved' | 'edit'>[]): string {
   const waiting = entries.filter((e) => !e.approved);
   const ids = entries.map((e) => e.id);
   const added = ids.length === 1 ? `Added image ${ids[0]}.` : `Added ${ids.length} images: ${ids.join(', ')}.`;
@@ -87,18 +89,18 @@ function formProblem(form: StreamedForm): string | undefined {
 }
 
 /** Adds a posted form's images, in turn; one form is one change: a refusal takes back what it added, and is thrown on. */
-async function addAll(deps: WebsiteDeps, uploads: Uploads, editor: { id: number; name: string }, mbid: string, form: StreamedForm): Promise<ListingImage[]> {
+async function addAll(deps: WebsiteDeps, entity: SiteEntity, uploads: Uploads, editor: { id: number; name: string }, mbid: string, form: StreamedForm): Promise<EventListingImage[]> {
   const chosen = form.files.filter((f) => f.bytes > 0 || f.filename !== '');
   const editNote = form.fields.get('edit_note')?.[0] ?? '';
-  const entries: ListingImage[] = [];
+  const entries: EventListingImage[] = [];
   try {
     for (const file of chosen) {
       const row = file.field.slice('file.'.length);
       const fields = { types: form.fields.get(`types.${row}`) ?? [], comment: form.fields.get(`comment.${row}`)?.[0] ?? '', editNote };
-      entries.push(await uploads.slots.work(async () => addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), ...fields })));
+      entries.push(await uploads.slots.work(async () => addImage(deps, entity, editor, { owner: mbid, bytes: await readStreamed(file), ...fields })));
     }
   } catch (err) {
-    for (const entry of entries.reverse()) await undoAdd(deps, editor, mbid, entry);
+    for (const entry of entries.reverse()) await undoAdd(deps, entity, editor, mbid, entry);
     throw err;
   }
   return entries;
@@ -106,10 +108,9 @@ async function addAll(deps: WebsiteDeps, uploads: Uploads, editor: { id: number;
 
 export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
   const uploads = makeUploads(deps, PAGE_FILES);
-  const ctx = deps.pages;
   streamMultipart(app);
   app.setErrorHandler(async function uploadErrors(err: Error, req, reply) {
-    // A path that names no release (not an MBID) is a bad request; the store away, a 503; the rest as every page.
+    // A path that names no release or event (not an MBID) is a bad request; the store away, a 503; the rest as every page.
     if (isAppError(err) && err.code === 'INVALID_INPUT') return sendPage(reply, 400, errorPage({ error: 'invalid_request', description: err.message }));
     if (isAppError(err) && err.code === 'STORE_UNAVAILABLE') {
       req.log.warn({ err }, 'the object store is unavailable');
@@ -127,29 +128,41 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
     });
   }
 
-  const view = async (mbid: string, viewer: SignedIn, form: StreamedForm | undefined, error?: string): Promise<UploadView> => ({
-    mbid,
-    csrf: viewer.csrf,
-    types: await artTypeNames(deps.api),
-    ...shownAgain(form),
-    maxBytes: deps.coverArt.limits.maxBytes,
-    commentMax: COMMENT_MAX_LENGTH,
-    noteMax: EDIT_NOTE_MAX_LENGTH,
-    error,
-  });
+  for (const entity of SITE_ENTITIES) {
+    const view: ViewOf = async (mbid, viewer, form, error) => ({
+      mbid,
+      entity: entity.name,
+      word: entity.word,
+      gallery: artPath(entity, mbid),
+      action: artPath(entity, mbid, 'add'),
+      csrf: viewer.csrf,
+      types: await artTypeNames(deps.api, entity.art),
+      ...shownAgain(form),
+      maxBytes: deps.coverArt.limits.maxBytes,
+      commentMax: COMMENT_MAX_LENGTH,
+      noteMax: EDIT_NOTE_MAX_LENGTH,
+      error,
+    });
+    formRoutes(app, deps, entity, uploads, view);
+    doneRoute(app, deps, entity, view);
+  }
+}
 
-  app.get<{ Params: { mbid: string } }>('/release/:mbid/add-cover-art', async function uploadForm(req, reply) {
+/** The page, and the images its form (or its script, one image a request) posts. */
+function formRoutes(app: FastifyInstance, deps: WebsiteDeps, entity: SiteEntity, uploads: Uploads, view: ViewOf): void {
+  const ctx = deps.pages;
+  app.get<{ Params: { mbid: string } }>(artRoute(entity, 'add'), async function uploadForm(req, reply) {
     const viewer = await requireViewer(ctx, req, reply);
     if (viewer === undefined) return reply;
-    await releaseListing(deps, req.params.mbid);
+    await ownerListing(deps, entity, req.params.mbid);
     const mbid = parseMbid(req.params.mbid) as string;
-    return sendUploadPage(reply, 200, renderPage(viewer, uploadBody(await view(mbid, viewer, undefined))));
+    return sendUploadPage(reply, 200, renderPage(entity, viewer, uploadBody(await view(mbid, viewer, undefined))));
   });
 
-  app.post<{ Params: { mbid: string } }>('/release/:mbid/add-cover-art', async function upload(req, reply) {
+  app.post<{ Params: { mbid: string } }>(artRoute(entity, 'add'), async function upload(req, reply) {
     const viewer = await requireViewer(ctx, req, reply);
     if (viewer === undefined) return reply;
-    await releaseListing(deps, req.params.mbid);
+    await ownerListing(deps, entity, req.params.mbid);
     const mbid = parseMbid(req.params.mbid) as string;
     const editor = { id: viewer.accountId, name: viewer.name };
     const json = fromScript(req);
@@ -158,7 +171,7 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
     const again = async (status: number, error: string, headers: Record<string, string> = {}): Promise<FastifyReply> => {
       reply.headers(headers);
       if (json) return reply.code(status).headers({ 'cache-control': 'no-store' }).send({ error: status === 429 || status === 503 ? 'temporarily_unavailable' : 'invalid_request', error_description: error });
-      return sendUploadPage(reply, status, renderPage(viewer, uploadBody(await view(mbid, viewer, form, error))));
+      return sendUploadPage(reply, status, renderPage(entity, viewer, uploadBody(await view(mbid, viewer, form, error))));
     };
     // The answer, once the temporary files are gone (a function: a reply is a thenable, which an await would unwrap).
     // The body is read in a slot of this user's, shared with the write API (uploads.ts), then waits its turn to be stored.
@@ -180,45 +193,43 @@ export async function uploadPageRoutes(app: FastifyInstance, deps: WebsiteDeps):
         if (!csrfValid(req)) return () => again(403, EXPIRED);
         const problem = formProblem(form);
         if (problem !== undefined) return () => again(400, problem);
-        let entries: ListingImage[];
+        let entries: EventListingImage[];
         try {
-          entries = await addAll(deps, uploads, editor, mbid, form);
+          entries = await addAll(deps, entity, uploads, editor, mbid, form);
         } catch (err) {
           const several = form.files.filter((f) => f.bytes > 0 || f.filename !== '').length > 1;
           if (isAppError(err) && err.expose) return () => again(400, `${several ? 'Nothing was added: ' : ''}${err.message}`);
           throw err;
         }
-        for (const e of entries) auditCuration(req, 'cover_art.added', { user: editor.name, account: editor.id, address: deps.pages.clientAddress(req), via: 'page', release: mbid, image: e.id });
+        for (const e of entries) auditCuration(req, 'cover_art.added', { user: editor.name, account: editor.id, address: deps.pages.clientAddress(req), via: 'page', [entity.name]: mbid, image: e.id });
         const notice = addedNotice(entries);
         if (json) {
-          const first = entries[0] as ListingImage;
+          const first = entries[0] as EventListingImage;
           return () => reply.code(201).headers({ 'cache-control': 'no-store' }).send({ image: { id: first.id, edit: first.edit, approved: first.approved }, images: entries.map((e) => ({ id: e.id, edit: e.edit, approved: e.approved })), notice });
         }
-        return () => redirectWithFlash(reply, { a: editor.id, n: notice }, `/release/${mbid}/cover-art`);
+        return () => redirectWithFlash(reply, { a: editor.id, n: notice }, artPath(entity, mbid));
       } finally {
         if (form !== undefined) await discard(form);
       }
     }
   });
-
-  doneRoute(app, deps, view);
 }
 
 type ViewOf = (mbid: string, viewer: SignedIn, form: StreamedForm | undefined, error?: string) => Promise<UploadView>;
 
-function doneRoute(app: FastifyInstance, deps: WebsiteDeps, view: ViewOf): void {
+function doneRoute(app: FastifyInstance, deps: WebsiteDeps, entity: SiteEntity, view: ViewOf): void {
   const ctx = deps.pages;
   // The script's last step: the images it added, for the gallery's notice (Post/Redirect/Get).
-  app.post<{ Params: { mbid: string } }>('/release/:mbid/add-cover-art/done', async function uploaded(req, reply) {
+  app.post<{ Params: { mbid: string } }>(`${artRoute(entity, 'add')}/done`, async function uploaded(req, reply) {
     const viewer = await requireViewer(ctx, req, reply);
     if (viewer === undefined) return reply;
-    const listing = await releaseListing(deps, req.params.mbid);
+    const listing = await ownerListing(deps, entity, req.params.mbid);
     const mbid = parseMbid(req.params.mbid) as string;
-    if (!csrfValid(req)) return sendUploadPage(reply, 403, renderPage(viewer, uploadBody(await view(mbid, viewer, undefined, EXPIRED))));
+    if (!csrfValid(req)) return sendUploadPage(reply, 403, renderPage(entity, viewer, uploadBody(await view(mbid, viewer, undefined, EXPIRED))));
     const named = new Set((formParams(req).get('added') ?? '').split(',').slice(0, DONE_MAX));
-    // Only images of this release: the notice never names what is not there.
+    // Only images of this release or event: the notice never names what is not there.
     const added = listing.images.filter((i) => named.has(i.id));
-    const gallery = `/release/${mbid}/cover-art`;
+    const gallery = artPath(entity, mbid);
     if (added.length === 0) return reply.redirect(gallery, 303);
     return redirectWithFlash(reply, { a: viewer.accountId, n: addedNotice(added) }, gallery);
   });

@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import type { PlainReply, PlainRequest } from '../shared/plain-http.js';
 import { SESSION_COOKIE } from '../auth/pages.js';
+import type { FollowingCache, FreshnessEvent } from '../cluster/cache-freshness.js';
 import type { Clock } from '../shared/clock.js';
 
 /**
@@ -10,11 +11,12 @@ import type { Clock } from '../shared/clock.js';
  *
  * Filled by the pages themselves (a visitor's page, as sent), keyed by the exact request
  * target. Valid while the catalogue mark does not move: the catalogue watch empties it
- * (`clear`), and every change that alters a gallery (an addition, an edit, a pending edit and
- * its closing, on the website, the API or the CLI) publishes a new mark before it returns. An
- * entry also lives at most `maxAgeMs`, which bounds how late a change whose process died
- * between its commit and its publishing shows. With no catalogue watch in this process
- * (`sleeve serve --only auth`) nothing is kept: `follow` turns it on.
+ * (`emptiedBy`), and every change that alters a gallery (an addition, an edit, a pending edit
+ * and its closing, on the website, the API or the CLI) publishes a new mark before it returns
+ * (this process's website empties it at once, before publishing). An entry also lives at most
+ * `maxAgeMs`, which bounds how late a change whose process died between its commit and its
+ * publishing shows. With no catalogue watch in this process (`sleeve serve --only auth`)
+ * nothing is kept: `follow` turns it on.
  *
  * Bounded in entries and in bytes, the oldest first. Holds nothing of a signed-in viewer: a
  * request carrying a session cookie is never answered here and never fills it.
@@ -38,7 +40,7 @@ interface Entry {
 }
 
 /** Whether an Accept-Encoding header accepts gzip (a q of 0 refuses it; `*` stands for it). */
-export function acceptsGzip(header: string | undefined): boolean {
+function acceptsGzip(header: string | undefined): boolean {
   if (header === undefined || header === '') return false;
   let star: boolean | undefined;
   for (const part of header.split(',')) {
@@ -53,7 +55,9 @@ export function acceptsGzip(header: string | undefined): boolean {
   return star === true;
 }
 
-export class VisitorPages {
+export class VisitorPages implements FollowingCache {
+  /** What empties it (cluster/cache-freshness.ts); a refreshed listing forgets the pages naming its release, and every group's. */
+  readonly emptiedBy: readonly FreshnessEvent[] = ['catalogue-changed', 'watch-blind', 'listing-refreshed', 'website-changed'];
   private readonly entries = new Map<string, Entry>();
   private held = 0;
   private on = false;

@@ -13,6 +13,7 @@ import { PassThrough } from 'node:stream';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
+import { openDatabase } from '../../src/db/connect.js';
 import { serve, type Server } from '../../src/serve.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { addApp, addUser, authorize, Browser, PASSWORD, type HttpsResponse } from '../helpers/auth.js';
@@ -320,7 +321,8 @@ describe(`password hashing under a sign-in flood (${DIALECT})`, () => {
 
   before(async () => {
     // The demo catalogue gives the file server something to serve.
-    t = await makeTestEnv({ SLEEVE_TRUST_PROXY: '127.0.0.1', SLEEVE_DEMO: 'on' });
+    // The default cost: these tests are about what the hashing costs.
+    t = await makeTestEnv({ SLEEVE_TRUST_PROXY: '127.0.0.1', SLEEVE_DEMO: 'on', SLEEVE_PASSWORD_HASH_COST: '15' });
     delete t.env.SLEEVE_LOG_LEVEL;
     s = await start(t, { both: true });
     await addUser(t, 'ivan');
@@ -378,6 +380,36 @@ describe(`password hashing under a sign-in flood (${DIALECT})`, () => {
     // the margin is for this machine's other load, which varies single requests a lot.
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     assert.ok(sum(unknown) > 0.4 * sum(known), `unknown ${unknown.map((x) => x.toFixed(0))} vs known ${known.map((x) => x.toFixed(0))} ms`);
+  });
+
+  it('makes the hash of a password again at the configured cost at its next good sign-in, and only then', async () => {
+    const storedHash = async () => {
+      const handle = await openDatabase(loadConfig(t.env).database);
+      try {
+        return (await handle.db.selectFrom('account').select('password_hash').where('name', '=', 'ursula').executeTakeFirstOrThrow()).password_hash;
+      } finally {
+        await handle.close();
+      }
+    };
+    // An account of its own: the tests above used up ivan's failures.
+    await addUser(t, 'ursula');
+    const before = await storedHash();
+    assert.match(before, /^scrypt\$32768\$8\$1\$/);
+    const cheaper = await start(t, { extra: { SLEEVE_PASSWORD_HASH_COST: '11' } });
+    try {
+      // A wrong password changes nothing.
+      assert.ok(checked(await attempt(cheaper.base, 'ursula', 'not the password', { from: '198.19.3.1' })));
+      assert.equal(await storedHash(), before);
+      const good = await attempt(cheaper.base, 'ursula', PASSWORD, { from: '198.19.3.2' });
+      assert.equal(good.status, 303, good.body);
+      const after = await storedHash();
+      assert.match(after, /^scrypt\$2048\$8\$1\$/);
+      // The same password still signs in, now checked against the new hash.
+      assert.equal((await attempt(cheaper.base, 'ursula', PASSWORD, { from: '198.19.3.3' })).status, 303);
+      assert.equal(await storedHash(), after);
+    } finally {
+      await cheaper.server.close();
+    }
   });
 
   it('refuses sign-ins with 503 and Retry-After when every hashing thread is busy and the queue is full, counting nothing', async () => {

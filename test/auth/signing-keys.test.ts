@@ -12,8 +12,8 @@ import { createHash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { calculateJwkThumbprint, createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify, type JWK } from 'jose';
-import { ID_TOKEN_LIFETIME_SECONDS, signIdToken } from '../../src/auth/id-token.js';
-import type { SigningAlg } from '../../src/auth/signing-keys.js';
+import { signIdToken } from '../../src/auth/id-token.js';
+import { MAX_SIGNED_LIFETIME_SECONDS, type SigningAlg } from '../../src/auth/signing-keys.js';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
@@ -124,7 +124,7 @@ describe(`signing keys and the JWKS (${DIALECT})`, () => {
       const { payload } = await jwtVerify(idToken, remoteJwks(base), { issuer: base, audience: 'client-1', algorithms: [alg], currentDate: new Date(clock.now()) });
       assert.equal(payload.sub, 'alice');
       assert.equal(payload.nonce, 'n-0S6_WzA2Mj');
-      assert.equal(payload.exp, (payload.iat as number) + ID_TOKEN_LIFETIME_SECONDS);
+      assert.equal(payload.exp, (payload.iat as number) + MAX_SIGNED_LIFETIME_SECONDS);
       assert.equal(payload.auth_time, Date.UTC(2026, 10, 24, 12, 0, 0) / 1000);
       const digest = createHash('sha256').update(accessToken).digest();
       assert.equal(payload.at_hash, digest.subarray(0, 16).toString('base64url'));
@@ -133,7 +133,7 @@ describe(`signing keys and the JWKS (${DIALECT})`, () => {
 
   it('refuses an id_token lifetime longer than a retired key stays published', async () => {
     await assert.rejects(
-      signIdToken(server.runtime.auth.signingKeys, { issuer: base, subject: 'a', audience: 'c', authTime: clock.now(), alg: 'ES256', now: clock.now(), lifetimeSeconds: ID_TOKEN_LIFETIME_SECONDS + 1 }),
+      signIdToken(server.runtime.auth.signingKeys, { issuer: base, subject: 'a', audience: 'c', authTime: clock.now(), alg: 'ES256', now: clock.now(), lifetimeSeconds: MAX_SIGNED_LIFETIME_SECONDS + 1 }),
       RangeError,
     );
   });
@@ -159,7 +159,7 @@ describe(`signing keys and the JWKS (${DIALECT})`, () => {
     const expires = Date.parse(retired[0]?.expires as string);
     for (const k of retired) {
       // Published for the tokens' lifetime after retirement, plus the margin.
-      assert.equal(Date.parse(k.expires as string) - Date.parse(k.retired as string), ID_TOKEN_LIFETIME_SECONDS * 1000 + 5 * 60_000);
+      assert.equal(Date.parse(k.expires as string) - Date.parse(k.retired as string), MAX_SIGNED_LIFETIME_SECONDS * 1000 + 5 * 60_000);
     }
     assert.deepEqual((await jwks()).map((k) => k.kid).sort(), [...old, ...fresh].map((k) => k.kid).sort());
 

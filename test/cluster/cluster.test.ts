@@ -25,10 +25,16 @@ import { logLines, startServe, type ServeProcess } from '../helpers/serve-proces
 const G = 'c1a50000-0000-4000-8000-0000000000aa';
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
 const release = (n: number) => `c1a50000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-/** Announced through Redis, a change must show within this (the safety-net poll is set to 60 s here). */
-const ANNOUNCED_BOUND_MS = 1000;
-/** Without announcements: SLEEVE_CHANGE_POLL_MS (250) plus a poll's query, with room for a loaded machine. */
-const POLL_BOUND_MS = 1250;
+/*
+ * The safety-net poll is 60 s here (SLEEVE_CHANGE_POLL_REDIS_MS), so a change seen well within
+ * that was announced through Redis, and with Redis away, one seen well within it came from the
+ * fallback poll every SLEEVE_CHANGE_POLL_MS (250 ms). The bounds tell those paths from the 60 s
+ * poll with room for a loaded machine (a run at a load average of 7 saw 1.16 s for an
+ * announcement); how soon each path is, typically, the diagnostics print and
+ * docs/several-processes.md records.
+ */
+const ANNOUNCED_BOUND_MS = 10_000;
+const POLL_BOUND_MS = 10_000;
 const LIMIT = 6;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -326,22 +332,36 @@ describe(`several sleeve serve processes on one database, storage and Redis (${D
   });
 
   it('a Redis that stops answering (SIGSTOP) holds no request: the limit falls back after the command timeout', async () => {
+    /** Rate-limit scripts Redis has run so far (each command sent reaches it, even one sent while it was stopped). */
+    const scriptsRun = async () => {
+      let n = 0;
+      // `calls` counts those that failed in Redis too; `rejected_calls` those refused before running.
+      for (const m of (await redis.command('INFO commandstats')).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+),.*?rejected_calls=(\d+)/g)) {
+        n += Number(m[1]) + Number(m[2]);
+      }
+      return n;
+    };
     const pid = Number(/process_id:(\d+)/.exec(await redis.command('INFO server'))?.[1]);
     assert.ok(pid > 0);
+    // Process a relies on Redis to begin with (a slow answer in the test before may have left it
+    // not trusting it for a second), and what it logs from here on is this test's.
+    const { value: trusted } = await pollUntil(() => readyz(a.base), (v) => v.body.status === 'ok', 10_000);
+    assert.equal(trusted.body.status, 'ok', JSON.stringify(trusted.body));
+    const logged = logLines(a).length;
+    const before = await scriptsRun();
     execFileSync('kill', ['-STOP', String(pid)]);
     try {
       const client = '198.51.100.10';
-      const times: number[] = [];
+      // Each answered, none held: the first after the command timeout (250 ms), the others at once.
       for (let i = 0; i < 4; i++) {
-        const start = performance.now();
         const res = await fetch(`${a.base}/release/${UNKNOWN}/front`, { redirect: 'manual', headers: { 'x-forwarded-for': client }, signal: AbortSignal.timeout(5000) });
         await res.arrayBuffer();
-        times.push(performance.now() - start);
         assert.equal(res.status, 404);
       }
-      // The first waits for the command timeout (250 ms); later ones do not wait for Redis at all.
-      assert.ok((times[0] as number) < 1500, `first request took ${times[0]} ms`);
-      for (const ms of times.slice(1)) assert.ok(ms < 200, `later requests took ${times.map(Math.round).join(', ')} ms`);
+      const warned = logLines(a)
+        .slice(logged)
+        .filter((l) => l.level === 40 && l.role === 'commands' && /^Redis unavailable/.test(l.msg));
+      assert.ok(warned.some((l) => /timed out/i.test(String(l.reason))), JSON.stringify(warned));
       const { value } = await pollUntil(() => readyz(a.base), (v) => v.body.status === 'degraded', 8000);
       assert.equal(value.body.checks.redis, 'failing');
     } finally {
@@ -351,5 +371,9 @@ describe(`several sleeve serve processes on one database, storage and Redis (${D
       const { value } = await pollUntil(() => readyz(s.base), (v) => v.body.status === 'ok', 10_000);
       assert.equal(value.body.status, 'ok', JSON.stringify(value.body));
     }
+    // Process a is trusted again once a PING sent after those requests was answered, so Redis
+    // has run whatever they sent: only the first request asked it; the three after it counted
+    // in the process without waiting for Redis.
+    assert.equal((await scriptsRun()) - before, 1);
   });
 });

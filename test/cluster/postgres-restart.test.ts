@@ -246,4 +246,24 @@ describe(`sleeve serve through a PostgreSQL restart under load (${DIALECT})`, { 
       await Promise.all(workers);
     }
   });
+
+  it('stops cleanly on SIGTERM during an outage, and just after the database returns', async () => {
+    const ready = async (p: ServeProcess) => (await fetch(`${p.base}/readyz`, { signal: AbortSignal.timeout(10_000) })).status;
+    const during = await startServe(t.env);
+    const reconnecting = await startServe(t.env);
+    try {
+      await cluster.stop('fast');
+      for (const p of [during, reconnecting]) await pollUntil(() => ready(p), (status) => status === 503, 10_000);
+      // Stopped while the database is away: the pool, the watch and the registration let go at once.
+      assert.equal(await during.stop(), 0, `stopped cleanly during the outage\n${during.stderr()}`);
+      await waitFor(() => logLines(reconnecting).some((l) => /session for change notifications was lost/.test(l.msg)), { timeoutMs: 15_000, what: 'the session for changes lost' });
+      await cluster.start();
+      // The database is back; the session for changes reconnects within a second of it: stop about then.
+      await pollUntil(() => ready(reconnecting), (status) => status === 200, 15_000);
+      assert.equal(await reconnecting.stop(), 0, `stopped cleanly while reconnecting\n${reconnecting.stderr()}`);
+    } finally {
+      await during.stop('SIGKILL');
+      await reconnecting.stop('SIGKILL');
+    }
+  });
 });

@@ -140,7 +140,7 @@ describe(`thumbnail sizes and formats on demand (${DIALECT})`, () => {
     const big = await sharp(await bytesOf(await fetch(`${s.base}/release/${R2}/front-2000`))).metadata();
     assert.deepEqual([big.width, big.height], [1200, 1600]);
     // The listing names the made thumbnail's real dimensions once it is rewritten (soon after:
-    // cover-art/listing-rewrites.ts), and the formats.
+    // cover-art/listings/listing-rewrites.ts), and the formats.
     const entryOf = (index: any) => index.images.find((i: { id: string }) => i.id === String(ids['rotated.jpg']));
     const { value: index } = await pollUntil(
       async (): Promise<any> => (await fetch(`${s.base}/download/mbid-${R2}/index.json`)).json(),
@@ -151,6 +151,29 @@ describe(`thumbnail sizes and formats on demand (${DIALECT})`, () => {
     const entry = entryOf(index);
     assert.deepEqual(entry.thumbnail_dimensions['600'], { width: 450, height: 600 });
     assert.deepEqual(entry.thumbnail_formats, ['jpeg', 'webp', 'avif']);
+  });
+
+  it('thumbnails made one after another and two at once, their originals read into memory kept from earlier resizes, are each exactly what sharp makes of its own original', async () => {
+    const originalOf: Record<string, Buffer> = { 'png16.png': originals.png16 as Buffer, 'cmyk.jpg': originals.cmyk as Buffer, 'rotated.jpg': originals.rotated as Buffer, 'anim.gif': originals.gif as Buffer };
+    // What derivatives.ts runs, with sharp alone, for a WebP of at most 2000 px.
+    const expected = (name: string) =>
+      sharp(originalOf[name]).rotate().resize(2000, 2000, { fit: 'inside', withoutEnlargement: true }).flatten({ background: '#ffffff' }).toColourspace('srgb').webp({ quality: 80 }).toBuffer();
+    const made = (name: string) => get(`${s.base}/download/${key(R2, ids[name] as number, '_thumb2000.webp')}`);
+    // The larger original first: the smaller one is then read into memory that held the larger.
+    const oneByOne = ['png16.png', 'cmyk.jpg'].sort((a, b) => (originalOf[b] as Buffer).length - (originalOf[a] as Buffer).length);
+    for (const name of oneByOne) {
+      const res = await made(name);
+      assert.equal(res.status, 200, name);
+      assert.ok((await bytesOf(res)).equals(await expected(name)), name);
+    }
+    // Two at once (the two resizes a process runs together), each read into memory of its own.
+    const together = ['rotated.jpg', 'anim.gif'];
+    const answers = await Promise.all(together.map(made));
+    for (const [i, name] of together.entries()) {
+      const res = answers[i] as Response;
+      assert.equal(res.status, 200, name);
+      assert.ok((await bytesOf(res)).equals(await expected(name)), name);
+    }
   });
 
   it('sizes not allowed, front-0 and front-99999 keep the interface answers; the default process answers exactly as the interface does', async () => {
@@ -270,7 +293,7 @@ describe(`thumbnail sizes and formats on demand (${DIALECT})`, () => {
     assert.equal((await get(`${s.base}/download/${key(R1, 101, '.jpg')}`)).status, 200);
     const { value } = await pollUntil(group1, (g) => g.images.find((i: { id: string }) => i.id === '101').width === 900, 10_000, 100);
     assert.equal(value.images.find((i: { id: string }) => i.id === '101').height, 600);
-    // index.json is rewritten soon after the row (cover-art/listing-rewrites.ts).
+    // index.json is rewritten soon after the row (cover-art/listings/listing-rewrites.ts).
     const index1 = async (): Promise<any> => (await fetch(`${s.base}/download/mbid-${R1}/index.json`)).json();
     const { value: listed } = await pollUntil(index1, (l) => l.images.find((i: { id: string }) => i.id === '101').width === 900, 10_000, 50);
     assert.equal(listed.images.find((i: { id: string }) => i.id === '101').width, 900);

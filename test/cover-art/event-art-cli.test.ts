@@ -115,6 +115,26 @@ describe(`sleeve art commands on an event (${DIALECT})`, () => {
     assert.deepEqual(list.images.map((i: any) => i.id), [ids[2], ids[0]]);
   });
 
+  it("each change is an edit of the operator's, the event's history (edit list --event), as a release's", async () => {
+    const list = await cliOk(t.env, ['--json', 'edit', 'list', '--event', EV]);
+    assert.deepEqual(
+      list.edits.map((e: any) => [e.kind, e.event, e.release, e.editor, e.status]).reverse(),
+      [
+        ...ids.map(() => ['add', EV, null, null, 'applied']),
+        ...['edit', 'edit', 'edit', 'reorder', 'remove'].map((kind) => [kind, EV, null, null, 'applied']),
+      ],
+    );
+    const added = list.edits[list.edits.length - 1];
+    assert.equal(added.image, ids[0]);
+    assert.equal((await cliOk(t.env, ['--json', 'art', 'list', EV])).images.find((i: any) => i.id === ids[0]).edit, added.id, "the listing's edit is the edit that added the image");
+    const human = await runCli(t.env, ['edit', 'show', String(added.id)]);
+    assert.match(human.stdout, new RegExp(`\\n  event:    ${EV}\\n`));
+    assert.deepEqual((await cliOk(t.env, ['--json', 'edit', 'list', '--event', OTHER])).edits, []);
+    const both = await runCli(t.env, ['edit', 'list', '--event', EV, '--release', OTHER]);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /--release and --event contradict each other/);
+  });
+
   it('a release MBID still means the release; neither names the release as before', async () => {
     const none = await runCli(t.env, ['art', 'list', '00000000-0000-4000-8000-000000000000']);
     assert.notEqual(none.code, 0);

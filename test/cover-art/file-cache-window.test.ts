@@ -9,7 +9,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cachedFile, FileCache, HashWindow, RATIO_WINDOW, SPARSE_ONE_IN } from '../../src/cover-art/file-cache.js';
+import { cachedFile, FileCache } from '../../src/cover-art/files/file-cache.js';
+import { HashWindow } from '../../src/cover-art/files/hash-window.js';
+
+/**
+ * The file cache's hit-ratio window and its sampling once most lookups miss: 1,024 lookups, one
+ * in 16 (docs/decisions.md, "The file cache's admission once most lookups miss").
+ */
+const RATIO_WINDOW = 1024;
+const SPARSE_ONE_IN = 16;
 
 /** A small deterministic generator (mulberry32), so a failure replays. */
 function random(seed: number): () => number {

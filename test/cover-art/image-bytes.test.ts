@@ -268,7 +268,7 @@ describe(`SLEEVE_IMAGE_RESPONSE=bytes on s3:// storage, from two serving process
     }
     assert.equal(up.count(orig(R2, 201)), 2);
     // The fetched original, and the listing rewritten to describe it, soon after (docs/decisions.md,
-    // "Listings that describe the images"; cover-art/listing-rewrites.ts).
+    // "Listings that describe the images"; cover-art/listings/listing-rewrites.ts).
     const keys = await pollUntil(() => s3.listKeys(`mbid-${R2}/`), (k) => k.length === 2, 10_000);
     assert.deepEqual(keys.value, [`mbid-${R2}/index.json`, orig(R2, 201)]);
     const etag = answers[0]?.headers.get('etag') as string;

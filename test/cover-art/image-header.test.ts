@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import sharp from 'sharp';
-import { readImageHeader } from '../../src/cover-art/image-header.js';
-import { verifyImage } from '../../src/cover-art/thumbnails.js';
+import { readImageHeader } from '../../src/cover-art/images/image-header.js';
+import { verifyImage } from '../../src/cover-art/images/thumbnails.js';
 
 /*
  * The header the bulk mirror reads in plain code for files whose md5 the upstream vouches for

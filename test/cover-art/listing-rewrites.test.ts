@@ -1,5 +1,5 @@
 /*
- * Listings rewritten for thumbnails made on demand, a batch at a time (cover-art/listing-rewrites.ts;
+ * Listings rewritten for thumbnails made on demand, a batch at a time (cover-art/listings/listing-rewrites.ts;
  * docs/decisions.md, "A listing refreshed is forgotten per release"), through HTTP against `sleeve
  * serve` processes: a burst of thumbnails of one release rewrites its index.json in one batch (the
  * failpoint `listing-rewrite` stops each batch, so what a batch holds is seen, not timed), another

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
-import { RateLimit } from '../../src/cover-art/mirror.js';
+import { RateLimit } from '../../src/cover-art/upstream/mirror-rate.js';
 import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { ManualClock } from '../helpers/clock.js';
 import { makeJpeg } from '../helpers/images.js';

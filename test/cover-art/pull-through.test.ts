@@ -5,6 +5,7 @@
  * checked and stored; every upstream fault ends with a clear answer and nothing stored.
  */
 import assert from 'node:assert/strict';
+import diagnostics from 'node:diagnostics_channel';
 import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import http from 'node:http';
@@ -12,15 +13,16 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
-import { isPublicAddress, redirectAddresses } from '../../src/cover-art/upstream-http.js';
+import { isPublicAddress } from '../../src/http/public-address.js';
 import { serve, type Server } from '../../src/serve.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeJpeg, makePng } from '../helpers/images.js';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
 import { startS3, type S3TestServer } from '../helpers/s3.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { startUpstream, type FakeUpstream } from '../helpers/upstream.js';
 import { query } from '../import/support.js';
+import { countOf, scrape } from '../metrics/support.js';
 
 const TS = '2012-01-26 00:54:05.519372+00';
 const G1 = '5b0a1f00-0000-4000-8000-000000000001';
@@ -300,18 +302,38 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
 
   it('makes one upstream request for concurrent requests of one file', async () => {
     const key = orig(R3, FAULT.held);
-    const answers = Array.from({ length: 6 }, () => fetch(`${s.base}/download/${key}`));
-    // Every request is waiting on the one upstream request before it is answered.
-    for (let i = 0; i < 100 && up.count(key) === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 100));
-    up.release();
-    const done = await Promise.all(answers);
-    assert.deepEqual(
-      done.map((r) => r.status),
-      [200, 200, 200, 200, 200, 200],
-    );
-    for (const r of done) assert.deepEqual(Buffer.from(await r.arrayBuffer()), images.plain);
-    assert.equal(up.count(key), 1);
+    // Requests for the file that reached this (in-process) server's node:http.
+    let received = 0;
+    const port = Number(new URL(s.base).port);
+    const started = (message: unknown) => {
+      const { request } = message as { request: http.IncomingMessage };
+      if (request.socket.localPort === port && request.url === `/download/${key}`) received++;
+    };
+    const misses = async () => countOf(await scrape(s.server.metricsAddress), 'sleeve_file_store_reads_total', { result: 'miss' });
+    const missesBefore = await misses();
+    diagnostics.subscribe('http.server.request.start', started);
+    try {
+      const answers = Array.from({ length: 6 }, () => fetch(`${s.base}/download/${key}`));
+      // Every request is in the server and has found the store without the file (so it goes to
+      // the one upstream request, which is held) before that request is answered.
+      const { value } = await pollUntil(
+        async () => ({ received, missed: (await misses()) - missesBefore, asked: up.count(key) }),
+        (v) => v.received === 6 && v.missed === 6 && v.asked === 1,
+        5000,
+        10,
+      );
+      assert.deepEqual(value, { received: 6, missed: 6, asked: 1 });
+      up.release();
+      const done = await Promise.all(answers);
+      assert.deepEqual(
+        done.map((r) => r.status),
+        [200, 200, 200, 200, 200, 200],
+      );
+      for (const r of done) assert.deepEqual(Buffer.from(await r.arrayBuffer()), images.plain);
+      assert.equal(up.count(key), 1);
+    } finally {
+      diagnostics.unsubscribe('http.server.request.start', started);
+    }
   });
 
   it('answers 504 with Retry-After when the upstream is slow to answer, storing nothing', async () => {
@@ -494,6 +516,7 @@ describe('pull-through settings', () => {
       maxBytes: 52_428_800,
       concurrency: 8,
       notFoundTtlMs: 600_000,
+      redirectAllowPrivate: false,
     });
   });
 
@@ -501,7 +524,7 @@ describe('pull-through settings', () => {
     const t = await makeTestEnv();
     try {
       const r = await runCli(
-        { ...t.env, SLEEVE_UPSTREAM_URL: 'ftp://archive.org/download', SLEEVE_UPSTREAM_CONCURRENCY: '0', SLEEVE_UPSTREAM_TIMEOUT_MS: 'soon', SLEEVE_UPSTREAM_MAX_BYTES: '-1' },
+        { ...t.env, SLEEVE_UPSTREAM_URL: 'ftp://archive.org/download', SLEEVE_UPSTREAM_CONCURRENCY: '0', SLEEVE_UPSTREAM_TIMEOUT_MS: 'soon', SLEEVE_UPSTREAM_MAX_BYTES: '-1', SLEEVE_UPSTREAM_REDIRECT_ALLOW_PRIVATE: 'yes please' },
         ['release', 'list'],
       );
       assert.equal(r.code, 2, r.stderr);
@@ -509,6 +532,7 @@ describe('pull-through settings', () => {
       assert.match(r.stderr, /SLEEVE_UPSTREAM_CONCURRENCY="0": must be a whole number from 1 to 1024/);
       assert.match(r.stderr, /SLEEVE_UPSTREAM_TIMEOUT_MS="soon": must be a whole number/);
       assert.match(r.stderr, /SLEEVE_UPSTREAM_MAX_BYTES="-1": must be a whole number/);
+      assert.match(r.stderr, /SLEEVE_UPSTREAM_REDIRECT_ALLOW_PRIVATE="yes please": must be on or off/);
     } finally {
       await t.cleanup();
     }
@@ -547,7 +571,6 @@ describe(`pull-through: the upstream's redirects (${DIALECT})`, () => {
   });
 
   after(async () => {
-    redirectAddresses.allowed = isPublicAddress;
     await s?.server.close();
     await up?.close();
     inner?.closeAllConnections();
@@ -597,19 +620,31 @@ describe(`pull-through: the upstream's redirects (${DIALECT})`, () => {
     assert.deepEqual(await readFile(stored(orig(R3, FAULT.cutImage))), jpeg);
   });
 
-  it('follows a redirect to another host when it resolves to addresses the check allows (archive.org to its storage nodes)', async () => {
-    // The test's "storage node" is on loopback: the check is told to allow loopback (a test seam; public addresses only otherwise).
-    redirectAddresses.allowed = (address) => address === '127.0.0.1' || address === '::1';
+  it('follows a redirect to another host on a private network when the operator allows it (a mirror beside its storage nodes)', async () => {
+    // The test's "storage node" is on loopback, as a private mirror's may be on 10.0.0.0/8.
+    const allowing = await startWith(t, { now: () => Date.now() }, { SLEEVE_UPSTREAM_REDIRECT_ALLOW_PRIVATE: 'on' });
     try {
-      redirect(FAULT.held, `http://localhost:${innerPort}/storage-node/x.jpg`);
-      const before = innerPaths.length;
-      const res = await fetch(`${s.base}/download/${orig(R3, FAULT.held)}`);
-      assert.equal(res.status, 200, await res.clone().text());
-      assert.deepEqual(Buffer.from(await res.arrayBuffer()), jpeg);
-      assert.deepEqual(innerPaths.slice(before), ['/storage-node/x.jpg']);
-      assert.deepEqual(await readFile(stored(orig(R3, FAULT.held))), jpeg);
+      for (const [id, target] of [
+        [FAULT.held, `http://localhost:${innerPort}/storage-node/x.jpg`],
+        [FAULT.slowBody, `http://127.0.0.1:${innerPort}/storage-node/y.jpg`],
+      ] as const) {
+        redirect(id, target);
+        const before = innerPaths.length;
+        const res = await fetch(`${allowing.base}/download/${orig(R3, id)}`);
+        assert.equal(res.status, 200, await res.clone().text());
+        assert.deepEqual(Buffer.from(await res.arrayBuffer()), jpeg);
+        assert.deepEqual(innerPaths.slice(before), [new URL(target).pathname]);
+        assert.deepEqual(await readFile(stored(orig(R3, id))), jpeg);
+      }
+      // Only the addresses are let through: the scheme rule still holds.
+      const png = orig(R3, FAULT.otherFormat, 'png');
+      up.put(png, jpeg);
+      up.fault(png, { kind: 'redirect', location: 'ftp://127.0.0.1/x.png' });
+      const ftp = await fetch(`${allowing.base}/download/${png}`);
+      assert.equal(ftp.status, 502);
+      assert.match(await ftp.text(), /a redirect to ftp: \(only https and http are followed off the configured upstream\)/);
     } finally {
-      redirectAddresses.allowed = isPublicAddress;
+      await allowing.server.close();
     }
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { discard, RedirectRefused, upstreamGet } from '../../src/cover-art/upstream-http.js';
+import { discard, RedirectRefused, upstreamGet } from '../../src/cover-art/upstream/upstream-http.js';
 
 /*
  * The upstream GETs of the pull-through and the bulk mirror (node:http with keep-alive):

@@ -1,37 +1,13 @@
 /*
- * The SQLite connection taken in turns (src/db/connect.ts): one holder at a time, waiters
- * served in the order they asked, and statements and transactions that overlap on the one
- * connection still each see their own work.
+ * The SQLite connection taken in turns (src/db/connect.ts), through the database handle: one
+ * transaction at a time, waiters served in the order they asked, and statements and
+ * transactions that overlap on the one connection still each see their own work.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { openDatabase, Turns, type DatabaseHandle } from '../../src/db/connect.js';
+import { openDatabase, type DatabaseHandle } from '../../src/db/connect.js';
 import { makeTestEnv, type TestEnv } from '../helpers/env.js';
-
-describe('Turns', () => {
-  it('hands the lock to one waiter at each pass, in the order they asked', async () => {
-    const turns = new Turns();
-    const order: number[] = [];
-    await turns.take();
-    const waiters = [1, 2, 3].map((n) => turns.take().then(() => order.push(n)));
-    await Promise.resolve();
-    assert.deepEqual(order, [], 'nobody gets a held lock');
-    turns.pass();
-    await waiters[0];
-    await Promise.resolve();
-    assert.deepEqual(order, [1], 'one pass, one waiter');
-    turns.pass();
-    turns.pass();
-    await Promise.all(waiters);
-    assert.deepEqual(order, [1, 2, 3]);
-    turns.pass();
-    // Free again: taken at once.
-    let taken = false;
-    await turns.take().then(() => (taken = true));
-    assert.equal(taken, true);
-  });
-});
 
 describe('SQLite connection in turns', () => {
   let t: TestEnv;
@@ -46,6 +22,34 @@ describe('SQLite connection in turns', () => {
   after(async () => {
     await h?.close();
     await t?.cleanup();
+  });
+
+  it('gives the connection to one transaction at a time, the waiting ones in the order they asked', async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let started!: () => void;
+    const holding = new Promise<void>((resolve) => (started = resolve));
+    const first = h.db.transaction().execute(async (trx) => {
+      await sql`insert into turn_probe (id, v) values (1000, 0)`.execute(trx);
+      started();
+      await held;
+      order.push('first');
+    });
+    await holding;
+    const waiters = ['a', 'b', 'c'].map((name, i) =>
+      h.db.transaction().execute(async (trx) => {
+        order.push(name);
+        await sql`insert into turn_probe (id, v) values (${1001 + i}, ${i})`.execute(trx);
+      }),
+    );
+    // However long the first holds it (a few turns of the event loop here), nobody else gets the connection.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(order, [], 'nobody gets a held connection');
+    release();
+    await Promise.all([first, ...waiters]);
+    assert.deepEqual(order, ['first', 'a', 'b', 'c']);
+    await sql`delete from turn_probe where id >= 1000`.execute(h.db);
   });
 
   it('runs many concurrent statements and transactions, none inside another transaction', async () => {

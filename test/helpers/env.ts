@@ -10,7 +10,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { openDatabase } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrator.js';
-import { serve, type Server } from '../../src/serve.js';
+import type { Server } from '../../src/serve.js';
 import type { Clock } from '../../src/shared/clock.js';
 
 /** The build output these tests were compiled into (dist/ or another --outDir), and the repository root. */
@@ -51,6 +51,9 @@ export async function makeTestEnv(extra: Record<string, string> = {}, options: {
     SLEEVE_AUTH_LISTEN: '127.0.0.1:0',
     // A free port each: the default (127.0.0.1:9464) would collide between test servers running side by side.
     SLEEVE_METRICS_LISTEN: '127.0.0.1:0',
+    // scrypt at 2^10 (1 MiB, a few ms a hash) instead of 2^15: passwords are made and checked
+    // hundreds of times in a pass. Tests about the hashing's cost give the default back (15).
+    SLEEVE_PASSWORD_HASH_COST: '10',
   };
   let dropDb = async () => {};
   if (DIALECT === 'postgres') {
@@ -160,6 +163,9 @@ export async function startServer(t: TestEnv, extra: Record<string, string> = {}
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   Object.assign(t.env, { SLEEVE_COVERART_LISTEN: `127.0.0.1:${port}`, SLEEVE_BASE_URL: base, ...extra });
+  // Loaded here, not at the top: most test files start sleeve as a process of its own, and loading
+  // the server's modules costs each file half a second of CPU.
+  const { serve } = await import('../../src/serve.js');
   const server = await serve(loadConfig(t.env), { only: 'coverart', clock });
   return { server, base };
 }

@@ -28,7 +28,7 @@ export interface PrivateRedis {
   destroy(): Promise<void>;
 }
 
-/** Sends one inline command and returns the first reply line(s) received. */
+/** Sends one inline command and returns its reply (a bulk reply whole, else the first line(s) received). */
 function ask(port: number, line: string, timeoutMs = 1000): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
@@ -40,7 +40,10 @@ function ask(port: number, line: string, timeoutMs = 1000): Promise<string> {
     socket.on('connect', () => socket.write(`${line}\r\n`));
     socket.on('data', (c: Buffer) => {
       out += c.toString();
-      if (out.endsWith('\r\n')) {
+      // A bulk reply ($length, then that many bytes) may come in several pieces.
+      const bulk = /^\$(\d+)\r\n/.exec(out);
+      const whole = bulk === null ? out.endsWith('\r\n') : Buffer.byteLength(out) >= bulk[0].length + Number(bulk[1]) + 2;
+      if (whole) {
         clearTimeout(timer);
         socket.end();
         resolve(out);

@@ -1,13 +1,28 @@
 /*
- * The COPY text format parser against PostgreSQL's rules (sql-copy, "Text Format"),
- * and the progress output. Pure functions: unit tests.
+ * The COPY text format parser against PostgreSQL's rules (sql-copy, "Text Format"), through
+ * parseRow, what the import reads each line with; and the progress output. Pure functions:
+ * unit tests.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { convertField, parseRow, parseTimestamp, RowError, splitFields, unescapeText, type Column } from '../../src/import/copy-text.js';
+import { parseRow, RowError, type Column } from '../../src/import/copy-text.js';
 import { plainReporter, ttyReporter } from '../../src/import/progress.js';
 
 const text: Column = { name: 'name', type: 'text', nullable: false };
+
+/** A line of one column `col`, read as the import reads it: the value. */
+function value(raw: string, col: Column = text): string | number | null | undefined {
+  const out: (string | number | null)[] = [];
+  parseRow(raw, [col], out);
+  return out[0];
+}
+
+/** A line of `n` nullable text columns, read as the import reads it: its raw fields. */
+function fields(line: string, n: number): string[] {
+  return parseRow(line, Array.from({ length: n }, (_, i) => ({ name: `c${i}`, type: 'text', nullable: true }) as Column), []);
+}
+
+const timestamp: Column = { name: 'at', type: 'timestamptz', nullable: false };
 
 describe('COPY text format', () => {
   it('unescapes as PostgreSQL does', () => {
@@ -27,48 +42,50 @@ describe('COPY text format', () => {
       // Octal values wrap at a byte, as PostgreSQL's & 0377.
       ['\\501', 'A'],
     ];
-    for (const [raw, want] of cases) assert.equal(unescapeText(raw), want, raw);
+    for (const [raw, want] of cases) assert.equal(value(raw), want, raw);
   });
 
   it('refuses escapes PostgreSQL refuses', () => {
-    assert.throws(() => unescapeText('bad \\377'), /not UTF-8/);
-    assert.throws(() => unescapeText('\\xc3'), /not UTF-8/);
-    assert.throws(() => unescapeText('nul \\0 here'), /zero byte/);
-    assert.throws(() => unescapeText('end\\'), /backslash ends the line/);
+    assert.throws(() => value('bad \\377'), /not UTF-8/);
+    assert.throws(() => value('\\xc3'), /not UTF-8/);
+    assert.throws(() => value('nul \\0 here'), /zero byte/);
+    assert.throws(() => value('end\\'), /backslash ends the line/);
   });
 
   it('splits on tabs that are not escaped', () => {
-    assert.deepEqual(splitFields('a\tb\t\\N\t'), ['a', 'b', '\\N', '']);
-    assert.deepEqual(splitFields('a\\\tb\tc'), ['a\\\tb', 'c']);
-    assert.deepEqual(splitFields('a\\\\\tb'), ['a\\\\', 'b']);
-    assert.equal(unescapeText(splitFields('x\\\ty\tz')[0] as string), 'x\ty');
+    assert.deepEqual(fields('a\tb\t\\N\t', 4), ['a', 'b', '\\N', '']);
+    assert.deepEqual(fields('a\\\tb\tc', 2), ['a\\\tb', 'c']);
+    assert.deepEqual(fields('a\\\\\tb', 2), ['a\\\\', 'b']);
+    const out: (string | number | null)[] = [];
+    parseRow('x\\\ty\tz', [text, text], out);
+    assert.deepEqual(out, ['x\ty', 'z']);
   });
 
   it('converts each column type and checks it', () => {
-    assert.equal(convertField('\\N', { name: 'c', type: 'int', nullable: true }), null);
-    assert.throws(() => convertField('\\N', { name: 'c', type: 'int', nullable: false }), /column c is NULL/);
-    assert.equal(convertField('-2147483648', { name: 'c', type: 'int', nullable: false }), -2147483648);
-    assert.throws(() => convertField('2147483648', { name: 'c', type: 'int', nullable: false }), /not an integer/);
-    assert.throws(() => convertField('1.5', { name: 'c', type: 'int', nullable: false }), /not an integer/);
-    assert.throws(() => convertField('', { name: 'c', type: 'int', nullable: false }), /not an integer/);
-    assert.throws(() => convertField('40000', { name: 'c', type: 'smallint', nullable: false }), /not a smallint/);
-    assert.equal(convertField('38000000000', { name: 'c', type: 'bigint', nullable: false }), 38000000000);
-    assert.throws(() => convertField('0', { name: 'c', type: 'int', nullable: false, check: 'positive' }), /greater than 0/);
-    assert.throws(() => convertField('-1', { name: 'c', type: 'int', nullable: false, check: 'non-negative' }), /not be negative/);
-    assert.equal(convertField('76DF3287-6CDA-33EB-8E9A-044B5E15FFDD', { name: 'g', type: 'uuid', nullable: false }), '76df3287-6cda-33eb-8e9a-044b5e15ffdd');
-    assert.throws(() => convertField('76df3287-6cda-33eb-8e9a-044b5e15ffd', { name: 'g', type: 'uuid', nullable: false }), /not a UUID/);
-    assert.equal(convertField('a\\tb', text), 'a\tb');
+    assert.equal(value('\\N', { name: 'c', type: 'int', nullable: true }), null);
+    assert.throws(() => value('\\N', { name: 'c', type: 'int', nullable: false }), /column c is NULL/);
+    assert.equal(value('-2147483648', { name: 'c', type: 'int', nullable: false }), -2147483648);
+    assert.throws(() => value('2147483648', { name: 'c', type: 'int', nullable: false }), /not an integer/);
+    assert.throws(() => value('1.5', { name: 'c', type: 'int', nullable: false }), /not an integer/);
+    assert.throws(() => value('', { name: 'c', type: 'int', nullable: false }), /not an integer/);
+    assert.throws(() => value('40000', { name: 'c', type: 'smallint', nullable: false }), /not a smallint/);
+    assert.equal(value('38000000000', { name: 'c', type: 'bigint', nullable: false }), 38000000000);
+    assert.throws(() => value('0', { name: 'c', type: 'int', nullable: false, check: 'positive' }), /greater than 0/);
+    assert.throws(() => value('-1', { name: 'c', type: 'int', nullable: false, check: 'non-negative' }), /not be negative/);
+    assert.equal(value('76DF3287-6CDA-33EB-8E9A-044B5E15FFDD', { name: 'g', type: 'uuid', nullable: false }), '76df3287-6cda-33eb-8e9a-044b5e15ffdd');
+    assert.throws(() => value('76df3287-6cda-33eb-8e9a-044b5e15ffd', { name: 'g', type: 'uuid', nullable: false }), /not a UUID/);
+    assert.equal(value('a\\tb', text), 'a\tb');
   });
 
   it('reads PostgreSQL timestamps to epoch milliseconds', () => {
-    assert.equal(parseTimestamp('2012-01-26 00:54:05.519372+00'), Date.UTC(2012, 0, 26, 0, 54, 5, 519));
-    assert.equal(parseTimestamp('2012-01-26 00:54:05+00'), Date.UTC(2012, 0, 26, 0, 54, 5));
-    assert.equal(parseTimestamp('2012-01-26 02:54:05.5+02'), Date.UTC(2012, 0, 26, 0, 54, 5, 500));
-    assert.equal(parseTimestamp('2012-01-26 00:24:05-00:30'), Date.UTC(2012, 0, 26, 0, 54, 5));
-    assert.equal(parseTimestamp('1900-01-01 00:00:00+00:53:28'), Date.UTC(1899, 11, 31, 23, 6, 32));
-    assert.equal(parseTimestamp('2024-02-29 24:00:00+00'), Date.UTC(2024, 2, 1));
+    assert.equal(value('2012-01-26 00:54:05.519372+00', timestamp), Date.UTC(2012, 0, 26, 0, 54, 5, 519));
+    assert.equal(value('2012-01-26 00:54:05+00', timestamp), Date.UTC(2012, 0, 26, 0, 54, 5));
+    assert.equal(value('2012-01-26 02:54:05.5+02', timestamp), Date.UTC(2012, 0, 26, 0, 54, 5, 500));
+    assert.equal(value('2012-01-26 00:24:05-00:30', timestamp), Date.UTC(2012, 0, 26, 0, 54, 5));
+    assert.equal(value('1900-01-01 00:00:00+00:53:28', timestamp), Date.UTC(1899, 11, 31, 23, 6, 32));
+    assert.equal(value('2024-02-29 24:00:00+00', timestamp), Date.UTC(2024, 2, 1));
     for (const bad of ['2023-02-29 00:00:00+00', '2012-13-01 00:00:00+00', '2012-01-26', 'infinity', '2012-01-26 00:54:05+00 BC', '2012-01-26 24:00:01+00']) {
-      assert.equal(parseTimestamp(bad), undefined, bad);
+      assert.throws(() => value(bad, timestamp), /not a timestamp/, bad);
     }
   });
 

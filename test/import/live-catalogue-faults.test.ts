@@ -2,16 +2,21 @@
  * The mirror's live database away (docs/mirror-database.md, "Faults"): not there at start (sleeve starts; the catalogue answers 503 with Retry-After and
  * /readyz says why, until the database is read once, without a restart), and lost later
  * (the catalogue answers from its last state, /readyz says degraded, changes are followed
- * again once it is back).
+ * again once it is back). A mirror without the Event Art Archive: its releases are followed,
+ * the missing archive said once, its events followed once the archive is there.
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
-import { ADMIN, createMirror, mirrorName, mirrorUrl, type MirrorDb } from '../helpers/musicbrainz-db.js';
+import { loadConfig } from '../../src/config/load.js';
+import { serve } from '../../src/serve.js';
+import { DIALECT, freePort, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { ADMIN, createMirror, EVENT_ART_ARCHIVE_DDL, mirrorName, mirrorUrl, type MirrorDb } from '../helpers/musicbrainz-db.js';
 import { waitFor } from '../helpers/wait.js';
-import { IMAGES, R, writeFixture } from './fixture.js';
+import { E, EVENT_IMAGES, IMAGES, R, writeFixture } from './fixture.js';
+import { query } from './support.js';
 
 
 const SEEN_MS = 20_000;
@@ -55,6 +60,7 @@ describe(`the mirror's live database away (${DIALECT})`, () => {
     assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
     const group = await fetch(`${s.base}/release-group/${R.one}/`, { redirect: 'manual' });
     assert.equal(group.status, 503);
+    assert.equal((await fetch(`${s.base}/event/${R.one}/`, { redirect: 'manual' })).status, 503);
     const r = await readyz(s.base);
     assert.equal(r.status, 503);
     assert.equal(r.body.checks.catalogue, 'failing');
@@ -91,5 +97,68 @@ describe(`the mirror's live database away (${DIALECT})`, () => {
       return res.status === 200 && (await res.text()).includes('back again');
     }, { timeoutMs: SEEN_MS, what: 'the change made after the database came back' });
     assert.equal((await readyz(s.base)).body.status, 'ok');
+  });
+});
+
+describe(`the mirror's live database without the Event Art Archive (${DIALECT})`, () => {
+  let t: TestEnv;
+  let s: RunningServer;
+  let mirror: MirrorDb;
+  const logs: string[] = [];
+  const missing = (line: string) => line.includes('Event Art Archive sleeve can read');
+
+  before(async () => {
+    t = await makeTestEnv({ SLEEVE_LOG_LEVEL: 'info' });
+    // The dump has the events of musicbrainz.event; the mirror has no event_art_archive schema at all.
+    mirror = await createMirror(await writeFixture(path.join(t.dir, 'dump'), { events: true }), undefined, { eventArtArchive: false });
+    Object.assign(t.env, { SLEEVE_MUSICBRAINZ_DATABASE_URL: mirror.url, SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS: '50' });
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    Object.assign(t.env, { SLEEVE_COVERART_LISTEN: `127.0.0.1:${port}`, SLEEVE_BASE_URL: base });
+    const stream = new PassThrough();
+    stream.on('data', (c: Buffer) => logs.push(...c.toString('utf8').split('\n').filter((l) => l !== '')));
+    s = { server: await serve(loadConfig(t.env), { only: 'coverart', logStream: stream }), base };
+    await waitFor(async () => (await readyz(s.base)).status === 200, { timeoutMs: SEEN_MS, what: 'ready' });
+  });
+
+  after(async () => {
+    await s?.server.close();
+    await mirror?.drop();
+    await t?.cleanup();
+  });
+
+  it('follows the releases, says once why not the events, and has no events', async () => {
+    assert.equal((await fetch(`${s.base}/release/${R.one}/front`, { redirect: 'manual' })).status, 307);
+    // Releases are followed: a change is seen (so passes ran after the first whole read).
+    await mirror.apply(`UPDATE cover_art_archive.cover_art SET comment = 'no events here' WHERE id = ${IMAGES.r4Front}`);
+    await waitFor(async () => (await (await fetch(`${s.base}/release/${R.four}/`, { headers: { accept: 'application/json' } })).text()).includes('no events here'), {
+      timeoutMs: SEEN_MS,
+      what: 'the release change',
+    });
+    assert.equal((await fetch(`${s.base}/event/${E.one}/front`, { redirect: 'manual' })).status, 404);
+    assert.deepEqual(await query(t, 'SELECT id FROM event'), [], 'no event was taken from musicbrainz.event alone');
+    const said = logs.filter(missing);
+    assert.equal(said.length, 1, said.join('\n'));
+    assert.match(said[0] as string, /event_art_archive\.event_art, event_art_archive\.event_art_type, event_art_archive\.art_type not in the mirror's database/);
+  });
+
+  it('follows the events once the archive is there, without a restart', async () => {
+    // The archive's schema made and loaded later (in one transaction, as a restore would be).
+    await mirror.apply(
+      EVENT_ART_ARCHIVE_DDL,
+      `INSERT INTO event_art_archive.art_type VALUES (1, 'Poster', NULL, 0, NULL, '1e6f9a0b-6a2d-3f5e-9d6c-0b1a2c3d4e5f')`,
+      `INSERT INTO event_art_archive.event_art VALUES (${EVENT_IMAGES.e1Poster}, 1, '', 602, 1, now(), 0, 'image/png', NULL, NULL, NULL, NULL)`,
+      `INSERT INTO event_art_archive.event_art_type VALUES (${EVENT_IMAGES.e1Poster}, 1)`,
+    );
+    const front = await waitFor(async () => {
+      const res = await fetch(`${s.base}/event/${E.one}/front`, { redirect: 'manual' });
+      return res.status === 307 ? res.headers.get('location') : undefined;
+    }, { timeoutMs: SEEN_MS, what: 'the event followed' });
+    assert.match(front ?? '', new RegExp(`mbid-${E.one}-${EVENT_IMAGES.e1Poster}\\.png$`));
+    // Every event of musicbrainz.event, its merged MBID too.
+    assert.equal((await fetch(`${s.base}/event/${E.oldOne}/front`, { redirect: 'manual' })).status, 307);
+    assert.equal((await query(t, 'SELECT id FROM event')).length, 3);
+    assert.ok(logs.some((l) => l.includes("the mirror's Event Art Archive can be read now")));
+    assert.equal(logs.filter(missing).length, 1);
   });
 });

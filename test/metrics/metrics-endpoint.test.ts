@@ -13,7 +13,6 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
-import { COVER_ART_ROUTES } from '../../src/cover-art/route-label.js';
 import { serve } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
@@ -22,7 +21,7 @@ import { makeJpeg } from '../helpers/images.js';
 import { spawnCli } from '../cover-art/cli-support.js';
 import { generateDump } from '../../datagen/mbdump.js';
 import { redisUnavailable, startRedis, type PrivateRedis } from '../helpers/redis.js';
-import { countOf, scrape, startLoggedServer, valueOf, type LoggedServer, type Scrape } from './support.js';
+import { COVER_ART_ROUTES, countOf, scrape, startLoggedServer, valueOf, type LoggedServer, type Scrape } from './support.js';
 
 const R = '3e7a0000-0000-4000-8000-000000000001';
 const G = '3e7a0000-0000-4000-8000-0000000000aa';

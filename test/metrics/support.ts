@@ -23,6 +23,21 @@ export interface Scrape {
   help: Map<string, string>;
 }
 
+/** The cover art listener's route labels (docs/observability.md, `sleeve_http_requests_total`), and `other`. */
+export const COVER_ART_ROUTES: readonly string[] = [
+  '/',
+  '/robots.txt',
+  '/api',
+  '/release/:mbid/',
+  '/release/:mbid/:image',
+  '/release-group/:mbid/',
+  '/release-group/:mbid/:image',
+  '/download/*',
+  '/healthz',
+  '/readyz',
+  'other',
+];
+
 const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
 const SAMPLE = new RegExp(`^(${NAME})(?:\\{(.*)\\})? (\\S+)(?: -?\\d+)?$`);
 const LABEL = /\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*(,|$)/y;

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { link, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { FsObjectStore, type ObjectStore } from '../../src/storage/index.js';
-import { base36 } from '../../src/storage/fs-store.js';
+import { FsObjectStore, type FastReads, type ObjectStore } from '../../src/storage/index.js';
 import { readAll, runObjectStoreContract } from './object-store.contract.js';
 
 const dirs: string[] = [];
@@ -33,18 +32,42 @@ async function allFiles(dir: string): Promise<string[]> {
     .sort();
 }
 
+/** The store's read on the calling thread (FastReads), which a store reading on this thread has. */
+function readNow(store: FsObjectStore, key: string): ReturnType<FastReads['readNow']> {
+  assert.ok(store.fastReads !== undefined, 'reads on the calling thread');
+  return store.fastReads.readNow(key);
+}
+
 /** How many file descriptors this process holds. */
 function openFds(): number {
   return readdirSync('/dev/fd').length;
 }
 
 describe("FsObjectStore's ETags", () => {
-  it('writes whole numbers up to 2^53 in base 36 as toString(36) does', () => {
-    const edges = [0, 1, 35, 36, 36 ** 4 - 1, 36 ** 4, 36 ** 5 - 1, 36 ** 5, 36 ** 5 + 1, 2 ** 30 - 1, 2 ** 30, 2 ** 31, 2 ** 32 + 7, 36 ** 10, 36 ** 10 - 1, 2 ** 53 - 1, 2 ** 53];
-    // Microsecond file times (~1.7e15 in 2026), and a spread over every size of number.
-    const times = Array.from({ length: 2000 }, (_, i) => 1_764_936_000_000_000 + i * 7_919_003);
-    const spread = Array.from({ length: 2000 }, (_, i) => Math.floor(2 ** ((i % 53) + (i / 2000))));
-    for (const n of [...edges, ...times, ...spread]) assert.equal(base36(n), n.toString(36), String(n));
+  it('writes any modification time in its tag as toString(36) does: 1970 to 2255, whole microseconds up to 2^53', async () => {
+    const store = new FsObjectStore(path.join(await tempDir(), 'files'));
+    await store.put('a/time.jpg', Buffer.from('a file whose time changes'));
+    const file = path.join(store.root, 'a/time.jpg');
+    // The edges of the tag's base 36 (two numbers under 2^30, the low one five digits), microsecond
+    // file times around now (~1.7e15 in 2026), and a spread over every size of number.
+    const edges = [0, 1, 35, 36, 36 ** 4 - 1, 36 ** 4, 36 ** 5 - 1, 36 ** 5, 36 ** 5 + 1, 2 ** 30 - 1, 2 ** 30, 2 ** 31, 2 ** 32 + 7, 36 ** 10, 36 ** 10 - 1, 2 ** 53 - 2 ** 12];
+    const times = Array.from({ length: 200 }, (_, i) => 1_764_936_000_000_000 + i * 7_919_003);
+    const spread = Array.from({ length: 300 }, (_, i) => Math.floor(2 ** ((i % 53) + i / 300)));
+    const seen = { small: 0, padded: 0, unpadded: 0, largest: 0 };
+    for (const us of [...edges, ...times, ...spread]) {
+      await utimes(file, 0, us / 1e6);
+      const st = statSync(file);
+      // The time the file system kept (exact to the microsecond below ~2^33 s; the tag's number either way).
+      const n = Math.round(st.mtimeMs * 1000);
+      assert.equal((await store.head('a/time.jpg'))?.etag, `"${st.ino.toString(36)}-${st.size.toString(36)}-${n.toString(36)}"`, String(n));
+      if (n < 2 ** 30) seen.small++;
+      else if (n % 36 ** 5 < 36 ** 4) seen.padded++;
+      else seen.unpadded++;
+      seen.largest = Math.max(seen.largest, n);
+    }
+    // Every way of writing a number was taken: one part, two parts whose low one needs leading zeros, two without.
+    assert.ok(seen.small > 10 && seen.padded > 5 && seen.unpadded > 100, JSON.stringify(seen));
+    assert.ok(seen.largest > 2 ** 52, JSON.stringify(seen));
   });
 
   it("tags a file with its inode, size and modification time in microseconds, base 36", async () => {
@@ -53,11 +76,11 @@ describe("FsObjectStore's ETags", () => {
     const st = statSync(path.join(store.root, 'a/b.jpg'));
     const info = await store.head('a/b.jpg');
     assert.equal(info?.etag, `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.round(st.mtimeMs * 1000).toString(36)}"`);
-    assert.equal(store.readSync('a/b.jpg', 1024)?.info.etag, info?.etag);
+    assert.equal(store.fastReads?.readNow('a/b.jpg')?.info.etag, info?.etag);
   });
 });
 
-describe("FsObjectStore's memo of unchanging files (readSync)", () => {
+describe("FsObjectStore's memo of unchanging files (fastReads)", () => {
   const key = 'mbid-m/mbid-m-1_thumb250.jpg';
   let kept = 0;
   /**
@@ -79,8 +102,8 @@ describe("FsObjectStore's memo of unchanging files (readSync)", () => {
   it('reads a remembered file again with the same bytes, size, ETag and Last-Modified', async () => {
     const store = new FsObjectStore(path.join(await tempDir(), 'files'));
     await store.put(key, Buffer.from('first bytes'));
-    const first = store.readSync(key, 1024, undefined, true);
-    const again = store.readSync(key, 1024, (n) => Buffer.alloc(n), true);
+    const first = readNow(store, key);
+    const again = store.fastReads?.readNow(key, { lend: (n) => Buffer.alloc(n) });
     assert.equal(first?.bytes?.toString(), 'first bytes');
     assert.equal(again?.bytes?.toString(), 'first bytes');
     assert.deepEqual(again?.info, first?.info);
@@ -91,65 +114,72 @@ describe("FsObjectStore's memo of unchanging files (readSync)", () => {
   it('trusts a remembered file of the same size (an unchanging key is never rewritten), and only an unchanging one', async () => {
     const store = new FsObjectStore(path.join(await tempDir(), 'files'));
     await store.put(key, Buffer.from('aaaa'));
-    const tag = store.readSync(key, 1024, undefined, true)?.info.etag;
+    const tag = readNow(store, key)?.info.etag;
     await replaceOutside(store, Buffer.from('bbbb'));
     // No fstat: the remembered tag, the file's bytes.
-    const read = store.readSync(key, 1024, undefined, true);
+    const read = readNow(store, key);
     assert.equal(read?.info.etag, tag);
     assert.equal(read?.bytes?.toString(), 'bbbb');
-    // A read that does not say the key is unchanging describes the file afresh.
-    assert.equal(store.readSync(key, 1024)?.info.etag, statTag(store));
     assert.notEqual(statTag(store), tag);
+    // index.json changes: each read describes it afresh.
+    const index = 'mbid-m/index.json';
+    await store.put(index, Buffer.from('[1]'));
+    const before = readNow(store, index)?.info.etag;
+    await writeFile(path.join(store.root, `${index}.new`), '[2]');
+    await rename(path.join(store.root, `${index}.new`), path.join(store.root, index));
+    const after = readNow(store, index);
+    assert.equal(after?.bytes?.toString(), '[2]');
+    assert.notEqual(after?.info.etag, before);
   });
 
   it('describes afresh a remembered file that is now longer, shorter, gone or a folder', async () => {
     const store = new FsObjectStore(path.join(await tempDir(), 'files'));
     await store.put(key, Buffer.from('12345'));
-    store.readSync(key, 1024, undefined, true);
+    readNow(store, key);
     for (const bytes of ['123456', '1234', '']) {
       await replaceOutside(store, Buffer.from(bytes));
-      const read = store.readSync(key, 1024, undefined, true);
+      const read = readNow(store, key);
       assert.equal(read?.bytes?.toString(), bytes);
       assert.equal(read?.info.size, bytes.length);
       assert.equal(read?.info.etag, statTag(store));
     }
     await rm(path.join(store.root, key));
-    assert.equal(store.readSync(key, 1024, undefined, true), undefined);
+    assert.equal(readNow(store, key), undefined);
     await mkdir(path.join(store.root, key));
-    assert.equal(store.readSync(key, 1024, undefined, true), undefined);
+    assert.equal(readNow(store, key), undefined);
     await rm(path.join(store.root, key), { recursive: true });
     await writeFile(path.join(store.root, key), 'back');
-    assert.equal(store.readSync(key, 1024, undefined, true)?.info.etag, statTag(store));
+    assert.equal(readNow(store, key)?.info.etag, statTag(store));
   });
 
   it("forgets a file the store itself writes, moves or removes, even at the same size", async () => {
     const store = new FsObjectStore(path.join(await tempDir(), 'files'));
     const remembered = async (): Promise<void> => {
-      store.readSync(key, 1024, undefined, true);
+      readNow(store, key);
       await replaceOutside(store, Buffer.from('zzzz'));
     };
     await store.put(key, Buffer.from('aaaa'));
     await remembered();
     await store.put(key, Buffer.from('cccc'));
-    assert.equal(store.readSync(key, 1024, undefined, true)?.info.etag, statTag(store));
+    assert.equal(readNow(store, key)?.info.etag, statTag(store));
 
     await remembered();
     await store.put('mbid-m/other.jpg', Buffer.from('dddd'));
     assert.equal(await store.move('mbid-m/other.jpg', key), true);
-    const moved = store.readSync(key, 1024, undefined, true);
+    const moved = readNow(store, key);
     assert.equal(moved?.bytes?.toString(), 'dddd');
     assert.equal(moved?.info.etag, statTag(store));
 
     await remembered();
     await store.delete(key);
     await writeFile(path.join(store.root, key), 'eeee');
-    assert.equal(store.readSync(key, 1024, undefined, true)?.info.etag, statTag(store));
+    assert.equal(readNow(store, key)?.info.etag, statTag(store));
 
     await remembered();
-    await store.removeFolder?.('mbid-m');
+    await store.removeFolder('mbid-m');
     await mkdir(path.join(store.root, 'mbid-m'));
     await writeFile(path.join(store.root, key), 'ffff');
-    assert.equal(store.readSync(key, 1024, undefined, true)?.info.etag, statTag(store));
+    assert.equal(readNow(store, key)?.info.etag, statTag(store));
   });
 
   it('never pairs a file the store writes with the tag of the one it replaced, when read while the write is under way', async () => {
@@ -159,7 +189,7 @@ describe("FsObjectStore's memo of unchanging files (readSync)", () => {
     const seen: [string, string][] = [];
     let reading = true;
     const read = (): void => {
-      const got = store.readSync(key, 1024, undefined, true);
+      const got = readNow(store, key);
       if (got?.bytes !== undefined) seen.push([got.bytes.toString(), got.info.etag]);
       if (reading) setImmediate(read);
     };
@@ -179,9 +209,9 @@ describe("FsObjectStore's memo of unchanging files (readSync)", () => {
     const store = new FsObjectStore(path.join(await tempDir(), 'files'));
     const keys = Array.from({ length: 300 }, (_, i) => `mbid-k${i % 7}/mbid-k${i % 7}-${i}.jpg`);
     await Promise.all(keys.map((k, i) => store.put(k, Buffer.from(`file ${i}`.repeat(1 + (i % 5))))));
-    const tags = keys.map((k) => store.readSync(k, 1024, undefined, true)?.info.etag);
+    const tags = keys.map((k) => readNow(store, k)?.info.etag);
     for (const [i, k] of keys.entries()) {
-      const read = store.readSync(k, 1024, undefined, true);
+      const read = readNow(store, k);
       assert.equal(read?.bytes?.toString(), `file ${i}`.repeat(1 + (i % 5)));
       assert.equal(read?.info.etag, tags[i]);
     }
@@ -197,7 +227,7 @@ describe('FsObjectStore puts into one folder at once', () => {
     for (const [i, k] of keys.entries()) assert.equal((await store.read(k, 1024))?.bytes?.toString(), `bytes of ${i}`);
     assert.deepEqual(await store.list('mbid-x1/'), keys.filter((k) => k.startsWith('mbid-x1/')).sort());
     // Puts after the folder was removed make it again.
-    await store.removeFolder?.('mbid-x1');
+    await store.removeFolder('mbid-x1');
     await Promise.all([store.put('mbid-x1/again.jpg', Buffer.from('a')), store.put('mbid-x1/again2.jpg', Buffer.from('b'))]);
     assert.deepEqual(await store.list('mbid-x1/'), ['mbid-x1/again.jpg', 'mbid-x1/again2.jpg']);
   });
@@ -206,7 +236,7 @@ describe('FsObjectStore puts into one folder at once', () => {
     const root = path.join(await tempDir(), 'files');
     const [a, b] = [new FsObjectStore(root), new FsObjectStore(root)];
     const large = Buffer.alloc(300 * 1024, 7);
-    const puts = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? a : b).put(`mbid-y/f${i}.jpg`, i === 5 ? large : Buffer.from(`y${i}`), 'image/jpeg', { syncFolder: false, callingThread: true }));
+    const puts = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? a : b).batchPut(`mbid-y/f${i}.jpg`, i === 5 ? large : Buffer.from(`y${i}`), 'image/jpeg'));
     await Promise.all(puts);
     await a.syncFolder('mbid-y');
     for (let i = 0; i < 12; i++) assert.deepEqual((await a.read(`mbid-y/f${i}.jpg`, 1024 * 1024))?.bytes, i === 5 ? large : Buffer.from(`y${i}`));
@@ -222,8 +252,8 @@ describe('FsObjectStore puts into one folder at once', () => {
     for (const key of ['mbid-z/b.jpg', 'mbid-z/a.jpg', 'mbid-z/sub/c.jpg', 'mbid-zz/d.jpg']) await store.put(key, Buffer.from(key));
     const pooled = await store.list('mbid-z/');
     assert.deepEqual(pooled, ['mbid-z/a.jpg', 'mbid-z/b.jpg', 'mbid-z/sub/c.jpg']);
-    assert.deepEqual(await store.list('mbid-z/', { callingThread: true }), pooled);
-    assert.deepEqual(await store.list('mbid-none/', { callingThread: true }), []);
+    assert.deepEqual(await store.batchList('mbid-z/'), pooled);
+    assert.deepEqual(await store.batchList('mbid-none/'), []);
     await store.close();
   });
 });

@@ -284,7 +284,6 @@ export function runObjectStoreContract(name: string, makeStore: () => Promise<Ob
       });
 
       it('moves an object to another key, and says when there was none', async () => {
-        assert.ok(store.move, 'sleeve\'s stores move objects themselves (a rename, a server-side copy)');
         const bytes = randomBytes(2048);
         await store.put('uploads/7-ab/original.jpg', bytes, 'image/jpeg');
         assert.equal(await store.move('uploads/7-ab/original.jpg', 'mbid-c/mbid-c-7.jpg'), true);
@@ -294,6 +293,30 @@ export function runObjectStoreContract(name: string, makeStore: () => Promise<Ob
         assert.deepEqual(await readAll(got.body), bytes);
         assert.equal(await store.move('uploads/7-ab/original.jpg', 'mbid-c/mbid-c-7.jpg'), false);
         assert.deepEqual(await store.list('uploads/'), []);
+      });
+
+      it('removes a folder with all it holds, and nothing beside it', async () => {
+        await store.put('uploads/8-cd/original.jpg', Buffer.from('o'), 'image/jpeg');
+        await store.put('uploads/8-cd/thumb250.jpg', Buffer.from('t'), 'image/jpeg');
+        await store.put('uploads/8-cde/original.jpg', Buffer.from('n'), 'image/jpeg');
+        await store.removeFolder('uploads/8-cd');
+        assert.deepEqual(await store.list('uploads/'), ['uploads/8-cde/original.jpg']);
+        // A folder that is not there: nothing to do.
+        await store.removeFolder('uploads/9-ef');
+      });
+
+      it('makes a folder batch-put into durable where the store has batch writes, and sweeps what no writer left', async () => {
+        const batch = store.batchWrites;
+        if (batch === undefined) await store.put('mbid-d/mbid-d-1.jpg', Buffer.from('d'), 'image/jpeg');
+        else {
+          await batch.batchPut('mbid-d/mbid-d-1.jpg', Buffer.from('d'), 'image/jpeg');
+          await batch.syncFolder('mbid-d');
+          await batch.syncFolder('mbid-none');
+          assert.deepEqual(await batch.batchList('mbid-d/'), ['mbid-d/mbid-d-1.jpg']);
+        }
+        assert.deepEqual((await store.read('mbid-d/mbid-d-1.jpg', 1024))?.bytes, Buffer.from('d'));
+        assert.equal(await store.sweepTemporary(), 0);
+        assert.equal(await store.removeStrayTemporary('mbid-d'), 0);
       });
 
       it('follows puts and deletes', async () => {

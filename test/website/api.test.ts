@@ -24,6 +24,8 @@ const OTHER = '11111111-2222-4333-8444-555555555502';
 const GROUP = '11111111-2222-4333-8444-5555555555a1';
 const OTHER_GROUP = '11111111-2222-4333-8444-5555555555a2';
 const UNKNOWN = '11111111-2222-4333-8444-5555555555ff';
+const EVENT = '11111111-2222-4333-8444-5555555555e1';
+const OTHER_EVENT = '11111111-2222-4333-8444-5555555555e2';
 const MAX_BYTES = 300_000;
 
 describe(`the cover art write API (${DIALECT})`, () => {
@@ -63,6 +65,8 @@ describe(`the cover art write API (${DIALECT})`, () => {
     app = await addApp(t, 'alice', 'confidential', REDIRECT_URI, 'Tagger');
     await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
     await cliOk(t.env, ['release', 'add', OTHER, '--release-group', OTHER_GROUP]);
+    await cliOk(t.env, ['event', 'add', EVENT, '--name', 'A show']);
+    await cliOk(t.env, ['event', 'add', OTHER_EVENT]);
     alice = await signIn(site.web, 'alice');
     tok = await toolToken(site, alice, app, 'cover_art');
     [jpeg, png] = await Promise.all([makeJpeg(400, 400), makePng(300, 200)]);
@@ -285,6 +289,95 @@ describe(`the cover art write API (${DIALECT})`, () => {
     } finally {
       await other.stop();
     }
+  });
+
+  it("an event's images under /api/event-art/: tokens, add, edit, reorder, remove, each seen at once by /event/{mbid}/; refusals change nothing", async () => {
+    const ev = (p: string, event = EVENT) => `${site.web}/api/event-art/event/${event}${p}`;
+    const eventUpload = (parts: Parameters<typeof multipart>[0], headers: Record<string, string> = {}, event = EVENT) => {
+      const m = multipart(parts);
+      return call(ev('/images', event), { method: 'POST', headers: { ...auth(), 'content-type': m.type, ...headers }, body: m.body });
+    };
+    const eventListing = async () => {
+      const res = await call(ev('/images'), { headers: auth() });
+      assert.equal(res.status, 200, res.body);
+      return { body: res.json() as { event: string; images: { id: string; types: string[]; comment: string; front: boolean }[]; pending: unknown[] }, etag: String(res.headers.etag) };
+    };
+    /** The event's listing as the public Event Art Archive API serves it (its 307 followed), and what /front names. */
+    const published = async () => {
+      const first = await fetch(`${site.art}/event/${EVENT}/`, { redirect: 'manual', headers: { accept: 'application/json' } });
+      if (first.status === 404) return undefined;
+      const index = (await (await fetch(String(first.headers.get('location')))).json()) as { images: { id: string; comment: string }[] };
+      const front = await fetch(`${site.art}/event/${EVENT}/front`, { redirect: 'manual' });
+      return { ids: index.images.map((i) => i.id), comments: index.images.map((i) => i.comment), front: /-(\d+)\.\w+$/.exec(front.headers.get('location') ?? '')?.[1] ?? String(front.status) };
+    };
+
+    // The token rules are the release's.
+    assertError(await call(ev('/images')), 401, 'invalid_token');
+    assertError(await call(ev('/images'), { headers: auth(await toolToken(site, alice, app, 'profile')) }), 403, 'insufficient_scope', /cover_art/);
+    assertError(await call(`${site.web}/api/event-art/release/${RELEASE}/images`, { headers: auth() }), 404, 'not_found', /No such endpoint/);
+
+    const empty = await eventListing();
+    assert.deepEqual(empty.body, { event: `https://musicbrainz.org/event/${EVENT}`, images: [], pending: [] });
+    assert.equal(await published(), undefined, 'no art yet');
+
+    const first = await eventUpload([{ name: 'file', value: jpeg, filename: 'poster.jpg', type: 'image/jpeg' }, { name: 'types', value: 'poster' }, { name: 'comment', value: 'the poster' }, { name: 'edit_note', value: 'From the venue' }]);
+    assert.equal(first.status, 201, first.body);
+    const a = first.json();
+    assert.deepEqual([a.types, a.comment, a.front, a.approved, a.edit_note, 'back' in a], [['Poster'], 'the poster', true, true, 'From the venue', false]);
+    assert.equal(first.headers.location, ev(`/images/${a.id}`));
+    const { edit_note: _note, ...entry } = a;
+    assert.deepEqual((await call(String(first.headers.location), { headers: auth() })).json(), entry);
+    const second = await eventUpload([{ name: 'file', value: png, filename: 'stage.png', type: 'image/png' }]);
+    assert.equal(second.status, 201, second.body);
+    const b = second.json();
+    assert.deepEqual(await published(), { ids: [a.id, b.id], comments: ['the poster', ''], front: a.id });
+    // The addition is an edit of the event's, by the token's user, with its note.
+    const edit = await cliOk(t.env, ['--json', 'edit', 'show', String(a.edit)]);
+    assert.deepEqual([edit.kind, edit.event, edit.release, edit.image, edit.editor?.name, edit.edit_note], ['add', EVENT, null, a.id, 'alice', 'From the venue']);
+
+    // Refused as a release's are, each with its reason; nothing changes.
+    const start = await eventListing();
+    const put = (json: unknown, headers: Record<string, string> = {}) => call(ev('/order'), { method: 'PUT', headers: { ...auth(), ...headers }, json });
+    const cases: [string, () => Promise<{ status: number; body: string }>, number, string, RegExp][] = [
+      ['a release\'s type', () => eventUpload([{ name: 'file', value: jpeg, filename: 'a.jpg' }, { name: 'types', value: 'Front' }]), 400, 'invalid_request', /unknown event art type "Front"; known types: Poster/],
+      ['not an image', () => eventUpload([{ name: 'file', value: Buffer.from('no image here'), filename: 'x.jpg' }]), 400, 'invalid_request', /format|image/i],
+      ['comment too long', () => eventUpload([{ name: 'file', value: jpeg, filename: 'a.jpg' }, { name: 'comment', value: 'x'.repeat(256) }]), 400, 'invalid_request', /longer than 255/],
+      ['unknown event', () => eventUpload([{ name: 'file', value: jpeg, filename: 'a.jpg' }], {}, UNKNOWN), 404, 'not_found', /no event/],
+      ['a release is no event', () => call(ev('/images', RELEASE), { headers: auth() }), 404, 'not_found', /no event/],
+      ['stale If-Match (upload)', () => eventUpload([{ name: 'file', value: jpeg, filename: 'a.jpg' }], { 'if-match': '"stale"' }), 409, 'conflict', /changed/],
+      ['an image of another event', () => call(ev(`/images/${a.id}`, OTHER_EVENT), { method: 'PATCH', headers: auth(), json: { comment: 'x' } }), 404, 'not_found', /event image with id \d+ not found on event/],
+      ['an unknown type (edit)', () => call(ev(`/images/${b.id}`), { method: 'PATCH', headers: auth(), json: { types: ['Back'] } }), 400, 'invalid_request', /unknown event art type/],
+      ['reorder missing one', () => put({ images: [a.id] }), 400, 'invalid_request', /every image of the event/],
+      ['stale If-Match (reorder)', () => put({ images: [b.id, a.id] }, { 'if-match': '"0000"' }), 409, 'conflict', /changed since you read it/],
+      ['stale If-Match (remove)', () => call(ev(`/images/${b.id}`), { method: 'DELETE', headers: { ...auth(), 'if-match': '"0000"' } }), 409, 'conflict', /changed/],
+    ];
+    for (const [what, res, status, error, text] of cases) {
+      const r = await res();
+      assert.equal(r.status, status, `${what}: ${r.body}`);
+      assertError(r, status, error, text);
+    }
+    const unchanged = await eventListing();
+    assert.deepEqual([unchanged.body, unchanged.etag], [start.body, start.etag], 'nothing changed');
+    assert.deepEqual(await published(), { ids: [a.id, b.id], comments: ['the poster', ''], front: a.id });
+
+    // Edit and reorder, based on the listing read (If-Match): the stage photo becomes the first Poster, so the front.
+    const edited = await call(ev(`/images/${b.id}`), { method: 'PATCH', headers: { ...auth(), 'if-match': start.etag }, json: { types: ['Poster'], comment: 'stage' } });
+    assert.equal(edited.status, 200, edited.body);
+    assert.deepEqual([edited.json().types, edited.json().front], [['Poster'], false]);
+    const now = await eventListing();
+    const reordered = await call(ev('/order'), { method: 'PUT', headers: { ...auth(), 'if-match': now.etag }, json: { images: [b.id, a.id], edit_note: 'Stage first' } });
+    assert.equal(reordered.status, 200, reordered.body);
+    assert.deepEqual([reordered.json().images.map((i: { id: string }) => i.id), reordered.json().event, reordered.json().edit_note], [[b.id, a.id], `https://musicbrainz.org/event/${EVENT}`, 'Stage first']);
+    assert.deepEqual(await published(), { ids: [b.id, a.id], comments: ['stage', 'the poster'], front: b.id });
+
+    const removed = await call(ev(`/images/${b.id}`), { method: 'DELETE', headers: auth() });
+    assert.equal(removed.status, 204, removed.body);
+    assert.deepEqual((await eventListing()).body.images.map((i) => i.id), [a.id]);
+    assert.deepEqual(await published(), { ids: [a.id], comments: ['the poster'], front: a.id });
+    assert.equal((await fetch(`${site.art}/event/${EVENT}/${b.id}`, { redirect: 'manual' })).status, 404, 'its files are gone from the API');
+    const history = await cliOk(t.env, ['--json', 'edit', 'list', '--event', EVENT]);
+    assert.deepEqual(history.edits.map((e: { kind: string }) => e.kind), ['remove', 'reorder', 'edit', 'add', 'add']);
+    assert.equal(await uploadsLeft(), 0, 'no temporary file stays');
   });
 
   it('tokens: without cover_art 403 insufficient_scope; none, garbage and revoked 401 invalid_token, each with WWW-Authenticate', async () => {

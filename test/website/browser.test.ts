@@ -1,8 +1,9 @@
 /*
  * The cover art pages in a real browser (Debian's chromium through playwright-core): browse from
  * the home page to a gallery, edit an image's types, reorder by keyboard and by dragging, remove
- * with confirmation, choose the group's cover; axe-core on every page, no horizontal scroll on a
- * phone, and the images and the script load under the pages' real CSP.
+ * with confirmation, choose the group's cover; an event's pages the same way; axe-core on every
+ * page, no horizontal scroll on a phone, and the images and the script load under the pages'
+ * real CSP.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -10,7 +11,7 @@ import type { Browser as PwBrowser, Page } from 'playwright-core';
 import { addUser, PASSWORD } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { checkPage, launchChromium } from './browser-support.js';
-import { art, release, startSite, type Site } from './page-support.js';
+import { art, event, release, startSite, type Site } from './page-support.js';
 
 /** The image ids of the gallery on the page, in order. */
 function galleryOrder(page: Page): Promise<string[]> {
@@ -69,8 +70,8 @@ describe(`cover art pages in a real browser (${DIALECT})`, () => {
     const page = await context.newPage();
     await page.goto(`${site.base}/`);
     await checkPage(page, 'home');
-    await page.getByLabel('Release or release group MBID').fill('not an mbid');
-    await page.getByRole('button', { name: 'Find cover art' }).click();
+    await page.getByLabel('Release, release group or event MBID').fill('not an mbid');
+    await page.getByRole('button', { name: 'Find art' }).click();
     await page.waitForSelector('text=is not an MBID');
     await checkPage(page, 'home with a search error');
     await page.locator('ul.recent a').first().click();
@@ -144,6 +145,71 @@ describe(`cover art pages in a real browser (${DIALECT})`, () => {
     await page.waitForSelector('text=an editor chose it for the group');
     await checkPage(page, 'group page after the choice');
     assert.match((await page.textContent('figcaption')) ?? '', /Reissue/);
+    await context.close();
+  });
+
+  it("an event's pages: found by the search, the poster explained; edit types, reorder, remove after confirmation, the event's history; axe-core clean on a phone", async () => {
+    const show = await event(site, 'Browser Festival');
+    const posters = [await art(site, show, { event: true, types: ['Poster'], comment: 'the poster' }), await art(site, show, { event: true, comment: 'stage' }), await art(site, show, { event: true, png: true })];
+    const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 360, height: 740 }, bypassCSP: true });
+    const page = await context.newPage();
+    // The home page's recent additions: the event's images first (the newest), each leading to its gallery.
+    await page.goto(`${site.base}/`);
+    await checkPage(page, 'home with event art among the recent additions');
+    assert.deepEqual(await page.locator('ul.recent li').evaluateAll((els) => els.slice(0, 3).map((e) => e.textContent)), Array(3).fill('Browser Festival (event)'));
+    await page.locator('ul.recent a').first().click();
+    await page.waitForURL(new RegExp(`/event/${show}/event-art#image-${posters[2]}$`));
+    assert.deepEqual(await galleryOrder(page), posters);
+    await page.goto(`${site.base}/`);
+    await page.getByLabel('Release, release group or event MBID').fill(`https://musicbrainz.org/event/${show}`);
+    await page.getByRole('button', { name: 'Find art' }).click();
+    await page.waitForURL(new RegExp(`/event/${show}/event-art$`));
+    await checkPage(page, 'event gallery');
+    assert.equal(await page.locator('h1').textContent(), 'Event art: Browser Festival');
+    assert.deepEqual(await galleryOrder(page), posters);
+    assert.match((await page.locator(`#image-${posters[0]}`).textContent()) ?? '', /The poster: the first image typed Poster in this order\./);
+
+    await page.goto(`${site.base}/login?return_to=${encodeURIComponent(`/event/${show}/event-art`)}`);
+    await page.getByLabel('User name').fill('alice');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(new RegExp(`/event/${show}/event-art$`));
+    assert.ok(await page.getByRole('link', { name: 'Add event art' }).isVisible());
+
+    // The second image typed Poster too: the first stays the poster, and the card says why.
+    await page.getByRole('link', { name: 'Edit image 2' }).click();
+    await checkPage(page, 'event image edit form');
+    assert.deepEqual(await page.locator('fieldset.types input[type=checkbox]').evaluateAll((els) => els.map((e) => (e as unknown as { value: string }).value)), ['Poster'], "the event's art types");
+    await page.getByLabel('Poster').check();
+    await page.getByLabel('Comment').fill('the stage');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.waitForSelector('text=Saved the types and comment of image 2.');
+    assert.match((await page.locator(`#image-${posters[1]}`).textContent()) ?? '', /Typed Poster, but image 1 comes first, so that one is the poster\./);
+
+    // Move it up, then save: it is the poster now.
+    await page.goto(`${site.base}/event/${show}/reorder-event-art`);
+    await checkPage(page, 'event reorder form');
+    assert.match((await page.textContent('main')) ?? '', /The first image typed Poster becomes the event's poster\./);
+    await page.getByRole('button', { name: 'Move up image 2' }).click();
+    await page.waitForURL(/move=up/);
+    await page.getByRole('button', { name: 'Save order' }).click();
+    await page.waitForSelector('text=Saved the new order.');
+    assert.deepEqual(await galleryOrder(page), [posters[1], posters[0], posters[2]]);
+    assert.match((await page.locator(`#image-${posters[1]}`).textContent()) ?? '', /The poster:/);
+
+    // Remove the third, after its confirmation.
+    await page.getByRole('link', { name: 'Remove image 3' }).click();
+    await checkPage(page, 'event remove confirmation');
+    assert.match((await page.textContent('main')) ?? '', /from this event\?/);
+    await page.getByRole('button', { name: 'Remove image 3' }).click();
+    await page.waitForSelector('text=Removed image 3.');
+    assert.deepEqual(await galleryOrder(page), [posters[1], posters[0]]);
+
+    await page.getByRole('link', { name: 'Edit history' }).click();
+    await page.waitForURL(new RegExp(`/event/${show}/edits$`));
+    await checkPage(page, "the event's edit history");
+    const items = await page.locator('ol.edits li').allTextContents();
+    assert.deepEqual(items.slice(0, 3).map((i) => /(Remove|Reorder|Edit) event art · alice/.exec(i)?.[1]), ['Remove', 'Reorder', 'Edit']);
     await context.close();
   });
 });

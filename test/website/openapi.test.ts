@@ -15,6 +15,7 @@ import { call, multipart, REDIRECT_URI, startSite, toolToken, type Site } from '
 
 const RELEASE = '33333333-2222-4333-8444-555555555501';
 const GROUP = '33333333-2222-4333-8444-5555555555a1';
+const EVENT = '33333333-2222-4333-8444-5555555555e1';
 
 type Doc = {
   openapi: string;
@@ -72,6 +73,7 @@ describe(`the OpenAPI document (${DIALECT})`, () => {
     await addUser(t, 'alice');
     app = await addApp(t, 'alice', 'confidential', REDIRECT_URI, 'Documented tool');
     await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
+    await cliOk(t.env, ['event', 'add', EVENT]);
     alice = await signIn(site.web, 'alice');
     const res = await request(`${site.web}/api/openapi.json`);
     assert.equal(res.status, 200);
@@ -145,6 +147,23 @@ describe(`the OpenAPI document (${DIALECT})`, () => {
     assert.equal((await go(`${api}/release/${RELEASE}/order`, { method: 'PUT', headers: auth, json: { images: [] } })).status, 400);
     assert.equal((await go(`${api}/release-group/${GROUP}/cover`, { method: 'PUT', headers: auth, json: { release: RELEASE, edit_note: 'chosen' } })).json().edit_note, 'chosen');
     assert.equal((await go(`${api}/release/${RELEASE}/images`)).status, 401);
+
+    // An event's images (the Event Art Archive), through the same write API.
+    const events = `${site.web}/api/event-art/event/${EVENT}`;
+    assert.equal((await go(`${events}/images`, { headers: auth })).status, 200);
+    const poster = multipart([{ name: 'file', value: await makeJpeg(200, 300), filename: 'p.jpg' }, { name: 'types', value: 'Poster' }, { name: 'edit_note', value: 'from the venue' }]);
+    const posted = await go(`${events}/images`, { method: 'POST', headers: { ...auth, 'content-type': poster.type }, body: poster.body });
+    assert.equal(posted.status, 201, posted.body);
+    const eid = posted.json().id as string;
+    assert.equal((await go(`${events}/images/${eid}`, { headers: auth })).status, 200);
+    assert.equal((await go(`${events}/images/${eid}`, { method: 'PATCH', headers: auth, json: { comment: 'the poster', edit_note: 'typo' } })).status, 200);
+    assert.equal((await go(`${events}/images/${eid}`, { method: 'PATCH', headers: auth, json: { types: ['Front'] } })).status, 400);
+    assert.equal((await go(`${events}/order`, { method: 'PUT', headers: auth, json: { images: [eid], edit_note: 'one' } })).status, 200);
+    assert.equal((await go(`${events}/order`, { method: 'PUT', headers: { ...auth, 'if-match': '"x"' }, json: { images: [eid] } })).status, 409);
+    const second = multipart([{ name: 'file', value: await makeJpeg(120, 120), filename: 'q.jpg' }]);
+    const other = await go(`${events}/images`, { method: 'POST', headers: { ...auth, 'content-type': second.type }, body: second.body });
+    assert.equal((await go(`${events}/images/${other.json().id}`, { method: 'DELETE', headers: auth })).status, 204);
+    assert.equal((await go(`${site.web}/api/event-art/event/${GROUP}/images`, { headers: auth })).status, 404);
     assert.equal((await go(`${site.web}/oauth2/userinfo`, { headers: auth })).status, 200);
     assert.equal((await go(`${site.web}/.well-known/oauth-authorization-server`)).status, 200);
     assert.equal((await go(`${site.web}/.well-known/openid-configuration`)).status, 200);
@@ -176,6 +195,10 @@ describe(`the OpenAPI document (${DIALECT})`, () => {
     assert.equal(await art(`/release-group/${GROUP}/`), 200);
     assert.equal(await art(`/release-group/${GROUP}/front`), 307);
     assert.equal(await art(`/release/not-an-mbid/`), 400);
+    assert.equal(await art(`/event/${EVENT}/`), 307);
+    assert.equal(await art(`/event/${EVENT}/front-250`), 307);
+    assert.equal(await art(`/event/${EVENT}/back`), 400);
+    assert.equal(await art(`/event/${GROUP}/`), 404);
 
     // Sizes and formats beyond the interface's (SLEEVE_THUMBNAIL_SIZES, SLEEVE_THUMBNAIL_FORMATS).
     const webp = await fetch(`${site.art}/release/${RELEASE}/front-600`, { redirect: 'manual', headers: { accept: 'image/webp,*/*;q=0.8' } });
@@ -195,8 +218,10 @@ describe(`the OpenAPI document (${DIALECT})`, () => {
     assert.deepEqual(listed.images[0].thumbnail_dimensions['600'], { width: 200, height: 200 });
     assert.equal(await art(`/release-group/${GROUP}/`), 200);
 
-    // Every operation of the write API was called.
-    for (const op of ['GET /api/cover-art/release/{mbid}/images', 'POST /api/cover-art/release/{mbid}/images', 'PATCH /api/cover-art/release/{mbid}/images/{id}', 'DELETE /api/cover-art/release/{mbid}/images/{id}', 'PUT /api/cover-art/release/{mbid}/order', 'PUT /api/cover-art/release-group/{mbid}/cover']) {
+    // Every operation of the write API was called, and every read path of both archives.
+    const write = (prefix: string) => [`GET ${prefix}/images`, `POST ${prefix}/images`, `GET ${prefix}/images/{id}`, `PATCH ${prefix}/images/{id}`, `DELETE ${prefix}/images/{id}`, `PUT ${prefix}/order`];
+    const read = ['/release/{mbid}/', '/release/{mbid}/{image}', '/release-group/{mbid}/', '/release-group/{mbid}/{image}', '/event/{mbid}/', '/event/{mbid}/{image}'].map((p) => `GET ${p}`);
+    for (const op of [...write('/api/cover-art/release/{mbid}'), ...write('/api/event-art/event/{mbid}'), 'PUT /api/cover-art/release-group/{mbid}/cover', ...read]) {
       assert.ok(called.has(op), op);
     }
   });

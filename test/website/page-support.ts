@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../src/config/load.js';
-import { addArt, addRelease } from '../../src/cover-art/index.js';
+import { addImageTo, addRelease, EVENT_ART, RELEASE_ART, type ArtEntity } from '../../src/cover-art/index.js';
+import { addEvent } from '../../src/cover-art/catalogue/events.js';
 import { serve, type Server } from '../../src/serve.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { freePort, type TestEnv } from '../helpers/env.js';
@@ -36,11 +37,24 @@ export async function release(site: Site, opts: { group?: string; title?: string
   return { mbid, group };
 }
 
-/** Adds an image (a JPEG of the size given, or a PNG) to a release; returns its id. */
-export async function art(site: Site, mbid: string, opts: { types?: string[]; comment?: string; width?: number; height?: number; png?: boolean; edit?: number; approved?: boolean } = {}): Promise<string> {
+/** A new event of the Event Art Archive, with a name. */
+export async function event(site: Site, name: string): Promise<string> {
+  const mbid = randomUUID();
+  await addEvent(site.server.runtime.coverArt, { mbid, name });
+  await site.server.refreshCaches();
+  return mbid;
+}
+
+/** Adds an image (a JPEG of the size given, or a PNG) to a release, or to an event (`event`), as the operator; returns its id. */
+export async function art(
+  site: Site,
+  mbid: string,
+  opts: { types?: string[]; comment?: string; width?: number; height?: number; png?: boolean; edit?: number; approved?: boolean; event?: boolean } = {},
+): Promise<string> {
   const [w, h] = [opts.width ?? 320, opts.height ?? 300];
   const bytes = opts.png === true ? await makePng(w, h) : await makeJpeg(w, h);
-  const entry = await addArt(site.server.runtime.coverArt, { release: mbid, bytes, types: opts.types, comment: opts.comment, edit: opts.edit, approved: opts.approved ?? true });
+  const entity: ArtEntity = opts.event === true ? EVENT_ART : RELEASE_ART;
+  const entry = await addImageTo(site.server.runtime.coverArt, entity, mbid, { bytes, types: opts.types, comment: opts.comment, edit: opts.edit, approved: opts.approved ?? true });
   await site.server.refreshCaches();
   return entry.id;
 }

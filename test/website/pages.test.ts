@@ -1,7 +1,8 @@
 /*
  * The website's cover art pages over HTTPS: the galleries, the home page and search, and the
  * curation forms (CSRF, bad input, stale forms, Post/Redirect/Get), with art loaded through
- * the cover art domain and checked through the pages and the cover art API.
+ * the cover art domain and checked through the pages and the cover art API; an event's pages
+ * (the Event Art Archive) the same way.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -10,7 +11,7 @@ import { mergeRelease } from '../../src/cover-art/index.js';
 import { addUser, Browser, type HttpsResponse } from '../helpers/auth.js';
 import { DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { signIn } from '../auth/support.js';
-import { art, release, startSite, type Site } from './page-support.js';
+import { art, event, release, startSite, type Site } from './page-support.js';
 
 /** The image ids of a gallery page, in the order shown. */
 function shownOrder(page: HttpsResponse): string[] {
@@ -182,13 +183,23 @@ describe(`cover art pages (${DIALECT})`, () => {
     assert.ok(!earliest.body.includes('set-cover-art'), 'no set-cover link for a visitor');
   });
 
-  it('home: search by MBID (release, group, link), bad and unknown values, recent additions', async () => {
+  it('home: search by MBID (release, group, link), bad and unknown values, recent additions of both archives', async () => {
     const { mbid, group } = await release(site, { title: 'Newest' });
     const id = await art(site, mbid, { types: ['Front'] });
     const home = await get('/');
     assert.equal(home.status, 200);
     assert.ok(home.body.includes('action="/search"'));
+    assert.ok(home.body.includes('<button type="submit">Find art</button>'), 'a label for releases and events alike');
     assert.ok(home.body.includes(`href="/release/${mbid}/cover-art#image-${id}"`), 'the newest addition');
+    // An event's poster added since: the page (cached) shows it beside the release's, leading to the event's gallery.
+    const show = await event(site, 'Home <Gig>');
+    const poster = await art(site, show, { event: true, types: ['Poster'] });
+    const again = (await get('/')).body;
+    const recent = again.match(/<ul class="recent">[\s\S]*?<\/ul>/)?.[0] ?? '';
+    const links = [...recent.matchAll(/<a href="([^"]+)"/g)].map((m) => m[1]);
+    assert.deepEqual(links.slice(0, 2), [`/event/${show}/event-art#image-${poster}`, `/release/${mbid}/cover-art#image-${id}`], 'newest first, both archives');
+    assert.ok(recent.includes('alt="Event art of Home &lt;Gig&gt;"'), recent);
+    assert.ok(recent.includes(`/mbid-${show}/mbid-${show}-${poster}_thumb500.jpg`), "the poster's thumbnail");
     assert.ok(home.body.includes('<a href="/login">Sign in</a>'), 'what the account home page offered');
     assert.ok((await get('/', alice)).body.includes('href="/account/applications">Your applications'));
     const toRelease = await get(`/search?mbid=${mbid}`);
@@ -203,7 +214,7 @@ describe(`cover art pages (${DIALECT})`, () => {
     assert.ok(bad.body.includes('value="&lt;b&gt;nope"'), 'the form again, with the value');
     const unknown = await get('/search?mbid=00000000-0000-4000-8000-000000000001');
     assert.equal(unknown.status, 404);
-    assert.ok(unknown.body.includes('There is no release or release group 00000000-0000-4000-8000-000000000001 here.'));
+    assert.ok(unknown.body.includes('There is no release, release group or event 00000000-0000-4000-8000-000000000001 here.'));
   });
 
   it('edit form: sign-in first, CSRF, a stale form, an unknown type, then saved with a notice', async () => {
@@ -386,5 +397,56 @@ describe(`cover art pages (${DIALECT})`, () => {
     const stale = await post(alice, path, [['release', early], ['previous', '']]);
     assert.equal(stale.status, 409);
     assert.ok(stale.body.includes("changed the group"));
+  });
+
+  it("an event's pages: 400, 404 and merged MBIDs as a release's; a visitor's gallery without editing links; the forms refuse without CSRF and a stale order (409), nothing changed", async () => {
+    const show = await event(site, 'Gig <Night>');
+    const [a, b] = [await art(site, show, { event: true, types: ['Poster'], comment: 'the poster' }), await art(site, show, { event: true, png: true })];
+    assert.equal((await get('/event/not-an-mbid/event-art')).status, 400);
+    const unknown = await get('/event/00000000-0000-4000-8000-000000000000/event-art');
+    assert.equal(unknown.status, 404);
+    assert.ok(unknown.body.includes('There is no event 00000000-0000-4000-8000-000000000000 here.'));
+    const { mbid: releaseMbid } = await release(site);
+    assert.equal((await get(`/event/${releaseMbid}/event-art`)).status, 404, 'a release is no event');
+    const old = '00000000-0000-4000-8000-0000000000e1';
+    const { id } = await site.server.runtime.coverArt.db.selectFrom('event').select('id').where('gid', '=', show).executeTakeFirstOrThrow();
+    await site.server.runtime.coverArt.db.insertInto('event_gid_redirect').values({ gid: old, new_id: id }).execute();
+    for (const [path, to] of [
+      [`/event/${old}/event-art`, `/event/${show}/event-art`],
+      [`/event/${show.toUpperCase()}/event-art`, `/event/${show}/event-art`],
+      [`/event/${old}/edits?status=pending`, `/event/${show}/edits?status=pending`],
+    ]) {
+      const moved = await get(path as string);
+      assert.deepEqual([moved.status, moved.headers.location], [301, to], path);
+    }
+
+    const page = await get(`/event/${show}/event-art`);
+    assert.equal(page.status, 200, page.body.slice(0, 300));
+    assert.ok(page.body.includes('<h1>Event art: Gig &lt;Night&gt;</h1>'), 'named, escaped');
+    assert.deepEqual(shownOrder(page), [a, b]);
+    assert.ok(page.body.includes('<strong>The poster</strong>: the first image typed Poster in this order.'));
+    assert.ok(!page.body.includes('The back cover'), 'an event has no back');
+    assert.ok(page.body.includes(`${site.api}/download/mbid-${show}/mbid-${show}-${a}_thumb250.jpg 250w`), 'thumbnails from the files');
+    assert.ok(!page.body.includes('edit-event-art'), 'no editing links for a visitor');
+    const editor = await get(`/event/${show}/event-art`, alice);
+    for (const link of [`/event/${show}/add-event-art`, `/event/${show}/reorder-event-art`, `/event/${show}/edit-event-art/${a}`, `/event/${show}/remove-event-art/${b}`]) assert.ok(editor.body.includes(`href="${link}"`), link);
+    assert.equal((await get(`/event/${show}/edit-event-art/123`, alice)).status, 404);
+    const signIn = await get(`/event/${show}/reorder-event-art`);
+    assert.deepEqual([signIn.status, signIn.headers.location], [303, `/login?return_to=${encodeURIComponent(`/event/${show}/reorder-event-art`)}`], 'sign in first, then back');
+
+    // Without CSRF, or from a stale order: refused, nothing changed.
+    const removePath = `/event/${show}/remove-event-art/${b}`;
+    const confirm = await get(removePath, alice);
+    assert.ok(confirm.body.includes('from this event? Its files and thumbnails go with it'));
+    assert.equal((await alice.fetch(`${site.base}${removePath}`, { form: {} })).status, 400);
+    const reorderPath = `/event/${show}/reorder-event-art`;
+    assert.equal((await alice.fetch(`${site.base}${reorderPath}`, { form: { order: [b, a].join(','), previous: [a, b].join(',') } })).status, 400);
+    const stale = await post(alice, reorderPath, [['order', [b, a].join(',')], ['previous', [b, a].join(',')]]);
+    assert.equal(stale.status, 409);
+    assert.ok(stale.body.includes('Someone changed the images of this event while you were reordering them'));
+    assert.deepEqual(shownOrder(await get(`/event/${show}/event-art`)), [a, b], 'nothing changed');
+    const saved = await post(alice, reorderPath, [['order', [b, a].join(',')], ['previous', [a, b].join(',')]]);
+    assert.deepEqual([saved.status, saved.headers.location], [303, `/event/${show}/event-art`]);
+    assert.deepEqual(shownOrder(await get(`/event/${show}/event-art`)), [b, a]);
   });
 });

@@ -14,6 +14,7 @@ import { call, coverArtApi, multipart, publicListing, REDIRECT_URI, startSite, t
 
 const RELEASE = '22222222-2222-4333-8444-555555555501';
 const GROUP = '22222222-2222-4333-8444-5555555555a1';
+const EVENT = '22222222-2222-4333-8444-5555555555e1';
 
 interface Pending {
   edit: number;
@@ -54,6 +55,7 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     await addUser(t, 'ann', ['--role', 'approver']);
     const app = await addApp(t, 'ed', 'confidential', REDIRECT_URI, 'Tagger');
     await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
+    await cliOk(t.env, ['event', 'add', EVENT, '--name', 'Festival']);
     editor = await signIn(site.web, 'ed');
     editorToken = await toolToken(site, editor, app, 'cover_art');
     approver = await signIn(site.web, 'ann');
@@ -240,5 +242,53 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     const pending = (await images()).pending.find((p) => p.kind === 'add' && (p as Pending & { edit_note: string | null }).edit_note === 'The obi of my copy.');
     assert.ok(pending !== undefined, 'the pending addition carries its edit note');
     assert.match(gallery.body, new RegExp(`<p class="notice" role="status">Added image ${pending.image}\\. It waits for an approver \\(edit #${pending.edit}\\)\\.</p>`));
+  });
+
+  it("an editor's event changes wait as a release's do: the addition listed unapproved and never the poster, the reorder held; an approver approves one and rejects the other on the edit pages", async () => {
+    const ev = (p: string) => `${site.web}/api/event-art/event/${EVENT}${p}`;
+    const eventUpload = (token: string, comment: string) => {
+      const m = multipart([{ name: 'file', value: jpeg, filename: 'poster.jpg', type: 'image/jpeg' }, { name: 'types', value: 'Poster' }, { name: 'comment', value: comment }]);
+      return call(ev('/images'), { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': m.type }, body: m.body });
+    };
+    const eventImages = async () => (await call(ev('/images'), { headers: { authorization: `Bearer ${editorToken}` } })).json() as { images: { id: string; approved: boolean; front: boolean }[]; pending: Pending[] };
+    const front = async () => (await coverArtApi(site, `/event/${EVENT}/front`)).status;
+
+    const byEd = await eventUpload(editorToken, 'by ed');
+    assert.equal(byEd.status, 201, byEd.body);
+    const pending = byEd.json() as { id: string; approved: boolean; edit: number };
+    assert.equal(pending.approved, false);
+    assert.equal(await front(), 404, 'a pending Poster is not the poster');
+    const byAnn = await eventUpload(approverToken, 'by ann');
+    assert.equal(byAnn.status, 201, byAnn.body);
+    const applied = byAnn.json() as { id: string; approved: boolean };
+    assert.equal(applied.approved, true, "an approver's addition applies at once");
+    const reorder = await call(ev('/order'), { method: 'PUT', headers: { authorization: `Bearer ${editorToken}` }, json: { images: [applied.id, pending.id] } });
+    assert.equal(reorder.status, 200, reorder.body);
+    const held = await eventImages();
+    assert.deepEqual(held.images.map((i) => [i.id, i.approved, i.front]), [[pending.id, false, false], [applied.id, true, true]], 'the order held, the approved Poster the front');
+    assert.deepEqual(held.pending.map((p) => [p.kind, p.editor]), [['add', 'ed'], ['reorder', 'ed']]);
+    const reorderEdit = held.pending[1] as Pending;
+
+    // The event's gallery says what waits; its history and the edit pages show the edits as the event's.
+    const gallery = (await approver.fetch(`${site.web}/event/${EVENT}/event-art`)).body;
+    assert.match(gallery, new RegExp(`<a href="/event/${EVENT}/edits\\?status=pending">2 pending edits</a>`));
+    const history = (await approver.fetch(`${site.web}/event/${EVENT}/edits?status=pending`)).body;
+    assert.match(history, /Event art edits of Festival/);
+    assert.match(history, /Reorder event art · <a href="\/user\/ed\/edits">ed<\/a>[\s\S]*Add event art · <a href="\/user\/ed\/edits">ed<\/a>/, 'newest first');
+    for (const [edit, verb] of [
+      [pending.edit, 'approve'],
+      [reorderEdit.edit, 'reject'],
+    ] as const) {
+      const page = await approver.fetch(`${site.web}/edit/${edit}`);
+      assert.match(page.body, new RegExp(`<dt>Event</dt><dd><a href="/event/${EVENT}/event-art">Festival</a>`));
+      const done = await approver.fetch(`${site.web}/edit/${edit}/${verb}`, { form: { csrf_token: Browser.csrf(page), note: '' } });
+      assert.equal(done.status, 303, done.body.slice(0, 300));
+    }
+    const after = await eventImages();
+    assert.deepEqual(after.images.map((i) => [i.id, i.approved, i.front]), [[pending.id, true, true], [applied.id, true, false]], 'approved: the first Poster is the poster; the reorder rejected');
+    assert.deepEqual(after.pending, []);
+    assert.equal(await front(), 307);
+    const edits = await cliOk(t.env, ['--json', 'edit', 'list', '--event', EVENT]);
+    assert.deepEqual(edits.edits.map((e: { kind: string; status: string }) => [e.kind, e.status]), [['reorder', 'rejected'], ['add', 'applied'], ['add', 'approved']]);
   });
 });

@@ -94,3 +94,13 @@ export async function publicListing(site: Site, release: string): Promise<{ imag
   assert.equal(res.status, 200);
   return (await res.json()) as { images: { id: string; types: string[]; comment: string }[] };
 }
+
+/** An event's listing as the public Event Art Archive API serves it now (/event/{mbid}/ followed to index.json), or undefined when it has no images. */
+export async function publicEventListing(site: Site, event: string): Promise<{ event: string; images: { id: string; types: string[]; comment: string; front: boolean; edit: number }[] } | undefined> {
+  const first = await coverArtApi(site, `/event/${event}/`);
+  if (first.status === 404) return undefined;
+  assert.equal(first.status, 307, first.body);
+  const res = await fetch(first.location as string, { headers: { accept: 'application/json' } });
+  assert.equal(res.status, 200);
+  return (await res.json()) as { event: string; images: { id: string; types: string[]; comment: string; front: boolean; edit: number }[] };
+}

@@ -5,7 +5,7 @@
  * progress bar each; a failed upload (the connection cut) retried; then the gallery says what
  * was added, and the edit note is on the edits. Without script: one image per submission, the
  * same notice. On a 360×740 phone and a 1280×800 screen: nothing wider than the viewport,
- * touch targets of 44 px at least, axe-core clean.
+ * touch targets of 44 px at least, axe-core clean. An event's page (add-event-art) the same way.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -14,11 +14,12 @@ import { addUser, PASSWORD } from '../helpers/auth.js';
 import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeGif, makeJpeg, makePng } from '../helpers/images.js';
 import { checkPage, launchChromium } from './browser-support.js';
-import { publicListing, startSite, type Site } from './support.js';
+import { publicEventListing, publicListing, startSite, type Site } from './support.js';
 
 const RELEASE = '44444444-2222-4333-8444-555555555501';
 const NO_SCRIPT = '44444444-2222-4333-8444-555555555502';
 const LAYOUT = '44444444-2222-4333-8444-555555555503';
+const EVENT = '44444444-2222-4333-8444-5555555555e1';
 
 /** Dispatches a drop of one file on the page's heading (far from the file field), as a drag from the desktop does. */
 function dropScript(name: string, type: string, bytes: Buffer): string {
@@ -64,6 +65,7 @@ describe(`uploading through the page in a real browser (${DIALECT})`, () => {
     site = await startSite(t);
     await addUser(t, 'alice');
     for (const release of [RELEASE, NO_SCRIPT, LAYOUT]) await cliOk(t.env, ['release', 'add', release, '--release-group', '44444444-2222-4333-8444-5555555555a1']);
+    await cliOk(t.env, ['event', 'add', EVENT, '--name', 'Upload Festival']);
     files = { front: await makeJpeg(300, 300), back: await makePng(240, 200), dropped: await makeGif(120, 90) };
     browser = await launchChromium();
   });
@@ -198,4 +200,53 @@ describe(`uploading through the page in a real browser (${DIALECT})`, () => {
       }
     });
   }
+
+  it("an event's upload page: two files with script and one without, typed Poster; the gallery says so; at 360 px nothing wider, 44 px targets, axe-core clean", async () => {
+    const uploadUrl = `${site.web}/event/${EVENT}/add-event-art`;
+    const gallery = `${site.web}/event/${EVENT}/event-art`;
+    // With script, under the page's own CSP.
+    const scripted = await signedIn({ viewport: { width: 360, height: 740 } });
+    await scripted.page.goto(uploadUrl);
+    assert.equal(await scripted.page.title(), 'Add event art · sleeve');
+    await scripted.page.getByLabel('Images', { exact: true }).setInputFiles([
+      { name: 'poster.jpg', mimeType: 'image/jpeg', buffer: files.front },
+      { name: 'crowd.png', mimeType: 'image/png', buffer: files.back },
+    ]);
+    const cards = scripted.page.locator('#upload-list li.upload-card');
+    await cards.nth(1).waitFor();
+    await cards.nth(0).locator('summary').click();
+    await cards.nth(0).getByLabel('Poster', { exact: true }).check();
+    await cards.nth(1).getByLabel('Comment').fill('the crowd');
+    await scripted.page.getByRole('button', { name: 'Upload' }).click();
+    await scripted.page.waitForURL(gallery);
+    const two = (await publicEventListing(site, EVENT))?.images ?? [];
+    assert.deepEqual(two.map((i) => [i.types, i.comment, i.front]), [[['Poster'], '', true], [[], 'the crowd', false]]);
+    assert.equal(await scripted.page.locator('p.notice[role=status]').first().textContent(), `Added 2 images: ${two.map((i) => i.id).join(', ')}.`);
+    await scripted.context.close();
+
+    // Without script: one image per submission.
+    const plain = await signedIn({ viewport: { width: 360, height: 740 }, javaScriptEnabled: false });
+    await plain.page.goto(uploadUrl);
+    await plain.page.getByLabel('Image', { exact: true }).setInputFiles({ name: 'flyer.gif', mimeType: 'image/gif', buffer: files.dropped });
+    await plain.page.locator('#row-0 summary').click();
+    await plain.page.locator('#row-0').getByLabel('Poster', { exact: true }).check();
+    await plain.page.getByLabel('Edit note').fill('The flyer, scanned.');
+    await plain.page.getByRole('button', { name: 'Upload' }).click();
+    await plain.page.waitForURL(gallery);
+    const three = (await publicEventListing(site, EVENT))?.images ?? [];
+    assert.deepEqual(three.map((i) => [i.types, i.front]), [[['Poster'], true], [[], false], [['Poster'], false]]);
+    assert.equal(await plain.page.locator('p.notice[role=status]').first().textContent(), `Added image ${three[2]?.id}.`);
+    await plain.page.goto(`${site.web}/edit/${three[2]?.edit}`);
+    assert.equal(await plain.page.locator('dd.edit-note').textContent(), 'The flyer, scanned.');
+    await plain.context.close();
+
+    // CSP bypassed only so that axe-core can be injected.
+    const { context, page } = await signedIn({ viewport: { width: 360, height: 740 }, bypassCSP: true });
+    await page.goto(uploadUrl);
+    await page.getByLabel('Images', { exact: true }).setInputFiles([{ name: 'a-rather-long-file-name-of-a-festival-poster-0001.jpg', mimeType: 'image/jpeg', buffer: files.front }]);
+    await page.locator('#upload-list li.upload-card summary').first().click();
+    assert.deepEqual(await page.evaluate(LAYOUT_PROBLEMS), { wide: [], small: [] });
+    await checkPage(page, "an event's upload page");
+    await context.close();
+  });
 });

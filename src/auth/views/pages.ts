@@ -1,5 +1,5 @@
 import { registeredRedirectUris, type Application } from '../applications.js';
-import type { UserGrant } from '../grants.js';
+import type { UserGrant } from '../user-grants.js';
 import { scopeTexts } from '../scopes.js';
 import { html, SafeHtml } from './html.js';
 import { page } from './layout.js';

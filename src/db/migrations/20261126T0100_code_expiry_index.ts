@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 
 /**
  * Authorization codes by expiry: each new code removes the codes that expired a day ago
- * (auth/grants.ts issueCode), which without this index read the whole table at every
+ * (auth/grants/authorization-code.ts issueCode), which without this index read the whole table at every
  * authorization (docs/decisions.md, "Group commit").
  */
 export async function up(db: Kysely<any>): Promise<void> {

@@ -8,9 +8,11 @@
  *   is at or after the oldest transaction still running at the last pass that scanned the
  *   table (a table's own high-water mark, moved only when it is scanned);
  * - which rows were deleted: the table's keys counted per range on both sides, and only the
- *   ranges whose counts differ compared key by key.
+ *   ranges whose counts differ compared key by key; of the release event tables, of which
+ *   sleeve keeps no rows, each range's count and key fingerprint against those of the last look.
  *
- * Each finding is a release or release group to read again (read.ts, write.ts).
+ * Each finding is a release, release group or event to read again (read.ts, write.ts,
+ * write-events.ts).
  */
 import { sql } from 'kysely';
 import type { Db } from '../../db/schema.js';
@@ -30,8 +32,40 @@ export const LIVE_TABLES = [
   'cover_art_archive.release_group_cover_art',
   'cover_art_archive.art_type',
   'cover_art_archive.image_type',
+  'musicbrainz.event',
+  'musicbrainz.event_gid_redirect',
+  'event_art_archive.event_art',
+  'event_art_archive.event_art_type',
+  'event_art_archive.art_type',
 ] as const;
 export type LiveTable = (typeof LIVE_TABLES)[number];
+
+/** The tables of the Event Art Archive's events: followed only when the mirror has all of them and sleeve may read them. */
+export const EVENT_ARCHIVE_TABLES: readonly LiveTable[] = ['musicbrainz.event', 'musicbrainz.event_gid_redirect', 'event_art_archive.event_art', 'event_art_archive.event_art_type', 'event_art_archive.art_type'];
+
+/** The tables sleeve follows: the Event Art Archive's only when `eventArt`. */
+export function followedTables(eventArt: boolean): LiveTable[] {
+  return LIVE_TABLES.filter((t) => eventArt || !EVENT_ARCHIVE_TABLES.includes(t));
+}
+
+/**
+ * Why the Event Art Archive cannot be followed (a table missing, or not readable by sleeve's
+ * role), or undefined when it can. Asked of the catalog, so a missing schema costs no error.
+ */
+export async function eventArtProblem(q: LiveQuery): Promise<string | undefined> {
+  const rows = await q<{ name: string; readable: boolean }>(
+    `SELECT n.nspname || '.' || c.relname AS name, has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT') AS readable
+       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname || '.' || c.relname = ANY($1::text[]) AND c.relkind IN ('r', 'p', 'v', 'f')`,
+    [EVENT_ARCHIVE_TABLES],
+  );
+  const found = new Map(rows.map((r) => [r.name, r.readable]));
+  const missing = EVENT_ARCHIVE_TABLES.filter((t) => !found.has(t));
+  if (missing.length > 0) return `${missing.join(', ')} not in the mirror's database`;
+  const unreadable = EVENT_ARCHIVE_TABLES.filter((t) => found.get(t) !== true);
+  if (unreadable.length > 0) return `${unreadable.join(', ')} not readable by sleeve's role (GRANT USAGE on the schema, SELECT on the table)`;
+  return undefined;
+}
 
 /** [inserted, updated, deleted] rows, as counted by the statistics collector. */
 export type TableStats = [number, number, number];
@@ -78,17 +112,18 @@ function xminSince(alias: string, from: string, snap: SnapshotMark): string | un
   return lo32 <= hi32 ? `(${x} >= ${lo32} AND ${x} < ${hi32})` : `((${x} >= ${lo32} OR ${x} < ${hi32}) AND ${x} > 2)`;
 }
 
-/** Releases and release groups to read again. */
+/** Releases, release groups and events to read again. */
 export interface Affected {
   releases: Set<number>;
   groups: Set<number>;
+  events: Set<number>;
 }
 
 export function emptyAffected(): Affected {
-  return { releases: new Set(), groups: new Set() };
+  return { releases: new Set(), groups: new Set(), events: new Set() };
 }
 
-type Target = 'releases' | 'groups';
+type Target = keyof Affected;
 
 /** For each table: what its inserted or updated rows say to read again. */
 const CHANGED_ROWS: Partial<Record<LiveTable, { sql: (cond: (alias: string) => string) => string; target: Target }>> = {
@@ -106,6 +141,13 @@ const CHANGED_ROWS: Partial<Record<LiveTable, { sql: (cond: (alias: string) => s
   'cover_art_archive.release_group_cover_art': {
     sql: (c) => `SELECT DISTINCT x.release_group AS k FROM cover_art_archive.release_group_cover_art x WHERE ${c('x')}`,
     target: 'groups',
+  },
+  'musicbrainz.event': { sql: (c) => `SELECT e.id AS k FROM musicbrainz.event e WHERE ${c('e')}`, target: 'events' },
+  'musicbrainz.event_gid_redirect': { sql: (c) => `SELECT DISTINCT x.new_id AS k FROM musicbrainz.event_gid_redirect x WHERE ${c('x')}`, target: 'events' },
+  'event_art_archive.event_art': { sql: (c) => `SELECT DISTINCT a.event AS k FROM event_art_archive.event_art a WHERE ${c('a')}`, target: 'events' },
+  'event_art_archive.event_art_type': {
+    sql: (c) => `SELECT DISTINCT a.event AS k FROM event_art_archive.event_art_type t JOIN event_art_archive.event_art a ON a.id = t.id WHERE ${c('t')}`,
+    target: 'events',
   },
 };
 
@@ -207,6 +249,46 @@ const DELETES: Partial<Record<LiveTable, DeleteSpec>> = {
     sleeveTarget: 'new_id',
     target: 'groups',
   },
+  'musicbrainz.event': {
+    mirrorTable: 'musicbrainz.event',
+    mirrorRange: 'id',
+    mirrorKey: 'id::text',
+    sleeveFrom: 'event WHERE imported = 1',
+    sleeveRange: 'id',
+    sleeveKey: "id || ''",
+    sleeveTarget: 'id',
+    target: 'events',
+  },
+  'musicbrainz.event_gid_redirect': {
+    mirrorTable: 'musicbrainz.event_gid_redirect',
+    mirrorRange: 'new_id',
+    mirrorKey: 'gid::text',
+    sleeveFrom: 'event_gid_redirect WHERE imported = 1',
+    sleeveRange: 'new_id',
+    sleeveKey: 'gid',
+    sleeveTarget: 'new_id',
+    target: 'events',
+  },
+  'event_art_archive.event_art': {
+    mirrorTable: 'event_art_archive.event_art',
+    mirrorRange: 'id',
+    mirrorKey: 'id::text',
+    sleeveFrom: 'event_art WHERE imported = 1',
+    sleeveRange: 'id',
+    sleeveKey: "id || ''",
+    sleeveTarget: 'event',
+    target: 'events',
+  },
+  'event_art_archive.event_art_type': {
+    mirrorTable: 'event_art_archive.event_art_type',
+    mirrorRange: 'id',
+    mirrorKey: "id::text || ':' || type_id::text",
+    sleeveFrom: 'event_art_type t JOIN event_art c ON c.id = t.id WHERE c.imported = 1',
+    sleeveRange: 't.id',
+    sleeveKey: "t.id || ':' || t.type_id",
+    sleeveTarget: 'c.event',
+    target: 'events',
+  },
 };
 
 /** Rows per range compared: a range whose counts differ is compared key by key. */
@@ -249,32 +331,65 @@ export async function deletedRows(q: LiveQuery, db: Db, table: LiveTable, into: 
   }
 }
 
-/** Releases whose images wait for their add-edit, and whose edit the mirror now has closed. */
-export async function approvedSince(q: LiveQuery, db: Db, into: Affected, limit: number): Promise<void> {
-  const pending = await db.selectFrom('cover_art').select(['edit', 'release']).where('imported', '=', 1).where('approved', '=', 0).limit(limit).execute();
+/** Releases (and, when `eventArt`, events) whose images wait for their add-edit, and whose edit the mirror now has closed. */
+export async function approvedSince(q: LiveQuery, db: Db, into: Affected, limit: number, eventArt: boolean): Promise<void> {
+  const pending: { edit: number; owner: number; target: Target }[] = (
+    await db.selectFrom('cover_art').select(['edit', 'release as owner']).where('imported', '=', 1).where('approved', '=', 0).limit(limit).execute()
+  ).map((p) => ({ ...p, target: 'releases' }));
+  if (eventArt) {
+    const events = await db.selectFrom('event_art').select(['edit', 'event as owner']).where('imported', '=', 1).where('approved', '=', 0).limit(limit).execute();
+    for (const p of events) pending.push({ ...p, target: 'events' });
+  }
   if (pending.length === 0) return;
-  const byEdit = new Map<number, number[]>();
-  for (const p of pending) byEdit.set(p.edit, [...(byEdit.get(p.edit) ?? []), p.release]);
+  const byEdit = new Map<number, { owner: number; target: Target }[]>();
+  for (const p of pending) byEdit.set(p.edit, [...(byEdit.get(p.edit) ?? []), p]);
   const closed = await q<{ id: number }>(`SELECT id FROM musicbrainz.edit WHERE id = ANY($1::int[]) AND close_time IS NOT NULL`, [[...byEdit.keys()]]);
-  for (const c of closed) for (const r of byEdit.get(Number(c.id)) ?? []) into.releases.add(r);
+  for (const c of closed) for (const p of byEdit.get(Number(c.id)) ?? []) into[p.target].add(p.owner);
 }
 
 /**
- * The release event tables: sleeve keeps no copy of their rows (only each release's earliest
- * date), so a deleted event is found against the mirror's own counts of the last look,
- * per range of release ids (kept in the follower's state).
+ * The releases (and, when `eventArt`, events) with images of these mime types: those skipped
+ * while their mime type was not in the mirror's `image_type`, once it is (one pass over each
+ * image table, only when `image_type` gained a type).
  */
-export const EVENT_TABLES = ['musicbrainz.release_country', 'musicbrainz.release_unknown_country'] as const;
-export type EventTable = (typeof EVENT_TABLES)[number];
+export async function withImageTypes(q: LiveQuery, mimeTypes: string[], eventArt: boolean, into: Affected): Promise<void> {
+  if (mimeTypes.length === 0) return;
+  for (const r of await q<{ k: number }>(`SELECT DISTINCT release AS k FROM cover_art_archive.cover_art WHERE mime_type = ANY($1::text[])`, [mimeTypes])) into.releases.add(Number(r.k));
+  if (!eventArt) return;
+  for (const r of await q<{ k: number }>(`SELECT DISTINCT event AS k FROM event_art_archive.event_art WHERE mime_type = ANY($1::text[])`, [mimeTypes])) into.events.add(Number(r.k));
+}
 
-export interface EventRanges {
+/**
+ * The release event tables (a release's dates and countries; not the Event Art Archive's
+ * events): sleeve keeps no copy of their rows (only each release's earliest date), so a
+ * deleted release event is found against the mirror's own look of the last time, per range
+ * of release ids (kept in the follower's state): the range's count and a fingerprint of its
+ * keys (the sum of a hash of each row's key), so a row deleted in the same pass as another is
+ * added in its range still moves it.
+ */
+export const RELEASE_EVENT_TABLES = ['musicbrainz.release_country', 'musicbrainz.release_unknown_country'] as const;
+export type ReleaseEventTable = (typeof RELEASE_EVENT_TABLES)[number];
+
+/**
+ * Each table's key as one hashed integer (release_country's key is (release, country),
+ * release_unknown_country's the release). Only the key: a row whose key stays and whose date
+ * changes was written, and is found by its xmin.
+ */
+const EVENT_KEY_HASH: Record<ReleaseEventTable, string> = {
+  'musicbrainz.release_country': 'hashint8((release::bigint << 32) | (country::bigint & 4294967295))',
+  'musicbrainz.release_unknown_country': 'hashint8(release::bigint)',
+};
+
+export interface ReleaseEventRanges {
   width: number;
   /** Range number → events in it. */
   counts: Record<string, number>;
+  /** Range number → sum of its rows' key hashes (absent in a state written before they were kept). */
+  sums?: Record<string, string>;
 }
 
-/** The table's events counted per range of release ids (`width` kept from the last look, if any). */
-export async function countEvents(q: LiveQuery, table: EventTable, width?: number): Promise<EventRanges> {
+/** The table's release events counted and fingerprinted per range of release ids (`width` kept from the last look, if any): one pass over the table. */
+export async function countReleaseEvents(q: LiveQuery, table: ReleaseEventTable, width?: number): Promise<ReleaseEventRanges> {
   let w = width;
   if (w === undefined) {
     const [size] = await q<{ n: number; top: number | null }>(`SELECT count(*)::bigint AS n, max(release)::bigint AS top FROM ${table}`);
@@ -282,17 +397,28 @@ export async function countEvents(q: LiveQuery, table: EventTable, width?: numbe
     w = Math.max(1, Math.ceil((Number(size?.top ?? 0) + 1) / ranges));
   }
   const counts: Record<string, number> = {};
-  for (const r of await q<{ b: number; n: number }>(`SELECT (release / ${w})::bigint AS b, count(*)::bigint AS n FROM ${table} GROUP BY 1`)) counts[String(r.b)] = Number(r.n);
-  return { width: w, counts };
+  const sums: Record<string, string> = {};
+  const rows = await q<{ b: number; n: number; h: string }>(`SELECT (release / ${w})::bigint AS b, count(*)::bigint AS n, sum(${EVENT_KEY_HASH[table]})::text AS h FROM ${table} GROUP BY 1`);
+  for (const r of rows) {
+    counts[String(r.b)] = Number(r.n);
+    sums[String(r.b)] = r.h;
+  }
+  return { width: w, counts, sums };
 }
 
-/** The releases sleeve has in every range whose count of events moved since `before`; answers the counts now. */
-export async function movedEvents(q: LiveQuery, db: Db, table: EventTable, before: EventRanges | undefined, into: Affected): Promise<EventRanges> {
-  const now = await countEvents(q, table, before?.width);
+/** Whether range `b` holds other rows now than at the last look (by its count, and by its fingerprint when the last look kept one). */
+function rangeMoved(before: ReleaseEventRanges, now: ReleaseEventRanges, b: string): boolean {
+  if (before.counts[b] !== now.counts[b]) return true;
+  return before.sums !== undefined && before.sums[b] !== now.sums?.[b];
+}
+
+/** The releases sleeve has in every range whose release events moved since `before`; answers the look now. */
+export async function movedReleaseEvents(q: LiveQuery, db: Db, table: ReleaseEventTable, before: ReleaseEventRanges | undefined, into: Affected): Promise<ReleaseEventRanges> {
+  const now = await countReleaseEvents(q, table, before?.width);
   if (before === undefined) return now;
   const ranges = new Set([...Object.keys(before.counts), ...Object.keys(now.counts)]);
   for (const b of ranges) {
-    if (before.counts[b] === now.counts[b]) continue;
+    if (!rangeMoved(before, now, b)) continue;
     const lo = Number(b) * now.width;
     for (const r of await db.selectFrom('release').select('id').where('id', '>=', lo).where('id', '<', lo + now.width).where('imported', '=', 1).execute()) into.releases.add(r.id);
   }

@@ -1,9 +1,10 @@
 /*
- * Reads releases and release groups from the mirror's MusicBrainz schema, in one snapshot,
- * into the rows `sleeve import musicbrainz` would have made of the same tables (import/apply-dump.ts
- * is the specification: the release date is the earliest event of either event table, year,
- * month, day ascending with NULLs last; `approved` is "the add-edit is closed", or "no edit
- * pending" when the mirror holds no edits; rows pointing at what is left out are left out).
+ * Reads releases, release groups and events from the mirror's MusicBrainz schema, in one
+ * snapshot, into the rows `sleeve import musicbrainz` would have made of the same tables
+ * (import/apply-dump.ts and apply-events.ts are the specification: the release date is the
+ * earliest event of either release event table, year, month, day ascending with NULLs last;
+ * `approved` is "the add-edit is closed", or "no edit pending" when the mirror holds no edits;
+ * rows pointing at what is left out are left out).
  */
 import type { LiveQuery } from './source.js';
 
@@ -23,9 +24,13 @@ export interface LiveGroup {
   name: string;
 }
 
+/** An event: its id, MBID and name (sleeve keeps no more of it). */
+type LiveEvent = LiveGroup;
+
 export interface LiveImage {
   id: number;
-  release: number;
+  /** The release (or event) it belongs to. */
+  owner: number;
   comment: string;
   edit: number;
   ordering: number;
@@ -72,52 +77,69 @@ export interface LiveBatch {
 /** Called for each row sleeve does not take (logged once per row by the caller). */
 export type SkipRow = (what: string, key: string) => void;
 
-/** The mirror's types: art types, and image types (mime type → suffix). */
+/** The mirror's types: art types (of both archives), and image types (mime type → suffix). */
 export interface LiveTypes {
   artTypes: LiveArtType[];
+  /** event_art_archive.art_type; undefined when the Event Art Archive is not followed. */
+  eventKinds: LiveArtType[] | undefined;
   imageTypes: Map<string, string>;
   /** Whether the mirror holds edits (then `approved` comes from them). */
   withEdits: boolean;
 }
 
 /**
- * Where an archive's images are in the MusicBrainz schema. The Cover Art Archive's, of
- * releases; the Event Art Archive's (`event_art_archive.event_art`, of events) has the same
- * shape, for when sleeve has events.
+ * Where an archive's images are in the MusicBrainz schema: the Cover Art Archive's, of
+ * releases, and the Event Art Archive's (`event_art_archive.event_art`, of events), of the
+ * same shape.
  */
 export interface ArtArchive {
   schema: 'cover_art_archive' | 'event_art_archive';
   /** The image table and its column naming the entity. */
-  images: string;
+  images: 'cover_art' | 'event_art';
   entity: 'release' | 'event';
   /** The image types' table. */
-  types: string;
+  types: 'cover_art_type' | 'event_art_type';
 }
 
 const COVER_ART: ArtArchive = { schema: 'cover_art_archive', images: 'cover_art', entity: 'release', types: 'cover_art_type' };
+const EVENT_ART: ArtArchive = { schema: 'event_art_archive', images: 'event_art', entity: 'event', types: 'event_art_type' };
 
 /** A suffix or mime type fit for a file name and a header (import/copy-text.ts has the same checks). */
 const SUFFIX_RE = /^[a-z0-9]{1,10}$/;
 const MIME_RE = /^[a-z0-9!#$&^_.+-]{1,64}\/[a-z0-9!#$&^_.+-]{1,64}$/;
 
-export async function readTypes(q: LiveQuery, skip: SkipRow): Promise<LiveTypes> {
+/** An archive's art types, those without a name or with another's name left out. */
+async function readArtTypes(q: LiveQuery, schema: ArtArchive['schema'], skip: SkipRow): Promise<LiveArtType[]> {
   const artTypes: LiveArtType[] = [];
   const names = new Set<string>();
-  const rows = await q<LiveArtType>(`SELECT id, name, parent, child_order, coalesce(description, '') AS description, gid::text AS gid FROM cover_art_archive.art_type ORDER BY id`);
+  const rows = await q<LiveArtType>(`SELECT id, name, parent, child_order, coalesce(description, '') AS description, gid::text AS gid FROM ${schema}.art_type ORDER BY id`);
   for (const r of rows) {
-    if (r.name === null || r.child_order === null || names.has(r.name)) skip('art_type: no name, or a name used by another art type', String(r.id));
+    if (r.name === null || r.child_order === null || names.has(r.name)) skip(`${schema}.art_type: no name, or a name used by another art type`, String(r.id));
     else {
       names.add(r.name);
       artTypes.push(r);
     }
   }
+  return artTypes;
+}
+
+/** The mirror's image types sleeve can use (mime type → suffix); the others skipped. */
+export async function readImageTypes(q: LiveQuery, skip: SkipRow): Promise<Map<string, string>> {
   const imageTypes = new Map<string, string>();
   for (const r of await q<{ mime_type: string | null; suffix: string | null }>(`SELECT mime_type, suffix FROM cover_art_archive.image_type`)) {
     if (r.mime_type === null || r.suffix === null || !MIME_RE.test(r.mime_type) || !SUFFIX_RE.test(r.suffix)) skip('image_type: mime type or suffix not usable', String(r.mime_type));
     else imageTypes.set(r.mime_type, r.suffix);
   }
+  return imageTypes;
+}
+
+/** The mirror's types; the Event Art Archive's art types too when `eventArt` (it is followed). */
+export async function readTypes(q: LiveQuery, skip: SkipRow, eventArt: boolean): Promise<LiveTypes> {
+  const artTypes = await readArtTypes(q, 'cover_art_archive', skip);
+  const eventKinds = eventArt ? await readArtTypes(q, 'event_art_archive', skip) : undefined;
+  const imageTypes = await readImageTypes(q, skip);
   const edits = await q<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM musicbrainz.edit) AS any`);
-  return { artTypes, imageTypes, withEdits: edits[0]?.any === true };
+  return { artTypes, eventKinds, imageTypes, withEdits: edits[0]?.any === true };
 }
 
 const EVENTS = `SELECT release, date_year, date_month, date_day FROM musicbrainz.release_country WHERE release = ANY($1::int[])
@@ -149,11 +171,13 @@ interface ImageRowIn extends Omit<LiveImage, 'approved' | 'types'> {
   closed: boolean;
 }
 
-async function readImages(q: LiveQuery, ids: number[], types: LiveTypes, skip: SkipRow, into: LiveBatch, art: ArtArchive = COVER_ART): Promise<void> {
-  if (ids.length === 0) return;
+/** The images of the releases (or events) `ids`, by owner in listing order (ordering, id), with their types. */
+async function readImages(q: LiveQuery, art: ArtArchive, ids: number[], types: LiveTypes, skip: SkipRow): Promise<Map<number, LiveImage[]>> {
+  const out = new Map<number, LiveImage[]>();
+  if (ids.length === 0) return out;
   const images = `${art.schema}.${art.images}`;
   const rows = await q<ImageRowIn>(
-    `SELECT c.id, c.${art.entity} AS release, c.comment, c.edit, c.ordering, floor(extract(epoch FROM c.date_uploaded) * 1000)::bigint AS date_uploaded,
+    `SELECT c.id, c.${art.entity} AS owner, c.comment, c.edit, c.ordering, floor(extract(epoch FROM c.date_uploaded) * 1000)::bigint AS date_uploaded,
             c.edits_pending, c.mime_type, c.filesize, c.thumb_250_filesize, c.thumb_500_filesize, c.thumb_1200_filesize,
             (e.close_time IS NOT NULL) AS closed
        FROM ${images} c LEFT JOIN musicbrainz.edit e ON e.id = c.edit
@@ -164,11 +188,11 @@ async function readImages(q: LiveQuery, ids: number[], types: LiveTypes, skip: S
     `SELECT t.id, t.type_id FROM ${art.schema}.${art.types} t JOIN ${images} c ON c.id = t.id WHERE c.${art.entity} = ANY($1::int[]) ORDER BY t.id, t.type_id`,
     [ids],
   );
-  const known = new Set(types.artTypes.map((t) => t.id));
+  const known = new Set((art === EVENT_ART ? (types.eventKinds ?? []) : types.artTypes).map((t) => t.id));
   const typesOf = new Map<number, number[]>();
   for (const t of typeRows) {
     if (t.type_id === null || !known.has(t.type_id)) {
-      skip('cover_art_type: unknown art type', `${t.id} type ${String(t.type_id)}`);
+      skip(`${art.types}: unknown art type`, `${t.id} type ${String(t.type_id)}`);
       continue;
     }
     const list = typesOf.get(t.id) ?? [];
@@ -178,15 +202,16 @@ async function readImages(q: LiveQuery, ids: number[], types: LiveTypes, skip: S
   for (const r of rows) {
     const why = badImage(r, types);
     if (why !== undefined) {
-      skip(`cover_art: ${why}`, String(r.id));
+      skip(`${art.images}: ${why}`, String(r.id));
       continue;
     }
     const approved = types.withEdits ? (r.closed ? 1 : 0) : r.edits_pending === 0 ? 1 : 0;
     const { edits_pending: _p, closed: _c, ...rest } = r;
-    const list = into.images.get(r.release) ?? [];
+    const list = out.get(r.owner) ?? [];
     list.push({ ...rest, approved, types: typesOf.get(r.id) ?? [] });
-    into.images.set(r.release, list);
+    out.set(r.owner, list);
   }
+  return out;
 }
 
 /** Why sleeve cannot take this image row, or undefined. */
@@ -200,7 +225,7 @@ function badImage(r: ImageRowIn, types: LiveTypes): string | undefined {
   return undefined;
 }
 
-async function readRedirects(q: LiveQuery, table: 'release' | 'release_group', ids: number[], into: Map<number, LiveRedirect[]>): Promise<void> {
+async function readRedirects(q: LiveQuery, table: 'release' | 'release_group' | 'event', ids: number[], into: Map<number, LiveRedirect[]>): Promise<void> {
   if (ids.length === 0) return;
   // A redirect whose MBID is itself an entity is left out, as the import leaves it out.
   const rows = await q<LiveRedirect>(
@@ -255,8 +280,29 @@ export async function readBatch(q: LiveQuery, types: LiveTypes, releaseIds: Iter
     }
   }
   const present = [...batch.releases.keys()];
-  await readImages(q, present, types, skip, batch);
+  batch.images = await readImages(q, COVER_ART, present, types, skip);
   await readRedirects(q, 'release', present, batch.releaseRedirects);
   await readRedirects(q, 'release_group', [...batch.groups.keys()], batch.groupRedirects);
   return batch;
+}
+
+/** What the mirror holds for the events asked for, in one snapshot. */
+export interface LiveEventBatch {
+  /** Every event asked for; absent from `events`: not in the mirror. */
+  asked: Set<number>;
+  events: Map<number, LiveEvent>;
+  /** By event id, in listing order (ordering, id). */
+  images: Map<number, LiveImage[]>;
+  redirects: Map<number, LiveRedirect[]>;
+}
+
+/** Reads the events asked for (the Event Art Archive followed), with their images, types and merged MBIDs, in the snapshot `q` runs in. */
+export async function readEventBatch(q: LiveQuery, types: LiveTypes, eventIds: Iterable<number>, skip: SkipRow): Promise<LiveEventBatch> {
+  const asked = new Set(eventIds);
+  const events = new Map<number, LiveEvent>();
+  if (asked.size > 0) for (const e of await q<LiveEvent>(`SELECT id, gid::text AS gid, name FROM musicbrainz.event WHERE id = ANY($1::int[])`, [[...asked]])) events.set(e.id, e);
+  const present = [...events.keys()];
+  const redirects = new Map<number, LiveRedirect[]>();
+  await readRedirects(q, 'event', present, redirects);
+  return { asked, events, images: await readImages(q, EVENT_ART, present, types, skip), redirects };
 }

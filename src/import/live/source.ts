@@ -9,7 +9,7 @@ import pg from 'pg';
 export type LiveQuery = <T = Record<string, unknown>>(text: string, values?: unknown[]) => Promise<T[]>;
 
 /** BIGINT (image ids, sums, counts) as JavaScript numbers: the values sleeve reads fit well inside 2^53. */
-const TYPES = {
+export const LIVE_TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
 };
 
@@ -38,7 +38,7 @@ export class LiveSource {
       query_timeout: statementTimeoutMs + 5000,
       application_name: 'sleeve',
       keepAlive: true,
-      types: TYPES,
+      types: LIVE_TYPES,
     });
     // An idle connection the server dropped: the pool discards it and the next read connects again.
     this.pool.on('error', () => {});

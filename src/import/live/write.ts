@@ -5,11 +5,15 @@
  * the mirror. Only what differs is written; each release whose listing changed gets a new
  * revision and, when its index.json was written before, is marked for rewriting
  * (index_dirty), and the catalogue version moves so every serving process empties its caches.
+ * The images are written by write-images.ts (uploads made here kept after the mirror's); the
+ * events by write-events.ts, with the redirect helpers here.
  */
 import { sql } from 'kysely';
 import type { Db, Database } from '../../db/schema.js';
-import type { Kysely, Transaction } from 'kysely';
-import type { LiveBatch, LiveImage, LiveRedirect, LiveTypes, SkipRow } from './read.js';
+import type { Transaction } from 'kysely';
+import type { Affected } from './changes.js';
+import type { LiveArtType, LiveBatch, LiveRedirect, LiveTypes, SkipRow } from './read.js';
+import { chunks, COVER_ART_TABLES, imagesDiffer, replaceImages, sleeveImages, upsertMany, type Rewrite } from './write-images.js';
 
 type Trx = Transaction<Database>;
 
@@ -20,110 +24,14 @@ export interface WriteResult {
   groups: number[];
 }
 
-const CHUNK = 500;
-/** Rows per multi-row INSERT (SQLite allows 32,766 bound values a statement; rows here have at most 13). */
-const ROWS_PER_INSERT = 200;
-
-function chunks<T>(list: T[], size = CHUNK): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
-  return out;
-}
-
-/** Writes rows (all with the same columns) by `key`: new ones inserted, existing ones updated, a few hundred a statement. */
-async function upsertMany(trx: Trx, table: 'release' | 'release_group' | 'cover_art', key: 'id', rows: Record<string, unknown>[]): Promise<void> {
-  if (rows.length === 0) return;
-  const columns = Object.keys(rows[0] as object).filter((c) => c !== key);
-  const t = trx as unknown as Kysely<any>;
-  for (const part of chunks(rows, ROWS_PER_INSERT)) {
-    await t
-      .insertInto(table)
-      .values(part)
-      .onConflict((oc) => oc.column(key).doUpdateSet((eb) => Object.fromEntries(columns.map((c) => [c, eb.ref(`excluded.${c}`)]))))
-      .execute();
-  }
-}
-
 /** Which rows of `table` hold these MBIDs now (MBID → id). */
-async function idsByGid(trx: Trx, table: 'release' | 'release_group', gids: string[]): Promise<Map<string, number>> {
+export async function idsByGid(trx: Trx, table: 'release' | 'release_group' | 'event', gids: string[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const part of chunks(gids)) for (const r of await trx.selectFrom(table).select(['id', 'gid']).where('gid', 'in', part).execute()) out.set(r.gid, r.id);
   return out;
 }
 
-interface SleeveImage extends Omit<LiveImage, 'types'> {
-  imported: number;
-  types: number[];
-}
-
-/** What sleeve holds now for the releases of the batch (imported rows; local images apart). */
-async function sleeveImages(trx: Trx, releaseIds: number[]): Promise<Map<number, SleeveImage[]>> {
-  const out = new Map<number, SleeveImage[]>();
-  for (const ids of chunks(releaseIds)) {
-    const rows = await trx
-      .selectFrom('cover_art')
-      .select(['id', 'release', 'comment', 'edit', 'ordering', 'date_uploaded', 'approved', 'mime_type', 'filesize', 'thumb_250_filesize', 'thumb_500_filesize', 'thumb_1200_filesize', 'imported'])
-      .where('release', 'in', ids)
-      .orderBy('release')
-      .orderBy('ordering')
-      .orderBy('id')
-      .execute();
-    const types = new Map<number, number[]>();
-    if (rows.length > 0) {
-      for (const part of chunks(rows.map((r) => Number(r.id)))) {
-        for (const t of await trx.selectFrom('cover_art_type').select(['id', 'type_id']).where('id', 'in', part).orderBy('id').orderBy('type_id').execute()) {
-          const list = types.get(Number(t.id)) ?? [];
-          list.push(Number(t.type_id));
-          types.set(Number(t.id), list);
-        }
-      }
-    }
-    for (const r of rows) {
-      const image = { ...normalizeImage(r), imported: Number(r.imported), types: types.get(Number(r.id)) ?? [] };
-      const list = out.get(image.release) ?? [];
-      list.push(image);
-      out.set(image.release, list);
-    }
-  }
-  return out;
-}
-
-function normalizeImage(r: Record<string, unknown>): Omit<LiveImage, 'types'> {
-  const n = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-  return {
-    id: Number(r.id),
-    release: Number(r.release),
-    comment: String(r.comment),
-    edit: Number(r.edit),
-    ordering: Number(r.ordering),
-    date_uploaded: Number(r.date_uploaded),
-    approved: Number(r.approved),
-    mime_type: String(r.mime_type),
-    filesize: n(r.filesize),
-    thumb_250_filesize: n(r.thumb_250_filesize),
-    thumb_500_filesize: n(r.thumb_500_filesize),
-    thumb_1200_filesize: n(r.thumb_1200_filesize),
-  };
-}
-
-function imageSignature(i: Omit<LiveImage, 'types'> & { types: number[] }): string {
-  return JSON.stringify([
-    i.id,
-    i.comment,
-    i.edit,
-    i.ordering,
-    i.date_uploaded,
-    i.approved,
-    i.mime_type,
-    i.filesize,
-    i.thumb_250_filesize,
-    i.thumb_500_filesize,
-    i.thumb_1200_filesize,
-    [...i.types].sort((a, b) => a - b),
-  ]);
-}
-
-async function redirectsOf(trx: Trx, table: 'release_gid_redirect' | 'release_group_gid_redirect', ids: number[]): Promise<Map<number, string[]>> {
+export async function redirectsOf(trx: Trx, table: RedirectTable, ids: number[]): Promise<Map<number, string[]>> {
   const out = new Map<number, string[]>();
   for (const part of chunks(ids)) {
     for (const r of await trx.selectFrom(table).select(['gid', 'new_id']).where('new_id', 'in', part).where('imported', '=', 1).orderBy('gid').execute()) {
@@ -135,24 +43,63 @@ async function redirectsOf(trx: Trx, table: 'release_gid_redirect' | 'release_gr
   return out;
 }
 
-const same = (a: string[] | undefined, b: LiveRedirect[] | undefined) => JSON.stringify(a ?? []) === JSON.stringify((b ?? []).map((r) => r.gid));
+export const sameRedirects = (a: string[] | undefined, b: LiveRedirect[] | undefined) => JSON.stringify(a ?? []) === JSON.stringify((b ?? []).map((r) => r.gid));
+
+type RedirectTable = 'release_gid_redirect' | 'release_group_gid_redirect' | 'event_gid_redirect';
+
+/**
+ * Makes the imported MBIDs merged into `id` those of the mirror (`live`). An MBID still held by
+ * an imported entity (one the mirror merged away, whose removal a later batch of the pass
+ * writes) adds `id` to `deferred`, when given, to be written again once the pass's batches are
+ * done; without `deferred`, or held by an entity made here, it is skipped and logged.
+ */
+export async function writeRedirects(trx: Trx, table: RedirectTable, entity: 'release' | 'release_group' | 'event', id: number, live: LiveRedirect[], skip: SkipRow, deferred?: Set<number>): Promise<void> {
+  const keep = live.map((r) => r.gid);
+  let del = trx.deleteFrom(table).where('new_id', '=', id).where('imported', '=', 1);
+  if (keep.length > 0) del = del.where('gid', 'not in', keep);
+  await del.execute();
+  for (const r of live) {
+    // An MBID that is an entity in sleeve (one made here) stays that entity.
+    const holder = await trx.selectFrom(entity).select('imported').where('gid', '=', r.gid).executeTakeFirst();
+    if (holder !== undefined && holder.imported === 1 && deferred !== undefined) {
+      deferred.add(id);
+      continue;
+    }
+    if (holder !== undefined) {
+      skip(`${table}: MBID is itself a ${entity} in sleeve`, r.gid);
+      continue;
+    }
+    await trx
+      .insertInto(table)
+      .values({ gid: r.gid, new_id: id, imported: 1 })
+      .onConflict((oc) => oc.column('gid').doUpdateSet({ new_id: id, imported: 1 }))
+      .execute();
+  }
+}
+
+/** Writes one archive's art types (`art_type`, or `event_art_kind` for the Event Art Archive's); answers whether any changed. */
+async function writeArtTypes(trx: Trx, table: 'art_type' | 'event_art_kind', artTypes: LiveArtType[], skip: SkipRow): Promise<boolean> {
+  let changed = false;
+  for (const t of artTypes) {
+    const have = await trx.selectFrom(table).selectAll().where((eb) => eb.or([eb('id', '=', t.id), eb('name', '=', t.name)])).execute();
+    if (have.some((h) => h.id !== t.id)) {
+      skip(`${table}: name used by another art type`, `${t.id} ${t.name}`);
+      continue;
+    }
+    const h = have[0];
+    if (h !== undefined && h.name === t.name && h.parent === t.parent && h.child_order === t.child_order && h.description === t.description && h.gid === t.gid) continue;
+    const row = { name: t.name, parent: t.parent, child_order: t.child_order, description: t.description, gid: t.gid };
+    await trx.insertInto(table).values({ id: t.id, ...row }).onConflict((oc) => oc.column('id').doUpdateSet(row)).execute();
+    changed = true;
+  }
+  return changed;
+}
 
 /** Writes the art and image types of the mirror (new ones added, changed ones updated). */
 export async function writeTypes(db: Db, types: LiveTypes, skip: SkipRow): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    let changed = false;
-    for (const t of types.artTypes) {
-      const have = await trx.selectFrom('art_type').selectAll().where((eb) => eb.or([eb('id', '=', t.id), eb('name', '=', t.name)])).execute();
-      if (have.some((h) => h.id !== t.id)) {
-        skip('art_type: name used by another art type', `${t.id} ${t.name}`);
-        continue;
-      }
-      const h = have[0];
-      if (h !== undefined && h.name === t.name && h.parent === t.parent && h.child_order === t.child_order && h.description === t.description && h.gid === t.gid) continue;
-      const row = { name: t.name, parent: t.parent, child_order: t.child_order, description: t.description, gid: t.gid };
-      await trx.insertInto('art_type').values({ id: t.id, ...row }).onConflict((oc) => oc.column('id').doUpdateSet(row)).execute();
-      changed = true;
-    }
+    let changed = await writeArtTypes(trx, 'art_type', types.artTypes, skip);
+    if (types.eventKinds !== undefined && (await writeArtTypes(trx, 'event_art_kind', types.eventKinds, skip))) changed = true;
     for (const [mime_type, suffix] of types.imageTypes) {
       const h = await trx.selectFrom('image_type').select('suffix').where('mime_type', '=', mime_type).executeTakeFirst();
       if (h?.suffix === suffix) continue;
@@ -164,9 +111,9 @@ export async function writeTypes(db: Db, types: LiveTypes, skip: SkipRow): Promi
 }
 
 /** Applies the batch to sleeve's tables in one transaction; answers what changed. */
-export async function writeBatch(db: Db, batch: LiveBatch, now: number, skip: SkipRow): Promise<WriteResult> {
+export async function writeBatch(db: Db, batch: LiveBatch, now: number, skip: SkipRow, deferred?: Affected): Promise<WriteResult> {
   return db.transaction().execute(async (trx) => {
-    const w = new BatchWriter(trx, batch, skip);
+    const w = new BatchWriter(trx, batch, skip, deferred);
     await w.groups();
     await w.releases();
     // After the removals: a merged release's MBID is free for its redirect only once the release is gone.
@@ -190,6 +137,8 @@ class BatchWriter {
     private readonly trx: Trx,
     private readonly batch: LiveBatch,
     private readonly skip: SkipRow,
+    /** Where releases and groups whose merged MBIDs wait for a later batch's removal are noted (writeRedirects). */
+    private readonly deferred: Affected | undefined,
   ) {}
 
   async groups(): Promise<void> {
@@ -225,15 +174,15 @@ class BatchWriter {
     const releases = [...batch.releases.keys()].filter((id) => !this.refused.has(id));
     const have = await redirectsOf(trx, 'release_gid_redirect', releases);
     for (const id of releases) {
-      if (same(have.get(id), batch.releaseRedirects.get(id))) continue;
-      await this.writeRedirects('release_gid_redirect', 'release', id, batch.releaseRedirects.get(id) ?? []);
+      if (sameRedirects(have.get(id), batch.releaseRedirects.get(id))) continue;
+      await writeRedirects(trx, 'release_gid_redirect', 'release', id, batch.releaseRedirects.get(id) ?? [], this.skip, this.deferred?.releases);
       this.changedReleases.add(id);
     }
     const groups = [...batch.groups.keys()].filter((id) => !this.refusedGroups.has(id));
     const haveGroups = await redirectsOf(trx, 'release_group_gid_redirect', groups);
     for (const id of groups) {
-      if (same(haveGroups.get(id), batch.groupRedirects.get(id))) continue;
-      await this.writeRedirects('release_group_gid_redirect', 'release_group', id, batch.groupRedirects.get(id) ?? []);
+      if (sameRedirects(haveGroups.get(id), batch.groupRedirects.get(id))) continue;
+      await writeRedirects(trx, 'release_group_gid_redirect', 'release_group', id, batch.groupRedirects.get(id) ?? [], this.skip, this.deferred?.groups);
       this.changedGroups.add(id);
     }
   }
@@ -245,10 +194,10 @@ class BatchWriter {
     for (const part of chunks(ids)) {
       for (const r of await trx.selectFrom('release').select(['id', 'gid', 'name', 'release_group', 'date_year', 'date_month', 'date_day', 'imported']).where('id', 'in', part).execute()) have.set(r.id, r);
     }
-    const images = await sleeveImages(trx, ids);
+    const images = await sleeveImages(trx, COVER_ART_TABLES, ids);
     const holders = await idsByGid(trx, 'release', [...batch.releases.values()].map((r) => r.gid));
     const rows: Record<string, unknown>[] = [];
-    const rewrite: [number, LiveImage[], SleeveImage[]][] = [];
+    const rewrite: Rewrite[] = [];
     for (const r of batch.releases.values()) {
       const h = have.get(r.id);
       if (this.refusedGroups.has(r.release_group) || (h !== undefined && h.imported === 0 && h.gid !== r.gid)) {
@@ -270,8 +219,8 @@ class BatchWriter {
         this.changedGroups.add(r.release_group);
       }
       const live = batch.images.get(r.id) ?? [];
-      const mine = (images.get(r.id) ?? []).filter((i) => i.imported === 1);
-      if (JSON.stringify(live.map(imageSignature)) !== JSON.stringify(mine.map(imageSignature))) {
+      const mine = images.get(r.id) ?? [];
+      if (imagesDiffer(live, mine)) {
         rewrite.push([r.id, live, mine]);
         this.changedReleases.add(r.id);
         this.changedGroups.add(r.release_group);
@@ -281,64 +230,11 @@ class BatchWriter {
     await this.writeImages(rewrite);
   }
 
-  /** Replaces the imported images of releases with the mirror's (images made here stay). */
-  private async writeImages(rewrite: [number, LiveImage[], SleeveImage[]][]): Promise<void> {
-    const { trx } = this;
-    const gone: number[] = [];
-    for (const [, live, mine] of rewrite) {
-      const keep = new Set(live.map((i) => i.id));
-      for (const i of mine) if (!keep.has(i.id)) gone.push(i.id);
-    }
-    for (const part of chunks(gone)) this.imageDelta -= Number((await trx.deleteFrom('cover_art').where('id', 'in', part).where('imported', '=', 1).executeTakeFirst()).numDeletedRows);
-    const held = new Map<number, { release: number; imported: number }>();
-    for (const part of chunks(rewrite.flatMap(([, live]) => live.map((i) => i.id)))) {
-      for (const h of await trx.selectFrom('cover_art').select(['id', 'release', 'imported']).where('id', 'in', part).execute()) held.set(Number(h.id), h);
-    }
-    const rows: Record<string, unknown>[] = [];
-    const types: { id: number; type_id: number }[] = [];
-    // An art type sleeve could not take (writeTypes): its rows are left out, as the import leaves them out.
-    const artTypes = new Set((await trx.selectFrom('art_type').select('id').execute()).map((a) => a.id));
-    for (const [releaseId, live] of rewrite) {
-      for (const image of live) {
-        const h = held.get(image.id);
-        if (h !== undefined && h.imported === 0) {
-          this.skip('cover_art: id taken by an image uploaded to this sleeve', String(image.id));
-          continue;
-        }
-        // An image that moved here from another release changes that release's listing too.
-        if (h !== undefined && h.release !== releaseId) this.changedReleases.add(h.release);
-        if (h === undefined) this.imageDelta++;
-        const { types: typeIds, ...fields } = image;
-        rows.push({ ...fields, release: releaseId, imported: 1 });
-        for (const type_id of typeIds) {
-          if (artTypes.has(type_id)) types.push({ id: image.id, type_id });
-          else this.skip('cover_art_type: unknown art type', `${image.id} type ${type_id}`);
-        }
-      }
-    }
-    await upsertMany(trx, 'cover_art', 'id', rows);
-    for (const part of chunks(rows.map((r) => r.id as number))) await trx.deleteFrom('cover_art_type').where('id', 'in', part).execute();
-    for (const part of chunks(types, ROWS_PER_INSERT)) await trx.insertInto('cover_art_type').values(part).execute();
-  }
-
-  private async writeRedirects(table: 'release_gid_redirect' | 'release_group_gid_redirect', entity: 'release' | 'release_group', id: number, live: LiveRedirect[]): Promise<void> {
-    const { trx } = this;
-    const keep = live.map((r) => r.gid);
-    let del = trx.deleteFrom(table).where('new_id', '=', id).where('imported', '=', 1);
-    if (keep.length > 0) del = del.where('gid', 'not in', keep);
-    await del.execute();
-    for (const r of live) {
-      // An MBID that is an entity in sleeve (one made here) stays that entity.
-      if ((await trx.selectFrom(entity).select('id').where('gid', '=', r.gid).executeTakeFirst()) !== undefined) {
-        this.skip(`${table}: MBID is itself a ${entity} in sleeve`, r.gid);
-        continue;
-      }
-      await trx
-        .insertInto(table)
-        .values({ gid: r.gid, new_id: id, imported: 1 })
-        .onConflict((oc) => oc.column('gid').doUpdateSet({ new_id: id, imported: 1 }))
-        .execute();
-    }
+  /** Replaces the imported images of releases with the mirror's (images made here stay, after them). */
+  private async writeImages(rewrite: Rewrite[]): Promise<void> {
+    const r = await replaceImages(this.trx, COVER_ART_TABLES, rewrite, this.skip);
+    this.imageDelta += r.delta;
+    for (const id of r.movedFrom) this.changedReleases.add(id);
   }
 
   /** Releases and groups asked for that the mirror no longer has: gone, unless images or releases made here hang on them. */

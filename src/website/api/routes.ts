@@ -1,21 +1,26 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkAccessToken, isRefusal, type TokenHolder } from '../../auth/pages.js';
-import { currentGroupListing, releaseArt, storedEditNote, type Listing } from '../../cover-art/index.js';
+import { artState, currentGroupListing, storedEditNote, type Listing } from '../../cover-art/index.js';
 import { AppError, isAppError } from '../../shared/errors.js';
-import { addImage, chooseGroupCover, COMMENT_MAX_LENGTH, editImage, listingTag, releaseListing, removeImage, reorderImages, type Editor } from '../changes.js';
+import { addImage, chooseGroupCover, COMMENT_MAX_LENGTH, editImage, listingTag, ownerListing, removeImage, reorderImages, type Editor } from '../changes.js';
 import type { WebsiteDeps } from '../deps.js';
+import type { SiteEntity } from '../entities.js';
 import { BodyRefused, discard, readStreamed, readStreamedForm, streamMultipart, type UploadRefusal } from '../upload-body.js';
 import { makeUploads, UPLOAD_RETRY_AFTER, UPLOADS_PER_USER } from '../uploads.js';
 import { auditCuration, type CurationEvent } from '../audit.js';
 
 /*
- * The write API for tools (docs/api.md, "The write API for tools"): under /api/cover-art/ on
- * the website's origin, authorized by an access token with the cover_art scope. JSON in and
- * out; errors as {"error", "error_description"}; a token refused as RFC 6750 says, with
- * WWW-Authenticate.
+ * The write API for tools (docs/api.md, "The write API for tools"): under /api/cover-art/ (a
+ * release's images, a group's cover) and /api/event-art/ (an event's images) on the website's
+ * origin, authorized by an access token with the cover_art scope; the same routes registered for
+ * each (entities.ts). JSON in and out; errors as {"error", "error_description"}; a token refused
+ * as RFC 6750 says, with WWW-Authenticate.
  */
 
-export const API_PREFIX = '/api/cover-art';
+/** What the routes are registered with: the website's deps and whose art they change. */
+export interface ArtApiOptions extends WebsiteDeps {
+  entity: SiteEntity;
+}
 /** Largest JSON body (an order of a few thousand ids fits). */
 const JSON_LIMIT = 64 * 1024;
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -147,23 +152,29 @@ function ifMatch(req: FastifyRequest): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
-interface ReleaseParams {
+interface OwnerParams {
   mbid: string;
 }
-interface ImageParams extends ReleaseParams {
+interface ImageParams extends OwnerParams {
   id: string;
 }
 
-/** The write API's changes by method and route (under API_PREFIX), as audit events. */
-const CHANGE_EVENTS: Record<string, CurationEvent> = {
-  [`POST ${API_PREFIX}/release/:mbid/images`]: 'cover_art.added',
-  [`PATCH ${API_PREFIX}/release/:mbid/images/:id`]: 'cover_art.edited',
-  [`DELETE ${API_PREFIX}/release/:mbid/images/:id`]: 'cover_art.removed',
-  [`PUT ${API_PREFIX}/release/:mbid/order`]: 'cover_art.reordered',
-  [`PUT ${API_PREFIX}/release-group/:mbid/cover`]: 'cover_art.group_cover_set',
-};
+/** The write API's changes by method and route (under the entity's prefix), as audit events. */
+function changeEvents(entity: SiteEntity): Record<string, CurationEvent> {
+  const base = `${entity.apiPrefix}/${entity.name}/:mbid`;
+  return {
+    [`POST ${base}/images`]: 'cover_art.added',
+    [`PATCH ${base}/images/:id`]: 'cover_art.edited',
+    [`DELETE ${base}/images/:id`]: 'cover_art.removed',
+    [`PUT ${base}/order`]: 'cover_art.reordered',
+    [`PUT ${entity.apiPrefix}/release-group/:mbid/cover`]: 'cover_art.group_cover_set',
+  };
+}
 
-export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps): Promise<void> {
+/** The write API of a release's or an event's art (options.entity), registered under its prefix. */
+export async function artApiRoutes(app: FastifyInstance, options: ArtApiOptions): Promise<void> {
+  const { entity, ...deps } = options;
+  const events = changeEvents(entity);
   // The id of an image an upload added, for its audit line.
   const added = new WeakMap<FastifyRequest, string>();
   streamMultipart(app);
@@ -182,7 +193,7 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
 
   // Each change made, as an audit line once answered (who, which application, what).
   app.addHook('onResponse', async function auditChange(req, reply) {
-    const event = req.method === 'GET' || reply.statusCode >= 300 ? undefined : CHANGE_EVENTS[`${req.method} ${req.routeOptions.url ?? ''}`];
+    const event = req.method === 'GET' || reply.statusCode >= 300 ? undefined : events[`${req.method} ${req.routeOptions.url ?? ''}`];
     const holder = holders.get(req);
     if (event === undefined || holder === undefined) return;
     const params = req.params as Partial<ImageParams>;
@@ -193,22 +204,22 @@ export async function coverArtApiRoutes(app: FastifyInstance, deps: WebsiteDeps)
       address: deps.pages.clientAddress(req),
       clientId: holder.clientId,
       via: 'api',
-      release: group ? undefined : params.mbid,
-      releaseGroup: group ? params.mbid : undefined,
+      ...(group ? { releaseGroup: params.mbid } : { [entity.name]: params.mbid }),
       image: params.id ?? added.get(req),
     });
   });
 
-  readRoutes(app, deps);
-  uploadRoute(app, deps, added);
-  changeRoutes(app, deps);
+  readRoutes(app, deps, entity);
+  uploadRoute(app, deps, entity, added);
+  changeRoutes(app, deps, entity);
+  if (entity.name === 'release') groupCoverRoute(app, deps);
 }
 
 /** The listing with its pending edits, and one image's entry. */
-function readRoutes(app: FastifyInstance, deps: WebsiteDeps): void {
-  app.get<{ Params: ReleaseParams }>('/release/:mbid/images', async function listImages(req, reply) {
-    const listing = await releaseListing(deps, req.params.mbid);
-    const art = await releaseArt(deps.api, req.params.mbid);
+function readRoutes(app: FastifyInstance, deps: WebsiteDeps, entity: SiteEntity): void {
+  app.get<{ Params: OwnerParams }>(`/${entity.name}/:mbid/images`, async function listImages(req, reply) {
+    const listing = await ownerListing(deps, entity, req.params.mbid);
+    const art = await artState(deps.api, entity.art, req.params.mbid);
     const pending = (art?.pending ?? []).map((e) => ({
       edit: e.id,
       kind: e.kind,
@@ -222,23 +233,23 @@ function readRoutes(app: FastifyInstance, deps: WebsiteDeps): void {
     return sendJsonStatus(reply, 200, { ...listing, pending }, { etag: listingTag(listing) });
   });
 
-  app.get<{ Params: ImageParams }>('/release/:mbid/images/:id', async function showImage(req, reply) {
-    const listing = await releaseListing(deps, req.params.mbid);
+  app.get<{ Params: ImageParams }>(`/${entity.name}/:mbid/images/:id`, async function showImage(req, reply) {
+    const listing = await ownerListing(deps, entity, req.params.mbid);
     const entry = listing.images.find((i) => i.id === req.params.id);
-    if (entry === undefined) throw new AppError('NOT_FOUND', `cover image with id ${req.params.id} not found on release ${req.params.mbid}`);
+    if (entry === undefined) throw new AppError('NOT_FOUND', `${entity.art.imageNoun} with id ${req.params.id} not found on ${entity.name} ${req.params.mbid}`);
     return sendJsonStatus(reply, 200, entry, { etag: listingTag(listing) });
   });
 }
 
 /** An image added: a streamed multipart body, read in one of the user's upload slots. */
-function uploadRoute(app: FastifyInstance, deps: WebsiteDeps, added: WeakMap<FastifyRequest, string>): void {
+function uploadRoute(app: FastifyInstance, deps: WebsiteDeps, entity: SiteEntity, added: WeakMap<FastifyRequest, string>): void {
   const uploads = makeUploads(deps, 1);
-  const entryUrl = (mbid: string, id: string) => `${deps.pages.deps.authUrl}${API_PREFIX}/release/${mbid}/images/${id}`;
+  const entryUrl = (mbid: string, id: string) => `${deps.pages.deps.authUrl}${entity.apiPrefix}/${entity.name}/${mbid}/images/${id}`;
 
-  app.post<{ Params: ReleaseParams }>('/release/:mbid/images', async function addImageRoute(req, reply) {
+  app.post<{ Params: OwnerParams }>(`/${entity.name}/:mbid/images`, async function addImageRoute(req, reply) {
     const { mbid } = req.params;
-    // An unknown release is refused before its body is read.
-    await releaseListing(deps, mbid);
+    // An unknown release or event is refused before its body is read.
+    await ownerListing(deps, entity, mbid);
     const editor = editorOf(req);
     // The body is read in a slot of this user's (at most UPLOADS_PER_USER at once), at the client's
     // pace within the request timeout; only a whole body waits for a turn to be decoded and stored.
@@ -257,7 +268,7 @@ function uploadRoute(app: FastifyInstance, deps: WebsiteDeps, added: WeakMap<Fas
         const note = editNoteOf(notes[0]);
         const types = form.fields.get('types') ?? [];
         const entry = await uploads.slots.work(async () =>
-          addImage(deps, editor, { release: mbid, bytes: await readStreamed(file), types, comment: comments[0] ?? '', editNote: note?.note }, ifMatch(req)),
+          addImage(deps, entity, editor, { owner: mbid, bytes: await readStreamed(file), types, comment: comments[0] ?? '', editNote: note?.note }, ifMatch(req)),
         );
         return { entry, note };
       } finally {
@@ -267,14 +278,14 @@ function uploadRoute(app: FastifyInstance, deps: WebsiteDeps, added: WeakMap<Fas
     if ('refused' in done) throw uploadRefused(done.refused);
     const { entry, note } = done.value;
     added.set(req, entry.id);
-    const listing = await releaseListing(deps, mbid);
+    const listing = await ownerListing(deps, entity, mbid);
     return sendJsonStatus(reply, 201, withNote(entry, note), { location: entryUrl(mbid, entry.id), etag: listingTag(listing) });
   });
 }
 
-/** An image's types and comment, its removal, the order, a group's cover. */
-function changeRoutes(app: FastifyInstance, deps: WebsiteDeps): void {
-  app.patch<{ Params: ImageParams }>('/release/:mbid/images/:id', async function editImageRoute(req, reply) {
+/** An image's types and comment, its removal, the order. */
+function changeRoutes(app: FastifyInstance, deps: WebsiteDeps, entity: SiteEntity): void {
+  app.patch<{ Params: ImageParams }>(`/${entity.name}/:mbid/images/:id`, async function editImageRoute(req, reply) {
     const body = jsonObject(req, ['types', 'comment', 'edit_note']);
     if (body.types === undefined && body.comment === undefined) throw new ApiRefusal(400, 'invalid_request', 'Give types, comment or both');
     const types = body.types === undefined ? undefined : stringArray(body.types, 'types', 20);
@@ -282,28 +293,31 @@ function changeRoutes(app: FastifyInstance, deps: WebsiteDeps): void {
     checkComment(body.comment);
     const note = editNoteOf(body.edit_note);
     const { mbid, id } = req.params;
-    const entry = await editImage(deps, editorOf(req), { release: mbid, id, types, comment: body.comment as string | undefined, editNote: note?.note }, ifMatch(req));
-    return sendJsonStatus(reply, 200, withNote(entry, note), { etag: listingTag(await releaseListing(deps, mbid)) });
+    const entry = await editImage(deps, entity, editorOf(req), { owner: mbid, id, types, comment: body.comment as string | undefined, editNote: note?.note }, ifMatch(req));
+    return sendJsonStatus(reply, 200, withNote(entry, note), { etag: listingTag(await ownerListing(deps, entity, mbid)) });
   });
 
-  app.delete<{ Params: ImageParams }>('/release/:mbid/images/:id', async function removeImageRoute(req, reply) {
+  app.delete<{ Params: ImageParams }>(`/${entity.name}/:mbid/images/:id`, async function removeImageRoute(req, reply) {
     // A body is optional: {"edit_note": "..."} says why.
     const note = req.headers['content-type'] === undefined ? undefined : editNoteOf(jsonObject(req, ['edit_note']).edit_note);
     const { mbid, id } = req.params;
-    await removeImage(deps, editorOf(req), mbid, id, ifMatch(req), note?.note);
-    return reply.code(204).headers({ ...NO_STORE, etag: listingTag(await releaseListing(deps, mbid)) }).send();
+    await removeImage(deps, entity, editorOf(req), mbid, id, ifMatch(req), note?.note);
+    return reply.code(204).headers({ ...NO_STORE, etag: listingTag(await ownerListing(deps, entity, mbid)) }).send();
   });
 
-  app.put<{ Params: ReleaseParams }>('/release/:mbid/order', async function reorderRoute(req, reply) {
+  app.put<{ Params: OwnerParams }>(`/${entity.name}/:mbid/order`, async function reorderRoute(req, reply) {
     const body = jsonObject(req, ['images', 'edit_note']);
     const ids = stringArray(body.images, 'images', 10_000);
     const note = editNoteOf(body.edit_note);
-    await reorderImages(deps, editorOf(req), req.params.mbid, ids, ifMatch(req), note?.note);
-    const listing = await releaseListing(deps, req.params.mbid);
+    await reorderImages(deps, entity, editorOf(req), req.params.mbid, ids, ifMatch(req), note?.note);
+    const listing = await ownerListing(deps, entity, req.params.mbid);
     return sendJsonStatus(reply, 200, withNote(listing, note), { etag: listingTag(listing) });
   });
+}
 
-  app.put<{ Params: ReleaseParams }>('/release-group/:mbid/cover', async function groupCoverRoute(req, reply) {
+/** A release group's cover (the Cover Art Archive's only). */
+function groupCoverRoute(app: FastifyInstance, deps: WebsiteDeps): void {
+  app.put<{ Params: OwnerParams }>('/release-group/:mbid/cover', async function groupCoverRoute(req, reply) {
     const body = jsonObject(req, ['release', 'edit_note']);
     if (typeof body.release !== 'string') throw new ApiRefusal(400, 'invalid_request', 'release must be a release MBID');
     const note = editNoteOf(body.edit_note);

@@ -4,22 +4,21 @@ import { csrfValid, EXPIRED, formAction, formParams, queryParams, redirectWithFl
 import {
   chooseGroupRelease,
   coversNeedApproval,
-  editArt,
-  findRelease,
+  editImageOf,
   findReleaseGroup,
   groupReleases,
-  listImages,
-  loadArtTypes,
-  releaseRevision,
-  removeArt,
-  reorderArt,
+  loadKinds,
+  ownerRevision,
+  removeImageOf,
+  reorderImagesOf,
   setGroupCover,
   type ChangeOptions,
   type Edit,
+  type EntityRef,
   type ImageWithTypes,
-  type ReleaseRef,
 } from '../../cover-art/index.js';
 import { asEditor, COMMENT_MAX_LENGTH } from '../changes.js';
+import { artPath, artRoute, RELEASE_PAGES, SITE_ENTITIES, type SiteEntity } from '../entities.js';
 import { isAppError, notFound } from '../../shared/errors.js';
 import { layout, mbidParam, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
@@ -54,89 +53,92 @@ async function changeBy(site: Site, editor: Editor, expectRevision?: number): Pr
   return { options, said: (done) => (edit?.status === 'pending' ? `Your change waits for an approver (edit #${edit.id}).` : done), edit: () => edit?.id };
 }
 
-const REORDER_TITLE = 'Reorder cover art';
-const STALE_ORDER = 'Someone changed the images of this release while you were reordering them. This is the order now: make your changes again, then save.';
+const staleOrder = (entity: SiteEntity) => `Someone changed the images of this ${entity.name} while you were reordering them. This is the order now: make your changes again, then save.`;
 const STALE_IMAGE = 'Someone changed this image since you opened the form. These are its types and comment now: make your changes again, then save.';
 const STALE_COVER = "Someone changed the group's cover since you opened the form. This is the choice now: choose again, then save.";
 
-/** The editing pages of a release's art and of a group's cover, for signed-in users. */
+/** The editing pages of a release's or an event's art and of a group's cover, for signed-in users. */
 export function curationPages(app: FastifyInstance, site: Site): void {
-  const c = curation(site);
-  imagePages(app, c);
-  removalPages(app, c);
-  orderPages(app, c);
-  groupCoverPages(app, c);
+  for (const entity of SITE_ENTITIES) {
+    const c = curation(site, entity);
+    imagePages(app, c);
+    removalPages(app, c);
+    orderPages(app, c);
+  }
+  groupCoverPages(app, curation(site, RELEASE_PAGES));
 }
 
-/** What the curation pages share: the catalogue, the release of a path with its editor, the answers. */
-function curation(site: Site) {
+/** What the curation pages share: the catalogue, the release (or event) of a path with its editor, the answers. */
+function curation(site: Site, entity: SiteEntity) {
   const { coverArt } = site.deps;
   const { db } = coverArt;
   const approvedOnly = coversNeedApproval(coverArt.approval);
 
-  /** The signed-in editor and the release of the path (404 unknown, 400 malformed; a merged MBID's page redirects). */
-  const open = async (req: FastifyRequest, reply: FastifyReply, path: (gid: string) => string): Promise<{ editor: Editor; release: ReleaseRef } | undefined> => {
+  /** The signed-in editor and the release or event of the path (404 unknown, 400 malformed; a merged MBID's page redirects). */
+  const open = async (req: FastifyRequest, reply: FastifyReply, path: (gid: string) => string): Promise<{ editor: Editor; owner: EntityRef } | undefined> => {
     const editor = await site.editor(req, reply);
     if (editor === undefined) return undefined;
     const mbid = mbidParam(req, reply, site.csp, editor);
     if (mbid === undefined) return undefined;
-    const release = await findRelease(db, mbid);
-    if (release === undefined) throw notFound(`There is no release ${mbid} here.`);
-    if (release.gid !== (req.params as { mbid: string }).mbid) {
-      reply.redirect(path(release.gid), req.method === 'GET' ? 301 : 307);
+    const owner = await entity.art.find(db, mbid);
+    if (owner === undefined) throw notFound(`There is no ${entity.name} ${mbid} here.`);
+    if (owner.gid !== (req.params as { mbid: string }).mbid) {
+      reply.redirect(path(owner.gid), req.method === 'GET' ? 301 : 307);
       return undefined;
     }
-    return { editor, release };
+    return { editor, owner };
   };
-  const imageOf = async (release: ReleaseRef, req: FastifyRequest): Promise<{ image: ImageWithTypes; position: number; images: ImageWithTypes[] }> => {
+  const imageOf = async (owner: EntityRef, req: FastifyRequest): Promise<{ image: ImageWithTypes; position: number; images: ImageWithTypes[] }> => {
     const id = (req.params as { id: string }).id;
-    const images = await listImages(db, release.id);
+    const images = await entity.art.listImages(db, owner.id);
     const position = images.findIndex((i) => String(i.id) === id);
-    if (position === -1) throw notFound(`Release ${release.gid} has no image ${id}.`);
+    if (position === -1) throw notFound(`${entity.name === 'event' ? 'Event' : 'Release'} ${owner.gid} has no image ${id}.`);
     return { image: images[position] as ImageWithTypes, position: position + 1, images };
   };
-  const show = (reply: FastifyReply, status: number, title: string, body: SafeHtml, editor: Editor) =>
+  const show = (reply: FastifyReply, status: number, title: string, body: SafeHtml, editor: Editor, script = false) =>
     // The reorder page alone has a script (drag and drop).
-    site.send(reply, status, layout(title, body, editor), { script: title === REORDER_TITLE });
+    site.send(reply, status, layout(title, body, editor), { script });
   /**
    * After a change: its audit line, then every serving process told (read-your-writes, as the
    * API and the CLI do; the gallery's front door of this one at once), then Post/Redirect/Get.
    */
-  const done = async (req: FastifyRequest, reply: FastifyReply, editor: Editor, event: CurationEvent, notice: string, location: string, facts: { release: string; releaseGroup?: string; image?: number; edit?: number | undefined }) => {
+  const done = async (req: FastifyRequest, reply: FastifyReply, editor: Editor, event: CurationEvent, notice: string, location: string, facts: { release?: string; event?: string; releaseGroup?: string; image?: number; edit?: number | undefined }) => {
     auditCuration(req, event, { user: editor.name, account: editor.accountId, address: site.deps.pages.clientAddress(req), via: 'page', ...facts });
     await site.deps.afterChange?.();
     return redirectWithFlash(reply, { a: editor.accountId, n: notice }, location);
   };
-  return { site, coverArt, db, approvedOnly, open, imageOf, show, done };
+  /** The facts of an audit line naming the release or the event. */
+  const owned = (gid: string) => ({ [entity.name]: gid });
+  return { site, entity, coverArt, db, approvedOnly, open, imageOf, show, done, owned };
 }
 
 type Curation = ReturnType<typeof curation>;
 
 /** An image's types and comment. */
 function imagePages(app: FastifyInstance, c: Curation): void {
-  const { site, coverArt, db, open, imageOf, show, done } = c;
+  const { site, entity, coverArt, db, open, imageOf, show, done, owned } = c;
   // Types and comment.
-  const editPath = (gid: string, req: FastifyRequest) => `/release/${gid}/edit-cover-art/${(req.params as { id: string }).id}`;
-  app.get('/release/:mbid/edit-cover-art/:id', async function editImageForm(req, reply) {
+  const editPath = (gid: string, req: FastifyRequest) => artPath(entity, gid, 'edit', (req.params as { id: string }).id);
+  app.get(artRoute(entity, 'edit'), async function editImageForm(req, reply) {
     const opened = await open(req, reply, (gid) => editPath(gid, req));
     if (opened === undefined) return reply;
-    const { editor, release } = opened;
-    const { image, position } = await imageOf(release, req);
-    const form = { release: release.gid, image, position, artTypes: await loadArtTypes(db), types: image.types, comment: image.comment, state: fingerprint(image), csrf: editor.csrf };
+    const { editor, owner } = opened;
+    const { image, position } = await imageOf(owner, req);
+    const form = { entity, gid: owner.gid, image, position, artTypes: await loadKinds(db, entity.art), types: image.types, comment: image.comment, state: fingerprint(image), csrf: editor.csrf };
     return show(reply, 200, `Edit image ${position}`, editForm(site.urls, form), editor);
   });
-  app.post('/release/:mbid/edit-cover-art/:id', async function editImage(req, reply) {
+  app.post(artRoute(entity, 'edit'), async function editImage(req, reply) {
     const opened = await open(req, reply, (gid) => editPath(gid, req));
     if (opened === undefined) return reply;
-    const { editor, release } = opened;
+    const { editor, owner } = opened;
     // The revision first: a change committed after this read makes the change below a conflict.
-    const revision = await releaseRevision(db, release.id);
-    const { image, position } = await imageOf(release, req);
+    const revision = await ownerRevision(db, entity.art, owner.id);
+    const { image, position } = await imageOf(owner, req);
     const form = formParams(req);
     const posted = { types: form.getAll('type'), comment: form.get('comment') ?? '' };
-    const artTypes = await loadArtTypes(db);
+    const artTypes = await loadKinds(db, entity.art);
     const again = (status: number, error: string, values = posted, shown = image) =>
-      show(reply, status, `Edit image ${position}`, editForm(site.urls, { release: release.gid, image: shown, position, artTypes, ...values, state: fingerprint(shown), csrf: editor.csrf, error }), editor);
+      show(reply, status, `Edit image ${position}`, editForm(site.urls, { entity, gid: owner.gid, image: shown, position, artTypes, ...values, state: fingerprint(shown), csrf: editor.csrf, error }), editor);
     const stale = (now: ImageWithTypes) => again(409, STALE_IMAGE, { types: now.types, comment: now.comment }, now);
     if (!csrfValid(req)) return again(400, EXPIRED);
     if (form.get('state') !== fingerprint(image)) return stale(image);
@@ -144,57 +146,58 @@ function imagePages(app: FastifyInstance, c: Curation): void {
     return formAction(async () => {
       const by = await changeBy(site, editor, revision);
       try {
-        await editArt(coverArt, { release: release.gid, imageId: String(image.id), types: posted.types, comment: posted.comment }, by.options);
+        await editImageOf(coverArt, entity.art, owner.gid, { imageId: String(image.id), types: posted.types, comment: posted.comment }, by.options);
       } catch (err) {
-        if (changedMeanwhile(err)) return stale((await imageOf(release, req)).image);
+        if (changedMeanwhile(err)) return stale((await imageOf(owner, req)).image);
         throw err;
       }
-      return done(req, reply, editor, 'cover_art.edited', by.said(`Saved the types and comment of image ${position}.`), `/release/${release.gid}/cover-art#image-${image.id}`, { release: release.gid, image: image.id, edit: by.edit() });
+      return done(req, reply, editor, 'cover_art.edited', by.said(`Saved the types and comment of image ${position}.`), `${artPath(entity, owner.gid)}#image-${image.id}`, { ...owned(owner.gid), image: image.id, edit: by.edit() });
     }, again);
   });
 }
 
 /** Removing an image, after confirmation. */
 function removalPages(app: FastifyInstance, c: Curation): void {
-  const { site, coverArt, open, imageOf, show, done } = c;
+  const { site, entity, coverArt, open, imageOf, show, done, owned } = c;
   // Removal, after confirmation.
-  const removePath = (gid: string, req: FastifyRequest) => `/release/${gid}/remove-cover-art/${(req.params as { id: string }).id}`;
-  app.get('/release/:mbid/remove-cover-art/:id', async function removeImageForm(req, reply) {
+  const removePath = (gid: string, req: FastifyRequest) => artPath(entity, gid, 'remove', (req.params as { id: string }).id);
+  app.get(artRoute(entity, 'remove'), async function removeImageForm(req, reply) {
     const opened = await open(req, reply, (gid) => removePath(gid, req));
     if (opened === undefined) return reply;
-    const { editor, release } = opened;
-    const { image, position } = await imageOf(release, req);
-    return show(reply, 200, `Remove image ${position}?`, removeForm(site.urls, { release: release.gid, image, position, csrf: editor.csrf }), editor);
+    const { editor, owner } = opened;
+    const { image, position } = await imageOf(owner, req);
+    return show(reply, 200, `Remove image ${position}?`, removeForm(site.urls, { entity, gid: owner.gid, image, position, csrf: editor.csrf }), editor);
   });
-  app.post('/release/:mbid/remove-cover-art/:id', async function removeImage(req, reply) {
+  app.post(artRoute(entity, 'remove'), async function removeImage(req, reply) {
     const opened = await open(req, reply, (gid) => removePath(gid, req));
     if (opened === undefined) return reply;
-    const { editor, release } = opened;
-    const { image, position } = await imageOf(release, req);
-    const again = (status: number, error: string) => show(reply, status, `Remove image ${position}?`, removeForm(site.urls, { release: release.gid, image, position, csrf: editor.csrf, error }), editor);
+    const { editor, owner } = opened;
+    const { image, position } = await imageOf(owner, req);
+    const again = (status: number, error: string) => show(reply, status, `Remove image ${position}?`, removeForm(site.urls, { entity, gid: owner.gid, image, position, csrf: editor.csrf, error }), editor);
     if (!csrfValid(req)) return again(400, EXPIRED);
     return formAction(async () => {
       const by = await changeBy(site, editor);
-      await removeArt(coverArt, release.gid, String(image.id), by.options);
-      return done(req, reply, editor, 'cover_art.removed', by.said(`Removed image ${position}.`), `/release/${release.gid}/cover-art`, { release: release.gid, image: image.id, edit: by.edit() });
+      await removeImageOf(coverArt, entity.art, owner.gid, String(image.id), by.options);
+      return done(req, reply, editor, 'cover_art.removed', by.said(`Removed image ${position}.`), artPath(entity, owner.gid), { ...owned(owner.gid), image: image.id, edit: by.edit() });
     }, again);
   });
 }
 
 /** The order of a release's images. */
 function orderPages(app: FastifyInstance, c: Curation): void {
-  const { site, coverArt, db, open, show, done } = c;
+  const { site, entity, coverArt, db, open, show, done, owned } = c;
   // Order.
-  const reorderPath = (gid: string) => `/release/${gid}/reorder-cover-art`;
-  app.get('/release/:mbid/reorder-cover-art', async function reorderPage(req, reply) {
+  const title = `Reorder ${entity.word}`;
+  const reorderPath = (gid: string) => artPath(entity, gid, 'reorder');
+  app.get(artRoute(entity, 'reorder'), async function reorderPage(req, reply) {
     const opened = await open(req, reply, reorderPath);
     if (opened === undefined) return reply;
-    const { editor, release } = opened;
-    const images = await listImages(db, release.id);
+    const { editor, owner } = opened;
+    const images = await entity.art.listImages(db, owner.id);
     const current = images.map((i) => String(i.id)).join(',');
     const q = queryParams(req);
     const previous = q.get('previous') ?? current;
-    if (previous !== current) return show(reply, 409, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images, previous: current, csrf: editor.csrf, error: STALE_ORDER }), editor);
+    if (previous !== current) return show(reply, 409, title, reorderForm(site.urls, { entity, gid: owner.gid, images, previous: current, csrf: editor.csrf, error: staleOrder(entity) }), editor, true);
     const proposed = arrange(images, q.get('order'));
     const move = /^(up|down):(\d{1,15})$/.exec(q.get('move') ?? '');
     let moved: { id: number; direction: 'up' | 'down' } | undefined;
@@ -208,32 +211,32 @@ function orderPages(app: FastifyInstance, c: Curation): void {
         moved = { id: Number(move[2]), direction: (direction === 'up' && to === 0) || (direction === 'down' && to === proposed.length - 1) ? (direction === 'up' ? 'down' : 'up') : direction };
       }
     }
-    return show(reply, 200, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images: proposed, previous: current, moved, csrf: editor.csrf }), editor);
+    return show(reply, 200, title, reorderForm(site.urls, { entity, gid: owner.gid, images: proposed, previous: current, moved, csrf: editor.csrf }), editor, true);
   });
-  app.post('/release/:mbid/reorder-cover-art', async function reorder(req, reply) {
+  app.post(artRoute(entity, 'reorder'), async function reorder(req, reply) {
     const opened = await open(req, reply, reorderPath);
     if (opened === undefined) return reply;
-    const { editor, release } = opened;
+    const { editor, owner } = opened;
     // The revision first: a change committed after this read makes the change below a conflict.
-    const revision = await releaseRevision(db, release.id);
-    const images = await listImages(db, release.id);
+    const revision = await ownerRevision(db, entity.art, owner.id);
+    const images = await entity.art.listImages(db, owner.id);
     const current = images.map((i) => String(i.id)).join(',');
     const form = formParams(req);
     const order = (form.get('order') ?? '').split(',').filter((s) => s !== '');
     const again = (status: number, error: string, shown = arrange(images, form.get('order')), previous = current) =>
-      show(reply, status, REORDER_TITLE, reorderForm(site.urls, { release: release.gid, images: shown, previous, csrf: editor.csrf, error }), editor);
+      show(reply, status, title, reorderForm(site.urls, { entity, gid: owner.gid, images: shown, previous, csrf: editor.csrf, error }), editor, true);
     if (!csrfValid(req)) return again(400, EXPIRED);
-    if (form.get('previous') !== current) return again(409, STALE_ORDER, images);
+    if (form.get('previous') !== current) return again(409, staleOrder(entity), images);
     return formAction(async () => {
       const by = await changeBy(site, editor, revision);
       try {
-        await reorderArt(coverArt, release.gid, order, by.options);
+        await reorderImagesOf(coverArt, entity.art, owner.gid, order, by.options);
       } catch (err) {
         if (!changedMeanwhile(err)) throw err;
-        const now = await listImages(db, release.id);
-        return again(409, STALE_ORDER, now, now.map((i) => String(i.id)).join(','));
+        const now = await entity.art.listImages(db, owner.id);
+        return again(409, staleOrder(entity), now, now.map((i) => String(i.id)).join(','));
       }
-      return done(req, reply, editor, 'cover_art.reordered', by.said('Saved the new order.'), `/release/${release.gid}/cover-art`, { release: release.gid, edit: by.edit() });
+      return done(req, reply, editor, 'cover_art.reordered', by.said('Saved the new order.'), artPath(entity, owner.gid), { ...owned(owner.gid), edit: by.edit() });
     }, (status, error) => again(status, error, images));
   });
 }

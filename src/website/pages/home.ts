@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { html, queryParams, SafeHtml } from '../../auth/pages.js';
-import { findRelease, findReleaseGroup, recentImages } from '../../cover-art/index.js';
+import { findEvent, findRelease, findReleaseGroup, recentImages } from '../../cover-art/index.js';
 import { parseMbid } from '../../shared/uuid.js';
+import { artPath, EVENT_PAGES } from '../entities.js';
 import { layout, type Looker } from '../respond.js';
 import type { Site } from '../site.js';
 import { accountPart, recentAdditions, searchForm } from '../views/home.js';
@@ -11,15 +12,15 @@ const RECENT_COUNT = 12;
 
 const UUID_IN_TEXT = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
 
-/** The home page (search by MBID, recent additions, the account links) and the search. */
+/** The home page (search by MBID, recent additions of both archives, the account links) and the search. */
 export function homePages(app: FastifyInstance, site: Site): void {
   const { db } = site.deps.coverArt;
 
   const home = async (reply: FastifyReply, viewer: Looker | undefined, status: number, value = '', error?: string) => {
     const recent = await site.cache.body(db, 'home', async () => ({ title: '', body: recentAdditions(site.urls, await recentImages(db, RECENT_COUNT)).value }));
-    const body = html`<p>Cover art for MusicBrainz releases, served the way the Cover Art Archive serves it.</p>
+    const body = html`<p>Cover art of MusicBrainz releases and event art of MusicBrainz events, served the way the Cover Art Archive and the Event Art Archive serve them.</p>
 ${searchForm(value, error)}${new SafeHtml(recent.body)}${accountPart(viewer !== undefined)}`;
-    return site.send(reply, status, layout('Cover art', body, viewer));
+    return site.send(reply, status, layout('Cover art and event art', body, viewer));
   };
 
   app.get('/', async function homePage(req, reply) {
@@ -40,6 +41,9 @@ ${searchForm(value, error)}${new SafeHtml(recent.body)}${accountPart(viewer !== 
     if (group !== undefined) return reply.redirect(`/release-group/${group.gid}/cover-art`, 303);
     const fallback = text.includes('release-group') ? await findRelease(db, mbid) : undefined;
     if (fallback !== undefined) return reply.redirect(`/release/${fallback.gid}/cover-art`, 303);
-    return home(reply, viewer, 404, text, `There is no release or release group ${mbid} here.`);
+    // An event of the Event Art Archive (its MBIDs never name a release: MusicBrainz's are unique across entities).
+    const event = await findEvent(db, mbid);
+    if (event !== undefined) return reply.redirect(artPath(EVENT_PAGES, event.gid), 303);
+    return home(reply, viewer, 404, text, `There is no release, release group or event ${mbid} here.`);
   });
 }

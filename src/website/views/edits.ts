@@ -1,15 +1,20 @@
 import { html, type SafeHtml } from '../../auth/pages.js';
-import type { Edit, EditKind, EditStatus, ReleaseDetails } from '../../cover-art/index.js';
+import type { Edit, EditStatus } from '../../cover-art/index.js';
+import { artPath, EVENT_PAGES, RELEASE_PAGES, type SiteEntity } from '../entities.js';
 import type { ImageUrls } from '../images.js';
-import { picture, releaseLabel } from './gallery.js';
+import { picture } from './gallery.js';
 
-const KINDS: Record<EditKind, string> = {
-  add: 'Add cover art',
-  edit: 'Edit cover art',
-  remove: 'Remove cover art',
-  reorder: 'Reorder cover art',
-  'set-cover': "Set the release group's cover",
-};
+/** Whose art an edit changes: an event's or a release's, and its MBID (null: none named). */
+export function editOwner(edit: Edit): { entity: SiteEntity; gid: string | null } {
+  return edit.event !== null ? { entity: EVENT_PAGES, gid: edit.event } : { entity: RELEASE_PAGES, gid: edit.release };
+}
+
+/** What an edit does, in the words of its archive: "Add cover art", "Reorder event art". */
+function kindText(edit: Edit): string {
+  if (edit.kind === 'set-cover') return "Set the release group's cover";
+  const verb = { add: 'Add', edit: 'Edit', remove: 'Remove', reorder: 'Reorder' }[edit.kind];
+  return `${verb} ${editOwner(edit).entity.word}`;
+}
 
 const STATUSES: Record<EditStatus, string> = {
   applied: 'Applied',
@@ -61,8 +66,8 @@ function noteExcerpt(text: string): string {
 
 export interface EditView {
   edit: Edit;
-  /** The edit's release as it is now (its name and group), while it exists. */
-  details: ReleaseDetails | undefined;
+  /** The edit's release or event as it is now (its name; a release's group), while it exists. */
+  owner: { label: string; group?: { gid: string; name: string } | undefined } | undefined;
   /** The image's file, while it exists. */
   image: { id: number; suffix: string } | undefined;
   /** The forms the viewer may use (a pending edit only). */
@@ -75,18 +80,19 @@ export interface EditView {
 /** An edit's page: what, where, who, when, before and after, its status, and the forms to close it. */
 export function editPage(urls: ImageUrls, v: EditView): SafeHtml {
   const { edit } = v;
-  const { details } = v;
-  const release =
-    edit.release === null
+  const { entity, gid } = editOwner(edit);
+  const owner =
+    gid === null
       ? none()
-      : html`<a href="/release/${edit.release}/cover-art">${details === undefined ? edit.release : releaseLabel(details)}</a> <span class="muted">${edit.release}</span> (<a href="/release/${edit.release}/edits">its edits</a>)`;
-  const groupGid = edit.release_group ?? details?.groupGid;
-  const groupName = details !== undefined && details.groupGid === groupGid && details.groupName !== '' ? details.groupName : groupGid;
+      : html`<a href="${artPath(entity, gid)}">${v.owner?.label ?? gid}</a> <span class="muted">${gid}</span> (<a href="/${entity.name}/${gid}/edits">its edits</a>)`;
+  const known = v.owner?.group;
+  const groupGid = edit.release_group ?? known?.gid;
+  const groupName = known !== undefined && known.gid === groupGid && known.name !== '' ? known.name : groupGid;
   const group = groupGid === undefined ? '' : html`<dt>Release group</dt><dd><a href="/release-group/${groupGid}/cover-art">${groupName}</a></dd>`;
   const image =
     edit.image === null
       ? ''
-      : html`<dt>Image</dt><dd>${edit.image}${v.image === undefined || edit.release === null ? html` <span class="muted">(no longer stored)</span>` : html`<div class="thumb">${picture(urls, edit.release, v.image, `Image ${edit.image}`)}</div>`}</dd>`;
+      : html`<dt>Image</dt><dd>${edit.image}${v.image === undefined || gid === null ? html` <span class="muted">(no longer stored)</span>` : html`<div class="thumb">${picture(urls, gid, v.image, `Image ${edit.image}`)}</div>`}</dd>`;
   const closed =
     edit.closed === null || edit.status === 'applied'
       ? ''
@@ -95,8 +101,8 @@ export function editPage(urls: ImageUrls, v: EditView): SafeHtml {
   const after = edit.kind === 'remove' ? html`<h2>After</h2><p>The image is removed.</p>` : html`<h2>After</h2>${fields(edit.after)}`;
   return html`${v.error === undefined ? '' : html`<p class="error" role="alert">${v.error}</p>`}
 <dl>
-<dt>Kind</dt><dd>${KINDS[edit.kind]}</dd>
-<dt>Release</dt><dd>${release}</dd>
+<dt>Kind</dt><dd>${kindText(edit)}</dd>
+<dt>${entity.name === 'event' ? 'Event' : 'Release'}</dt><dd>${owner}</dd>
 ${group}${image}
 <dt>Editor</dt><dd>${who(edit.editor)}</dd>
 <dt>Made</dt><dd>${when(edit.created)}</dd>
@@ -115,7 +121,7 @@ function closeForms(v: EditView): SafeHtml | string {
   const id = edit.id;
   const noteField = (form: string) => html`<p><label for="note-${form}">Note (optional)</label><input type="text" id="note-${form}" name="note" maxlength="255" value="${v.note ?? ''}"></p>`;
   const warning =
-    edit.kind === 'add' ? html`<p>Rejecting this addition <strong>removes the image and its files</strong>.</p>` : html`<p>Rejecting leaves the release as it is; nothing of this edit is applied.</p>`;
+    edit.kind === 'add' ? html`<p>Rejecting this addition <strong>removes the image and its files</strong>.</p>` : html`<p>Rejecting leaves the ${editOwner(edit).entity.name} as it is; nothing of this edit is applied.</p>`;
   const approve = may.approve
     ? html`<form method="post" action="/edit/${id}/approve" class="decide"><h3>Approve</h3><p>Approving applies the edit${edit.kind === 'add' ? ' (the image becomes approved)' : ''}.</p>
 <input type="hidden" name="csrf_token" value="${v.csrf}">${noteField('approve')}<button type="submit">Approve edit #${id}</button></form>`
@@ -131,6 +137,8 @@ function closeForms(v: EditView): SafeHtml | string {
 export interface HistoryView {
   /** What the history is of, e.g. "release X" (for the caption). */
   of: string;
+  /** Whose art its edits change, for the caption ("Cover art edits of …"); undefined: either archive's (an editor's history). */
+  word?: string | undefined;
   /** The page's own path, without query. */
   path: string;
   edits: Edit[];
@@ -138,6 +146,12 @@ export interface HistoryView {
   next: number | null;
   /** Whether to show the release column (an editor's history) or the editor column (a release's). */
   show: 'release' | 'editor';
+}
+
+/** The release or event an edit changes, as a link to its gallery. */
+function ownerLink(edit: Edit): SafeHtml {
+  const { entity, gid } = editOwner(edit);
+  return gid === null ? none() : html`<a href="${artPath(entity, gid)}">${entity.name} ${gid}</a>`;
 }
 
 /** A history of edits, newest first, a page at a time, with the pending-only filter. */
@@ -148,12 +162,13 @@ export function historyPage(v: HistoryView): SafeHtml {
   const older = v.next === null ? '' : html`<p><a href="${v.path}?${v.pendingOnly ? 'status=pending&' : ''}before=${String(v.next)}">Older edits</a></p>`;
   if (v.edits.length === 0) return html`${filter}<p>${v.pendingOnly ? 'No pending edits.' : 'No edits.'}</p>`;
   const items = v.edits.map(
-    (e) => html`<li><a href="/edit/${String(e.id)}">#${String(e.id)}</a> ${KINDS[e.kind]} · ${
-      v.show === 'release' ? (e.release === null ? none() : html`<a href="/release/${e.release}/cover-art">release ${e.release}</a>`) : who(e.editor)
-    } · ${when(e.created)} · <strong>${STATUSES[e.status]}</strong>${e.edit_note === null ? '' : html`<br><span class="muted">Edit note: ${noteExcerpt(e.edit_note)}</span>`}</li>`,
+    (e) => html`<li><a href="/edit/${String(e.id)}">#${String(e.id)}</a> ${kindText(e)} · ${v.show === 'release' ? ownerLink(e) : who(e.editor)} · ${when(e.created)} · <strong>${STATUSES[e.status]}</strong>${
+      e.edit_note === null ? '' : html`<br><span class="muted">Edit note: ${noteExcerpt(e.edit_note)}</span>`
+    }</li>`,
   );
+  const caption = v.word === undefined ? 'Edits' : `${v.word.charAt(0).toUpperCase()}${v.word.slice(1)} edits`;
   return html`${filter}
-<h2>Cover art edits of ${v.of}, newest first</h2>
+<h2>${caption} of ${v.of}, newest first</h2>
 <ol class="edits">${items}</ol>
 ${older}`;
 }

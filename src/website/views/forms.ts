@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from '../../auth/pages.js';
 import type { GroupRelease, ImageWithTypes } from '../../cover-art/index.js';
+import { artPath, type SiteEntity } from '../entities.js';
 import type { ImageUrls } from '../images.js';
 import { picture, releaseLabel } from './gallery.js';
 
@@ -15,8 +16,13 @@ function describe(image: ImageWithTypes, position: number): string {
   return `Image ${position} (${image.types.length > 0 ? image.types.join(', ') : 'untyped'})`;
 }
 
-export interface EditForm {
-  release: string;
+/** Whose image a form changes: a release's or an event's, by MBID. */
+interface Owned {
+  entity: SiteEntity;
+  gid: string;
+}
+
+export interface EditForm extends Owned {
   image: ImageWithTypes;
   position: number;
   artTypes: { id: number; name: string }[];
@@ -33,29 +39,28 @@ export interface EditForm {
 export function editForm(urls: ImageUrls, f: EditForm): SafeHtml {
   const checked = new Set(f.types.map((t) => t.toLowerCase()));
   return html`${problem(f.error)}
-<div class="edit-preview">${picture(urls, f.release, f.image, describe(f.image, f.position), '10rem')}</div>
-<form class="stack" method="post" action="/release/${f.release}/edit-cover-art/${f.image.id}">
+<div class="edit-preview">${picture(urls, f.gid, f.image, describe(f.image, f.position), '10rem')}</div>
+<form class="stack" method="post" action="${artPath(f.entity, f.gid, 'edit', f.image.id)}">
 ${csrfField(f.csrf)}<input type="hidden" name="state" value="${f.state}">
 <fieldset class="types"><legend>Types</legend>
 ${f.artTypes.map((t) => html`<label class="check"><input type="checkbox" name="type" value="${t.name}"${checked.has(t.name.toLowerCase()) ? html` checked` : ''}> ${t.name}</label>`)}
 </fieldset>
 <label>Comment<span class="hint">Free text shown with the image, such as “disc 2” or “obi”</span><input type="text" name="comment" maxlength="255" value="${f.comment}"></label>
-<div class="actions"><button type="submit">Save changes</button><a class="action" href="/release/${f.release}/cover-art">Cancel</a></div>
+<div class="actions"><button type="submit">Save changes</button><a class="action" href="${artPath(f.entity, f.gid)}">Cancel</a></div>
 </form>`;
 }
 
 /** The confirmation before removing an image. */
-export function removeForm(urls: ImageUrls, f: { release: string; image: ImageWithTypes; position: number; csrf: string; error?: string }): SafeHtml {
+export function removeForm(urls: ImageUrls, f: Owned & { image: ImageWithTypes; position: number; csrf: string; error?: string }): SafeHtml {
   return html`${problem(f.error)}
-<div class="edit-preview">${picture(urls, f.release, f.image, describe(f.image, f.position), '10rem')}</div>
-<p>Remove <strong>${describe(f.image, f.position)}</strong>${f.image.comment ? ` (“${f.image.comment}”)` : ''} from this release? Its files and thumbnails go with it; this cannot be undone.</p>
-<form class="actions" method="post" action="/release/${f.release}/remove-cover-art/${f.image.id}">
-${csrfField(f.csrf)}<button class="danger" type="submit">Remove image ${f.position}</button><a class="action" href="/release/${f.release}/cover-art">Keep it</a>
+<div class="edit-preview">${picture(urls, f.gid, f.image, describe(f.image, f.position), '10rem')}</div>
+<p>Remove <strong>${describe(f.image, f.position)}</strong>${f.image.comment ? ` (“${f.image.comment}”)` : ''} from this ${f.entity.name}? Its files and thumbnails go with it; this cannot be undone.</p>
+<form class="actions" method="post" action="${artPath(f.entity, f.gid, 'remove', f.image.id)}">
+${csrfField(f.csrf)}<button class="danger" type="submit">Remove image ${f.position}</button><a class="action" href="${artPath(f.entity, f.gid)}">Keep it</a>
 </form>`;
 }
 
-export interface ReorderForm {
-  release: string;
+export interface ReorderForm extends Owned {
   /** In the proposed order. */
   images: ImageWithTypes[];
   /** The ids in the order the listing had when the form was first made. */
@@ -67,25 +72,26 @@ export interface ReorderForm {
 }
 
 /**
- * The order of a release's images. Without script: Move up/down buttons (a GET form that only
- * proposes an order), then Save (the POST). With script (same origin), the items are also
- * dragged; either way the hidden order fields carry the proposed order.
+ * The order of a release's (or an event's) images. Without script: Move up/down buttons (a GET
+ * form that only proposes an order), then Save (the POST). With script (same origin), the items
+ * are also dragged; either way the hidden order fields carry the proposed order.
  */
 export function reorderForm(urls: ImageUrls, f: ReorderForm): SafeHtml {
   const order = f.images.map((i) => i.id).join(',');
-  const action = `/release/${f.release}/reorder-cover-art`;
+  const action = artPath(f.entity, f.gid, 'reorder');
+  const [front] = f.entity.covers;
   const n = f.images.length;
   const item = (image: ImageWithTypes, i: number) => {
     const focus = (d: 'up' | 'down') => (f.moved?.id === image.id && f.moved.direction === d ? html` autofocus` : '');
     return html`<li class="reorder-item" data-id="${image.id}">
-${picture(urls, f.release, image, describe(image, i + 1), '6rem')}
+${picture(urls, f.gid, image, describe(image, i + 1), '6rem')}
 <span class="reorder-label">${describe(image, i + 1)}${image.comment ? html` <span class="muted">${image.comment}</span>` : ''}</span>
 <span class="reorder-moves"><button class="secondary" type="submit" name="move" value="up:${image.id}"${i === 0 ? html` disabled` : ''}${focus('up')}>Move up<span class="visually-hidden"> image ${i + 1}</span></button>
 <button class="secondary" type="submit" name="move" value="down:${image.id}"${i === n - 1 ? html` disabled` : ''}${focus('down')}>Move down<span class="visually-hidden"> image ${i + 1}</span></button></span>
 </li>`;
   };
   return html`${problem(f.error)}
-<p>Move images with the buttons (or drag them), then save. The first image typed Front becomes the release's front cover.</p>
+<p>Move images with the buttons (or drag them), then save.${front === undefined ? '' : ` The first image typed ${front.type} becomes the ${f.entity.name}'s ${front.role}.`}</p>
 <form method="get" action="${action}" id="reorder-moves">
 <input type="hidden" name="order" value="${order}"><input type="hidden" name="previous" value="${f.previous}">
 <ol class="reorder" id="reorder-list">${f.images.map(item)}</ol>
@@ -93,7 +99,7 @@ ${picture(urls, f.release, image, describe(image, i + 1), '6rem')}
 <p id="reorder-status" class="visually-hidden" role="status" aria-live="polite"></p>
 <form method="post" action="${action}" class="actions">
 ${csrfField(f.csrf)}<input type="hidden" name="order" value="${order}"><input type="hidden" name="previous" value="${f.previous}">
-<button type="submit">Save order</button><a class="action" href="/release/${f.release}/cover-art">Cancel</a>
+<button type="submit">Save order</button><a class="action" href="${artPath(f.entity, f.gid)}">Cancel</a>
 </form>
 <script src="/static/reorder.js" defer></script>`;
 }

@@ -1,18 +1,17 @@
 import { html, type SafeHtml } from '../../auth/pages.js';
-import { FIRST_EDIT_ID, type GroupChoiceReason, type GroupRelease, type ImageWithTypes, type ListingImage, type ReleaseDetails } from '../../cover-art/index.js';
+import { FIRST_EDIT_ID, type EventListingImage, type GroupChoiceReason, type GroupRelease, type ImageWithTypes } from '../../cover-art/index.js';
 import type { Dimensions } from '../dimensions.js';
+import { artPath, releaseLabel, type SiteEntity } from '../entities.js';
 import { fileUrl, sources, type ImageUrls } from '../images.js';
 import { formatBytes } from '../respond.js';
 
+export { releaseLabel } from '../entities.js';
+
 export interface GalleryImage {
   row: ImageWithTypes;
-  entry: ListingImage;
+  /** Its listing entry: a release's has `back`, an event's not. */
+  entry: EventListingImage & { back?: boolean };
   dimensions: Dimensions | undefined;
-}
-
-/** How a release is named on pages: its title, or its MBID when it has none. */
-export function releaseLabel(r: { name: string; gid: string }): string {
-  return r.name === '' ? `Release ${r.gid}` : r.name;
 }
 
 /** The thumbnail of an image, scaled by the browser from the 250/500/1200 thumbnails. */
@@ -27,18 +26,19 @@ function altText(image: GalleryImage, position: number): string {
 }
 
 /**
- * Why an image is, or is not, the release's front or back. Under the review policy a pending
- * image is never a cover (the listing's flags say so): one typed Front or Back with no cover of
- * that type before it waits for an approver.
+ * Why an image is, or is not, the release's front or back (an event's poster). Under the review
+ * policy a pending image is never a cover (the listing's flags say so): one typed Front or Back
+ * with no cover of that type before it waits for an approver. A PDF is never an event's poster.
  */
-function roleText(image: GalleryImage, position: number, all: GalleryImage[]): SafeHtml[] {
+function roleText(entity: SiteEntity, image: GalleryImage, position: number, all: GalleryImage[]): SafeHtml[] {
   const out: SafeHtml[] = [];
-  for (const [flag, type] of [['front', 'Front'], ['back', 'Back']] as const) {
-    if (image.entry[flag]) out.push(html`<p class="role"><strong>The ${flag} cover</strong>: the first image typed ${type} in this order.</p>`);
+  for (const { flag, type, role, notPdf } of entity.covers) {
+    if (image.entry[flag] === true) out.push(html`<p class="role"><strong>The ${role}</strong>: the first image typed ${type} in this order.</p>`);
     else if (image.row.types.includes(type)) {
-      const first = all.findIndex((i) => i.entry[flag]) + 1;
-      if (first > 0 && first < position) out.push(html`<p class="role muted">Typed ${type}, but image ${first} comes first, so that one is the ${flag} cover.</p>`);
-      else out.push(html`<p class="role muted">Typed ${type}, but not approved yet: it waits for an approver before it can be the ${flag} cover.</p>`);
+      const first = all.findIndex((i) => i.entry[flag] === true) + 1;
+      if (first > 0 && first < position) out.push(html`<p class="role muted">Typed ${type}, but image ${first} comes first, so that one is the ${role}.</p>`);
+      else if (notPdf && image.row.mime_type === 'application/pdf') out.push(html`<p class="role muted">Typed ${type}, but a PDF is never the ${role}.</p>`);
+      else out.push(html`<p class="role muted">Typed ${type}, but not approved yet: it waits for an approver before it can be the ${role}.</p>`);
     }
   }
   return out;
@@ -55,7 +55,7 @@ function addedBy(urls: ImageUrls, edit: number): SafeHtml {
   return html`<span class="muted">no edit recorded</span>`;
 }
 
-function imageCard(urls: ImageUrls, release: string, image: GalleryImage, position: number, all: GalleryImage[], editor: boolean): SafeHtml {
+function imageCard(urls: ImageUrls, entity: SiteEntity, gid: string, image: GalleryImage, position: number, all: GalleryImage[], editor: boolean): SafeHtml {
   const { row, entry } = image;
   const original = { id: row.id, suffix: row.suffix };
   // The listing's measured fields first (as displayed, the stored size), else what the page read itself.
@@ -64,9 +64,9 @@ function imageCard(urls: ImageUrls, release: string, image: GalleryImage, positi
   const shown = entry.width !== undefined && entry.height !== undefined ? { width: entry.width, height: entry.height } : image.dimensions;
   const dims = shown === undefined ? 'unknown' : `${shown.width} × ${shown.height} px`;
   return html`<li class="art" id="image-${row.id}">
-<a class="thumb" href="${fileUrl(urls, release, original)}">${picture(urls, release, original, altText(image, position))}</a>
+<a class="thumb" href="${fileUrl(urls, gid, original)}">${picture(urls, gid, original, altText(image, position))}</a>
 <h2>Image ${position}</h2>
-${roleText(image, position, all)}
+${roleText(entity, image, position, all)}
 <dl>
 <dt>Types</dt><dd>${row.types.length > 0 ? row.types.join(', ') : html`<span class="muted">none</span>`}</dd>
 <dt>Comment</dt><dd>${row.comment !== '' ? row.comment : html`<span class="muted">none</span>`}</dd>
@@ -75,23 +75,30 @@ ${roleText(image, position, all)}
 <dt>Size</dt><dd>${dims}, ${size}</dd>
 <dt>Files</dt><dd class="files"><a href="${entry.image}">original</a> <a href="${entry.thumbnails['250']}">250 px</a> <a href="${entry.thumbnails['500']}">500 px</a> <a href="${entry.thumbnails['1200']}">1200 px</a></dd>
 </dl>
-${editor ? html`<p class="actions"><a class="action" href="/release/${release}/edit-cover-art/${row.id}">Edit image ${position}</a><a class="action" href="/release/${release}/remove-cover-art/${row.id}">Remove image ${position}</a></p>` : ''}
+${editor ? html`<p class="actions"><a class="action" href="${artPath(entity, gid, 'edit', row.id)}">Edit image ${position}</a><a class="action" href="${artPath(entity, gid, 'remove', row.id)}">Remove image ${position}</a></p>` : ''}
 </li>`;
 }
 
-/** The gallery of a release, inside the layout (the same for every viewer of a kind: cached). */
-export function releaseGallery(urls: ImageUrls, release: ReleaseDetails, images: GalleryImage[], editor: boolean): SafeHtml {
-  const group = html`<p class="muted">Release group: <a href="/release-group/${release.groupGid}/cover-art">${release.groupName || release.groupGid}</a>${release.date ? html` · released ${release.date}` : ''}</p>`;
+/** What a gallery is of: a release or an event, its MBID, and what the page says of it first (a release's group and date). */
+export interface GalleryOwner {
+  entity: SiteEntity;
+  gid: string;
+  about: SafeHtml | '';
+}
+
+/** The gallery of a release or an event, inside the layout (the same for every viewer of a kind: cached). */
+export function artGallery(urls: ImageUrls, owner: GalleryOwner, images: GalleryImage[], editor: boolean): SafeHtml {
+  const { entity, gid, about } = owner;
   const tools = editor
-    ? html`<p class="actions"><a class="action" href="/release/${release.gid}/add-cover-art">Add cover art</a>${images.length > 1 ? html`<a class="action" href="/release/${release.gid}/reorder-cover-art">Reorder cover art</a>` : ''}</p>`
+    ? html`<p class="actions"><a class="action" href="${artPath(entity, gid, 'add')}">Add ${entity.word}</a>${images.length > 1 ? html`<a class="action" href="${artPath(entity, gid, 'reorder')}">Reorder ${entity.word}</a>` : ''}</p>`
     : '';
   if (images.length === 0) {
-    return html`${group}<p>There is no cover art for this release yet.</p>
-${editor ? tools : html`<p><a href="/login?return_to=${encodeURIComponent(`/release/${release.gid}/cover-art`)}">Sign in</a> to add some.</p>`}`;
+    return html`${about}<p>There is no ${entity.word} for this ${entity.name} yet.</p>
+${editor ? tools : html`<p><a href="/login?return_to=${encodeURIComponent(artPath(entity, gid))}">Sign in</a> to add some.</p>`}`;
   }
-  return html`${group}${tools}
-<p>${images.length === 1 ? '1 image' : `${images.length} images`}, in the order the cover art API lists them.</p>
-<ol class="gallery">${images.map((image, i) => imageCard(urls, release.gid, image, i + 1, images, editor))}</ol>`;
+  return html`${about}${tools}
+<p>${images.length === 1 ? '1 image' : `${images.length} images`}, in the order the ${entity.word} API lists them.</p>
+<ol class="gallery">${images.map((image, i) => imageCard(urls, entity, gid, image, i + 1, images, editor))}</ol>`;
 }
 
 const REASONS: Record<GroupChoiceReason, string> = {

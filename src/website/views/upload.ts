@@ -11,6 +11,11 @@ import { html, type SafeHtml } from '../../auth/pages.js';
 
 export interface UploadView {
   mbid: string;
+  /** Whose art: a release's or an event's, its gallery and this page's path, and what its art is called. */
+  entity: 'release' | 'event';
+  gallery: string;
+  action: string;
+  word: string;
   csrf: string;
   /** The art type names, in their order. */
   types: string[];
@@ -42,9 +47,8 @@ ${types.map((t, i) => html`<label class="check" for="${idPrefix}-${String(i)}"><
 }
 
 export function uploadBody(v: UploadView): SafeHtml {
-  const gallery = `/release/${v.mbid}/cover-art`;
-  const action = `/release/${v.mbid}/add-cover-art`;
-  return html`<p><a href="${gallery}">Back to the cover art of release <code>${v.mbid}</code></a></p>
+  const { gallery, action } = v;
+  return html`<p><a href="${gallery}">Back to the ${v.word} of ${v.entity} <code>${v.mbid}</code></a></p>
 ${v.error ? html`<p class="error" role="alert" tabindex="-1">${v.error}</p>` : ''}
 <form method="post" enctype="multipart/form-data" action="${action}" id="add-cover-art" class="upload-form" data-max-bytes="${String(v.maxBytes)}">
 <input type="hidden" name="csrf_token" value="${v.csrf}">

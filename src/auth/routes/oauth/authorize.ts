@@ -1,14 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findAccount, type Account } from '../../accounts.js';
-import { OOB_URI } from '../../applications.js';
 import { audit } from '../../audit.js';
 import { authorizeRequest, authorizeTarget, type AuthorizeRequest, type AuthorizeTarget } from '../../authorize.js';
 import { OAuthError } from '../../errors.js';
 import { DocumentRefused } from '../../client-metadata.js';
-import { hasActiveGrant, issueCode, storeDocumentClient } from '../../grants.js';
+import { storeDocumentClient } from '../../applications.js';
+import { issueCode } from '../../grants/authorization-code.js';
+import { hasActiveGrant } from '../../user-grants.js';
 import { verifyIdTokenHint } from '../../id-token.js';
 import { csrfValid, formParams, queryParams, withParams } from '../../http-util.js';
+import { OOB_URI } from '../../redirect-uris.js';
 import { scopeNames } from '../../scopes.js';
 import { consentPage, errorPage, FORM_POST_SCRIPT, formPostPage } from '../../views/pages.js';
 import { currentViewer, EXPIRED, sendPage, type PageContext, type SignedIn } from '../pages/shared.js';

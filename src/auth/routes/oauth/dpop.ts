@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
 import type { Application } from '../../applications.js';
 import { audit } from '../../audit.js';
+import type { AuthContext } from '../../context.js';
 import { dpopAuthorization, DpopRefused, proofHeader, rememberProof, ReplayStoreFull, verifyProof } from '../../dpop.js';
 import { OAuthError } from '../../errors.js';
 import type { RequestView } from '../../http-util.js';
-import type { ActiveToken } from '../../grants.js';
-import type { PageContext } from '../pages/shared.js';
+import type { ActiveToken } from '../../tokens.js';
 
 /*
  * DPoP (RFC 9449) at the endpoints: the token endpoint's proof, which binds the tokens it issues,
@@ -13,7 +13,7 @@ import type { PageContext } from '../pages/shared.js';
  */
 
 /** Logs a refused proof (`dpop.replayed` for a jti seen before; reason `store_full` when there was no room to remember it) and passes the error on. */
-function auditRefusal(ctx: PageContext, req: RequestView, err: unknown, clientId: string | undefined, via: string): void {
+function auditRefusal(ctx: AuthContext, req: RequestView, err: unknown, clientId: string | undefined, via: string): void {
   if (err instanceof ReplayStoreFull) audit(req.log, 'dpop.rejected', { clientId, address: ctx.clientAddress(req), reason: 'store_full', via });
   if (!(err instanceof DpopRefused)) return;
   audit(req.log, err.reason === 'replayed' ? 'dpop.replayed' : 'dpop.rejected', { clientId, address: ctx.clientAddress(req), reason: err.reason, via });
@@ -34,7 +34,7 @@ export interface TokenProof {
  * The token request's DPoP proof, checked, or undefined without one. An application that
  * requires DPoP is refused without one.
  */
-export async function tokenRequestProof(ctx: PageContext, req: RequestView, client: Application): Promise<TokenProof | undefined> {
+export async function tokenRequestProof(ctx: AuthContext, req: RequestView, client: Application): Promise<TokenProof | undefined> {
   try {
     const proof = proofHeader(req.headers);
     if (proof === undefined) {
@@ -67,7 +67,7 @@ export function dpopPresented(req: FastifyRequest): string | undefined {
  * (with `ath`); a bearer token must not come with the DPoP scheme. Errors are 401 (RFC 9449 §7.1),
  * or 503 `temporarily_unavailable` (with Retry-After) when the replay store is full.
  */
-export async function tokenUseRefusal(ctx: PageContext, req: FastifyRequest, active: ActiveToken, token: string, viaDpop: boolean, path: string): Promise<OAuthError | undefined> {
+export async function tokenUseRefusal(ctx: AuthContext, req: FastifyRequest, active: ActiveToken, token: string, viaDpop: boolean, path: string): Promise<OAuthError | undefined> {
   if (active.dpopJkt === null) {
     return viaDpop ? new OAuthError('invalid_token', 'The access token is not DPoP-bound: send it as a Bearer token', 401) : undefined;
   }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { introspect } from '../../grants.js';
+import { introspect } from '../../tokens.js';
 import type { PageContext } from '../pages/shared.js';
 import { checkParams, CORS, onlyPost, optionsReply, requireClient, sendJson } from './shared.js';
 

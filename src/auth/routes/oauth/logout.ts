@@ -4,10 +4,11 @@
  * its registered URIs. See docs/decisions.md, "Sign-out (RP-Initiated Logout)".
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { findAppByClientId, OOB_URI, redirectUriProblem, type Application } from '../../applications.js';
+import { findAppByClientId, type Application } from '../../applications.js';
 import { OAuthError } from '../../errors.js';
 import { csrfValid, formParams, queryParams, withParams } from '../../http-util.js';
 import { verifyIdTokenHint, type IdTokenHint } from '../../id-token.js';
+import { OOB_URI, redirectUriProblem } from '../../redirect-uris.js';
 import { logoutConfirmPage, signedOutPage } from '../../views/pages.js';
 import { EXPIRED, currentViewer, sendPage, type PageContext } from '../pages/shared.js';
 import { signOut } from '../pages/sign-in.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { DEVICE_CODE_GRANT } from '../../device.js';
+import { GRANT_TYPES } from '../../grants/index.js';
 import { DPOP_ALGS } from '../../dpop.js';
 import { OFFLINE_ACCESS, SCOPE_ALIASES, SCOPES } from '../../scopes.js';
 import { SIGNING_ALGS } from '../../signing-keys.js';
@@ -51,7 +51,7 @@ function describe(base: string, clientDocuments: boolean): Record<string, unknow
     scopes_supported: [...SCOPES.map((s) => s.name), OFFLINE_ACCESS, ...Object.keys(SCOPE_ALIASES)],
     response_types_supported: ['code'],
     response_modes_supported: ['query', 'form_post'],
-    grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT],
+    grant_types_supported: GRANT_TYPES,
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...SIGNING_ALGS],
     // `none`: a public application may leave out its (non-secret) secret when it uses PKCE.

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { findAppByClientId } from '../../applications.js';
-import { codeToShow } from '../../grants.js';
+import { codeToShow } from '../../grants/authorization-code.js';
 import { queryParams } from '../../http-util.js';
 import { declinedPage, errorPage, oobPage } from '../../views/pages.js';
 import { currentViewer, sendPage, type PageContext } from '../pages/shared.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { findAccount } from '../../accounts.js';
 import { audit } from '../../audit.js';
-import { revokeToken } from '../../grants.js';
+import { revokeToken } from '../../tokens.js';
 import type { PageContext } from '../pages/shared.js';
 import { ANY_METHOD, checkParams, CORS, hasBasicAuth, onlyPost, optionsReply, requireClient, values } from './shared.js';
 import { findAppByClientId, type Application } from '../../applications.js';

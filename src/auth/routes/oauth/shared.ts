@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthDeps } from '../../deps.js';
 import { authenticateClient, type Application } from '../../applications.js';
 import { isTransientDbError } from '../../../db/transient.js';
-import { OAuthError } from '../../errors.js';
+import { failedRequest, OAuthError, refusedRequest } from '../../errors.js';
 import { formParams, queryParams, type RequestView } from '../../http-util.js';
 
 /*
@@ -12,6 +12,8 @@ import { formParams, queryParams, type RequestView } from '../../http-util.js';
 
 export const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 export const CORS = { 'access-control-allow-origin': '*' };
+/** The JSON endpoints' content type. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
 /** The endpoints answer every method themselves (a wrong one is an OAuth error, not a 404). */
 export const ANY_METHOD = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
@@ -30,7 +32,7 @@ export function oauthErrorBody(err: OAuthError): string {
 
 /** Sends an RFC 6749 JSON error. */
 export function sendOAuthError(reply: FastifyReply, err: OAuthError, extra: Record<string, string> = {}): FastifyReply {
-  return reply.code(err.status).headers(oauthErrorHeaders(err, extra)).type('application/json; charset=utf-8').send(oauthErrorBody(err));
+  return reply.code(err.status).headers(oauthErrorHeaders(err, extra)).type(JSON_TYPE).send(oauthErrorBody(err));
 }
 
 /**
@@ -45,21 +47,33 @@ export function busyAnswer(err: unknown, log: FastifyBaseLogger): { err: OAuthEr
 }
 
 /**
- * The JSON endpoints' error mapping (a Fastify error handler): an OAuthError is its RFC 6749
- * JSON answer; anything else goes on to the listener's handler.
+ * Any error of a JSON endpoint's request as its RFC 6749 answer: an OAuthError as it is; a busy
+ * database as 503 (busyAnswer); another error with a 4xx status (a body too large, one that
+ * cannot be parsed) as invalid_request; anything else as server_error, logged. The one mapping
+ * of the endpoints' error handler (oauthErrors) and of the token endpoint's answer in the fast
+ * lane (auth/token-lane.ts).
  */
+export function oauthErrorOf(err: unknown, log: FastifyBaseLogger): { err: OAuthError; extra?: Record<string, string> } {
+  if (err instanceof OAuthError) return { err };
+  const busy = busyAnswer(err, log);
+  if (busy !== undefined) return busy;
+  const status = (err as { statusCode?: number } | undefined)?.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) return { err: refusedRequest(status) };
+  log.error({ err }, 'auth request failed');
+  return { err: failedRequest() };
+}
+
+/** The JSON endpoints' error handler (Fastify's): every error answered as oauthErrorOf maps it. */
 export async function oauthErrors(err: Error, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  if (err instanceof OAuthError) return sendOAuthError(reply, err);
-  const busy = busyAnswer(err, req.log);
-  if (busy !== undefined) return sendOAuthError(reply, busy.err, busy.extra);
-  throw err;
+  const answer = oauthErrorOf(err, req.log);
+  return sendOAuthError(reply, answer.err, answer.extra);
 }
 
 export function sendJson(reply: FastifyReply, body: unknown, headers: Record<string, string> = {}): FastifyReply {
   return reply
     .code(200)
     .headers({ ...NO_STORE, ...headers })
-    .type('application/json; charset=utf-8')
+    .type(JSON_TYPE)
     .send(JSON.stringify(body));
 }
 
@@ -71,7 +85,7 @@ export function sendJson(reply: FastifyReply, body: unknown, headers: Record<str
 export function optionsReply(reply: FastifyReply, allow: string, allowHeaders?: string): FastifyReply {
   reply.headers({ ...NO_STORE, ...CORS, allow });
   if (allowHeaders !== undefined) reply.header('access-control-allow-headers', allowHeaders);
-  return reply.code(200).type('application/json; charset=utf-8').send('{"message":"OK"}');
+  return reply.code(200).type(JSON_TYPE).send('{"message":"OK"}');
 }
 
 export function onlyPost(req: FastifyRequest): void {

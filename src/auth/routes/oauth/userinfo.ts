@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { OAuthError } from '../../errors.js';
-import { findAccessToken } from '../../grants.js';
+import { findAccessToken } from '../../tokens.js';
 import { mayReadUserinfo, userinfoClaims } from '../../userinfo.js';
 import type { PageContext } from '../pages/shared.js';
 import { dpopChallenge } from '../../dpop.js';

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { notFound } from '../../../shared/errors.js';
 import { editApp, findOwnApp, listOwnApps, registeredRedirectUris, registerApp } from '../../applications.js';
 import { audit } from '../../audit.js';
-import { listUserGrants } from '../../grants.js';
+import { listUserGrants } from '../../user-grants.js';
 import { csrfValid, formParams } from '../../http-util.js';
 import { applicationFormPage, applicationsPage } from '../../views/pages.js';
 import { actionFacts, confirmedActions, idParam, NO_APP } from './confirm.js';

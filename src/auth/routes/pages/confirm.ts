@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { notFound } from '../../../shared/errors.js';
 import { findOwnApp, removeApp, resetSecret } from '../../applications.js';
 import { audit } from '../../audit.js';
-import { findUserGrant, revokeUserGrant } from '../../grants.js';
+import { findUserGrant, revokeUserGrant } from '../../user-grants.js';
 import { csrfValid } from '../../http-util.js';
 import { confirmRemovePage, confirmResetPage, confirmRevokePage } from '../../views/pages.js';
 import { redirectWithFlash, type Flash } from './flash.js';

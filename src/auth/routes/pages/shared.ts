@@ -1,16 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isAppError } from '../../../shared/errors.js';
 import { sessionAccount } from '../../accounts.js';
-import type { AuthDeps } from '../../deps.js';
+import type { AuthContext } from '../../context.js';
 import { OAuthError } from '../../errors.js';
-import { cookies, csrfToken, SESSION_COOKIE, type RequestView } from '../../http-util.js';
+import { cookies, csrfToken, SESSION_COOKIE } from '../../http-util.js';
 import { errorPage, loginPage, type Viewer } from '../../views/pages.js';
 
 /** What the website's routes (the account pages and the OAuth pages) need of the listener. */
-export interface PageContext {
-  deps: AuthDeps;
-  /** The client's address, for login throttling. */
-  clientAddress(req: Pick<RequestView, 'raw' | 'headers'>): string;
+export interface PageContext extends AuthContext {
   /** Answers a request that needs a signed-in user with the login form, at the same URL (or returning to `opts.returnTo`), the name field holding `opts.name`. */
   loginInterstitial(req: FastifyRequest, reply: FastifyReply, opts?: { name?: string | undefined; returnTo?: string; notice?: string }): FastifyReply;
 }
