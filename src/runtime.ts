@@ -51,7 +51,7 @@ export async function openRuntime(
   let urls: ListingUrls = { baseUrl: config.baseUrl, musicBrainzUrl: config.musicBrainzUrl, fields: config.listingFields, thumbnailFormats, eventBaseUrl: config.eventBaseUrl };
   try {
     // Looking costs a read; migrating (even with nothing to do) costs a write transaction.
-    const pending = await pendingMigrations(database.db);
+    const pending = await pendingMigrations(database);
     if (options.create === false && pending.length === allMigrations().length) {
       throw new OperatorError('NOT_MIGRATED', `${describeDatabase(config.database)} has no sleeve tables yet: run sleeve migrate first`);
     }

@@ -1,4 +1,4 @@
-import { Migrator, type Migration, type MigrationResultSet } from 'kysely';
+import { Migrator, sql, type Migration, type MigrationResultSet } from 'kysely';
 import type { DatabaseHandle } from './connect.js';
 import type { Db } from './schema.js';
 import * as m20261121T0300 from './migrations/20261121T0300_cover_art.js';
@@ -50,11 +50,13 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261208T0100_event_edits': m20261208T0100,
 };
 
+const MIGRATION_TABLE = 'sleeve_migration';
+
 function migrator(db: Db): Migrator {
   return new Migrator({
     db,
     provider: { getMigrations: async () => MIGRATIONS },
-    migrationTableName: 'sleeve_migration',
+    migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: 'sleeve_migration_lock',
   });
 }
@@ -65,7 +67,10 @@ function migrator(db: Db): Migrator {
  * applied. Throws on failure.
  */
 export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
-  const result: MigrationResultSet = await handle.withSchemaLock(() => migrator(handle.db).migrateToLatest());
+  // With nothing to do, Kysely's Migrator (which lists every table first) is not asked at all.
+  const result: MigrationResultSet = await handle.withSchemaLock(async () =>
+    (await pendingMigrations(handle)).length === 0 ? { results: [] } : migrator(handle.db).migrateToLatest(),
+  );
   if (result.error !== undefined) {
     throw new Error(`migration failed: ${(result.error as Error).message ?? String(result.error)}`, { cause: result.error });
   }
@@ -77,8 +82,18 @@ export function allMigrations(): string[] {
   return Object.keys(MIGRATIONS);
 }
 
-/** Names of migrations not yet applied. */
-export async function pendingMigrations(db: Db): Promise<string[]> {
-  const all = await migrator(db).getMigrations();
-  return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
+/**
+ * Names of migrations not yet applied. It asks about sleeve_migration alone: Kysely's
+ * Migrator first lists every table of the database, and on PostgreSQL that listing fails
+ * when a table is dropped while it runs (another process's import dropping its staging
+ * tables, say), which would stop a process starting beside a running import.
+ */
+export async function pendingMigrations(handle: Pick<DatabaseHandle, 'db' | 'dialect'>): Promise<string[]> {
+  const exists =
+    handle.dialect === 'postgres'
+      ? (await sql<{ found: string | null }>`SELECT to_regclass(${MIGRATION_TABLE})::text AS found`.execute(handle.db)).rows[0]?.found != null
+      : (await sql<{ n: number }>`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ${MIGRATION_TABLE}`.execute(handle.db)).rows[0]?.n === 1;
+  const applied = new Set<string>();
+  if (exists) for (const row of (await sql<{ name: string }>`SELECT name FROM ${sql.table(MIGRATION_TABLE)}`.execute(handle.db)).rows) applied.add(row.name);
+  return Object.keys(MIGRATIONS).filter((name) => !applied.has(name));
 }

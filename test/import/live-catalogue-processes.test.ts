@@ -32,7 +32,8 @@ describe(`the mirror's live database, several serving processes (${DIALECT})`, (
     t = await makeTestEnv({ SLEEVE_LOG_LEVEL: 'info' });
     mirror = await createMirror(await writeFixture(path.join(t.dir, 'dump')));
     Object.assign(t.env, { SLEEVE_MUSICBRAINZ_DATABASE_URL: mirror.url, SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS: '100', SLEEVE_METRICS_LISTEN: 'off' });
-    servers = [await startServe(t.env, ['--only', 'coverart']), await startServe(t.env, ['--only', 'coverart'])];
+    // Each is kept as soon as it runs, so `after` stops it even when the next fails to start.
+    for (let i = 0; i < 2; i++) servers.push(await startServe(t.env, ['--only', 'coverart']));
     for (const s of servers) await waitFor(async () => (await fetch(`${s.base}/readyz`)).status === 200, { timeoutMs: SEEN_MS, what: 'ready' });
   });
 
