@@ -71,12 +71,16 @@ function longestFirst() {
   files.sort((a, b) => took(b) - took(a) || (a < b ? -1 : 1));
 }
 
+const GUARD = new URL('./test-file-guard.mjs', import.meta.url).href;
+
 // node:test's run() rather than `node --test`: on Node 20 the latter sorts the files by name.
 async function pass(dialect) {
   console.log(`\n=== test pass: ${dialect} (${files.length} files, ${CONCURRENCY} at a time) ===\n`);
   // The test files' processes inherit this environment.
   process.env.SLEEVE_TEST_DB = dialect;
   process.env.SLEEVE_TEST_TIMES ??= TIMES;
+  // A file's process that outlives its tests by 30 s fails it, saying what is left (scripts/test-file-guard.mjs).
+  if (!(process.env.NODE_OPTIONS ?? '').includes(GUARD)) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import ${GUARD}`.trim();
   longestFirst();
   const events = run({ files, concurrency: CONCURRENCY, timeout: FILE_TIMEOUT_MS });
   // Each reporter reads every event; spec as it goes, and with several files, at the end, where the time went.
