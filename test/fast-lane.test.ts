@@ -15,7 +15,7 @@ import { connect, createServer as createTcpServer, type Socket } from 'node:net'
 import path from 'node:path';
 import { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from './helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from './helpers/env.js';
 import { waitFor, within } from './helpers/wait.js';
 import { makeJpeg } from './helpers/images.js';
 import { countOf, scrape } from './metrics/support.js';
@@ -137,11 +137,11 @@ describe(`the fast lane (${DIALECT})`, () => {
       SLEEVE_KEEPALIVE_TIMEOUT_MS: String(KEEPALIVE_MS),
     });
     server = await serve(loadConfig(t.env), { only: 'coverart' });
-    await cliOk(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Lane']);
+    await cliInProcess(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Lane']);
     const file = path.join(t.dir, 'cover.jpg');
     originalBytes = await makeJpeg(1400, 1000);
     await writeFile(file, originalBytes);
-    const entry = await cliOk(t.env, ['--json', 'art', 'add', R1, file, '--approved', '--type', 'Front']);
+    const entry = await cliInProcess(t.env, ['--json', 'art', 'add', R1, file, '--approved', '--type', 'Front']);
     const dir = `/download/mbid-${R1}`;
     original = `${dir}/mbid-${R1}-${entry.id as string}.jpg`;
     thumb = `${dir}/mbid-${R1}-${entry.id as string}_thumb250.jpg`;

@@ -22,7 +22,7 @@ import { serve, type Server } from '../src/serve.js';
 import type { FsObjectStore } from '../src/storage/index.js';
 import { addApp, addUser, authorize, type Browser } from './helpers/auth.js';
 import { ManualClock } from './helpers/clock.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, type TestEnv } from './helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, type TestEnv } from './helpers/env.js';
 import { makeJpeg } from './helpers/images.js';
 import { codeOf, s256, signIn } from './auth/support.js';
 import { countOf, scrape } from './metrics/support.js';
@@ -174,10 +174,10 @@ describe(`the lane's answers are node:http's, byte for byte (${DIALECT})`, () =>
 
   before(async () => {
     t = await makeTestEnv();
-    await cliOk(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Identity']);
+    await cliInProcess(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Identity']);
     const file = path.join(t.dir, 'front.jpg');
     await writeFile(file, await makeJpeg(900, 700));
-    ({ id } = (await cliOk(t.env, ['--json', 'art', 'add', R1, file, '--type', 'Front', '--approved'])) as { id: string });
+    ({ id } = (await cliInProcess(t.env, ['--json', 'art', 'add', R1, file, '--type', 'Front', '--approved'])) as { id: string });
     await addUser(t, 'alice');
     const ports = { coverArt: await freePort(), auth: await freePort() };
     // Both servers say the first one's addresses: the one alice signs in on.

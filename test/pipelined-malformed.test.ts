@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
 import { loadConfig } from '../src/config/load.js';
 import { serve, type Server } from '../src/serve.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, type TestEnv } from './helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, type TestEnv } from './helpers/env.js';
 import { makeJpeg } from './helpers/images.js';
 
 const R1 = '2b3c4d5e-6f70-4a81-9b2c-3d4e5f6a7b8c';
@@ -80,10 +80,10 @@ describe(`a malformed request between pipelined ones, fast lane on and off (${DI
 
   before(async () => {
     t = await makeTestEnv();
-    await cliOk(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Pipelined']);
+    await cliInProcess(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Pipelined']);
     const file = path.join(t.dir, 'front.jpg');
     await writeFile(file, await makeJpeg(400, 300));
-    const { id } = (await cliOk(t.env, ['--json', 'art', 'add', R1, file, '--type', 'Front', '--approved'])) as { id: string };
+    const { id } = (await cliInProcess(t.env, ['--json', 'art', 'add', R1, file, '--type', 'Front', '--approved'])) as { id: string };
     thumb = `/download/mbid-${R1}/mbid-${R1}-${id}_thumb250.jpg`;
     const urls = { SLEEVE_BASE_URL: 'http://127.0.0.1:8080', SLEEVE_AUTH_URL: 'https://127.0.0.1:8443' };
     [on, off] = [await start(t, 'on', urls), await start(t, 'off', urls)];

@@ -6,6 +6,7 @@ import { readCatalogueMark } from '../cluster/mark.js';
 import type { Db } from '../db/schema.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { isOperatorError, OperatorError } from '../shared/errors.js';
+import type { CliIo } from './io.js';
 
 export interface CommandContext {
   args: string[];
@@ -16,6 +17,7 @@ export interface CommandContext {
   dataDirFrom: string;
   /** Prints `human` normally, or `data` as one JSON line with --json. */
   out(human: string, data: unknown): void;
+  io: CliIo;
 }
 
 export interface Command {

@@ -67,7 +67,7 @@ export async function withRuntime<T>(
 ): Promise<T> {
   const config = ctx.config();
   const rt = options.create === true ? await openRuntime(config, { urls: 'published' }) : await openExisting(ctx, { urls: 'published' });
-  const warn = (message: string) => process.stderr.write(`sleeve: warning: ${message}\n`);
+  const warn = (message: string) => ctx.io.stderr.write(`sleeve: warning: ${message}\n`);
   const { baseUrl, musicBrainzUrl } = rt.coverArt.urls;
   if (config.listingUrlsGiven && (baseUrl !== config.baseUrl || musicBrainzUrl !== config.musicBrainzUrl)) {
     warn(
@@ -96,11 +96,11 @@ export async function withRuntime<T>(
   }
 }
 
-async function readUpload(file: string, maxBytes: number): Promise<Buffer> {
+async function readUpload(ctx: CommandContext, file: string, maxBytes: number): Promise<Buffer> {
   if (file === '-') {
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of process.stdin) {
+    for await (const chunk of ctx.io.stdin) {
       size += (chunk as Buffer).length;
       if (size > maxBytes) throw invalidInput(`input exceeds the limit of ${maxBytes} bytes (SLEEVE_UPLOAD_MAX_BYTES)`);
       chunks.push(chunk as Buffer);
@@ -352,7 +352,7 @@ const artAdd: Command = {
     const editText = str(ctx, 'edit');
     if (editText !== undefined && !/^\d{1,10}$/.test(editText)) throw invalidInput('--edit must be a whole number');
     const config = ctx.config();
-    const bytes = await readUpload(file, config.uploadMaxBytes);
+    const bytes = await readUpload(ctx, file, config.uploadMaxBytes);
     const edit = editText === undefined ? undefined : Number(editText);
     let entity = 'release';
     const image = await withRuntime(ctx, async (rt) => {
@@ -463,10 +463,10 @@ const artReindex: Command = {
  * The first line of standard input (without its line ending; a CRLF's CR goes too), for a
  * secret that must not appear on the command line. `what` names it in the messages.
  */
-async function readStdinLine(what: string, example: string): Promise<string> {
+async function readStdinLine(ctx: CommandContext, what: string, example: string): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of process.stdin) {
+  for await (const chunk of ctx.io.stdin) {
     size += (chunk as Buffer).length;
     if (size > 4096) throw invalidInput(`the ${what} on standard input is too long`);
     chunks.push(chunk as Buffer);
@@ -477,8 +477,8 @@ async function readStdinLine(what: string, example: string): Promise<string> {
   return line;
 }
 
-function readPassword(): Promise<string> {
-  return readStdinLine('password', 'printf %s "$PASSWORD" | sleeve user add NAME --email E --password-stdin');
+function readPassword(ctx: CommandContext): Promise<string> {
+  return readStdinLine(ctx, 'password', 'printf %s "$PASSWORD" | sleeve user add NAME --email E --password-stdin');
 }
 
 /**
@@ -495,7 +495,7 @@ async function cliAudit(ctx: CommandContext, event: import('../auth/index.js').A
   const { audit } = await import('../auth/index.js');
   let line = '';
   audit({ info: (obj, msg) => (line = `${JSON.stringify({ level: 30, time: Date.now(), ...obj, msg })}\n`) }, event, { ...fields, via: 'cli' });
-  if (process.stderr.isTTY === true) {
+  if (ctx.io.stderr.isTTY === true) {
     try {
       await appendFile(path.join(config.dataDir, 'audit.log'), line, { mode: 0o600 });
       return;
@@ -503,7 +503,7 @@ async function cliAudit(ctx: CommandContext, event: import('../auth/index.js').A
       // shown below instead
     }
   }
-  process.stderr.write(line);
+  ctx.io.stderr.write(line);
 }
 
 const userAdd: Command = {
@@ -526,7 +526,7 @@ const userAdd: Command = {
       'user add NAME --email EMAIL --password-stdin [--email-verified] [--website URL] [--gender G] [--zoneinfo TZ] [--birth-date YYYY-MM-DD] [--country CC] [--role editor|approver]',
     );
     if (ctx.options['password-stdin'] !== true) throw invalidInput('--password-stdin is required: the password is read from standard input, never from the command line');
-    const password = await readPassword();
+    const password = await readPassword(ctx);
     const { addUser } = await import('../auth/index.js');
     const account = await withRuntime(ctx, (rt) =>
       addUser(rt.auth, {
@@ -591,7 +591,7 @@ const appAdd: Command = {
     const clientId = str(ctx, 'client-id');
     // Checked before standard input is read: a bad id is refused without waiting for a secret.
     if (clientId !== undefined) checkClientId(clientId);
-    const clientSecret = ctx.options['client-secret-stdin'] === true ? await readStdinLine('client secret', 'printf %s "$SECRET" | sleeve app add … --client-secret-stdin') : undefined;
+    const clientSecret = ctx.options['client-secret-stdin'] === true ? await readStdinLine(ctx, 'client secret', 'printf %s "$SECRET" | sleeve app add … --client-secret-stdin') : undefined;
     const result = await withRuntime(ctx, async (rt) => {
       const owner = await findAccountByName(rt.auth, ownerName);
       if (owner === undefined) throw notFound(`no user ${ownerName}; add one with: sleeve user add NAME --email E --password-stdin`);

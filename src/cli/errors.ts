@@ -15,6 +15,7 @@
 import { ConfigError, VARIABLES } from '../config/load.js';
 import { isAppError, isOperatorError } from '../shared/errors.js';
 import { USAGE } from './help.js';
+import { PROCESS_IO, type CliIo } from './io.js';
 
 export class UsageError extends Error {
   /** The message says all there is; the global usage is not appended. */
@@ -35,7 +36,7 @@ export class CommandInterrupted extends Error {
 }
 
 /** Reports a command's failure; returns the exit status. */
-export function reportError(err: unknown, json: boolean): number {
+export function reportError(err: unknown, json: boolean, io: Pick<CliIo, 'stdout' | 'stderr'> = PROCESS_IO): number {
   let code: string;
   let message: string;
   let exit: number;
@@ -64,7 +65,7 @@ export function reportError(err: unknown, json: boolean): number {
     message = (err as Error)?.stack ?? String(err);
     exit = 1;
   }
-  if (json) process.stdout.write(`${JSON.stringify({ error: { code, message: code === 'USAGE' ? message.split('\n')[0] : message } })}\n`);
-  process.stderr.write(`sleeve: ${message}\n`);
+  if (json) io.stdout.write(`${JSON.stringify({ error: { code, message: code === 'USAGE' ? message.split('\n')[0] : message } })}\n`);
+  io.stderr.write(`sleeve: ${message}\n`);
   return exit;
 }

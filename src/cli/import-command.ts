@@ -49,10 +49,10 @@ function describe(s: ImportSummary): string {
 }
 
 /** Publishes the import to the serving processes and waits for them to show it (commands.ts `afterChange`). */
-async function publishImport(config: Readonly<Config>, before: number): Promise<void> {
+async function publishImport(ctx: CommandContext, config: Readonly<Config>, before: number): Promise<void> {
   const handle = await openDatabase(config.database);
   try {
-    await afterChange(config, handle.db, before, false, (message) => process.stderr.write(`sleeve: warning: ${message}\n`));
+    await afterChange(config, handle.db, before, false, (message) => ctx.io.stderr.write(`sleeve: warning: ${message}\n`));
   } finally {
     await handle.close();
   }
@@ -90,7 +90,7 @@ export async function runImportCommand(ctx: CommandContext, dir: string): Promis
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
 
-  const reporter = process.stderr.isTTY ? ttyReporter(process.stderr) : plainReporter(process.stderr);
+  const reporter = ctx.io.stderr.isTTY === true ? ttyReporter(ctx.io.stderr) : plainReporter(ctx.io.stderr);
   try {
     const summary = await importMusicBrainz(
       {
@@ -99,12 +99,12 @@ export async function runImportCommand(ctx: CommandContext, dir: string): Promis
         reporter,
         signal: controller.signal,
         // --trace-sql: each statement of the apply step and its duration on stderr, for tuning.
-        ...(ctx.options['trace-sql'] === true ? { trace: (sql: string, ms: number) => process.stderr.write(`[${ms.toFixed(0).padStart(7)} ms] ${sql.replace(/\s+/g, ' ').slice(0, 160)}\n`) } : {}),
+        ...(ctx.options['trace-sql'] === true ? { trace: (sql: string, ms: number) => ctx.io.stderr.write(`[${ms.toFixed(0).padStart(7)} ms] ${sql.replace(/\s+/g, ' ').slice(0, 160)}\n`) } : {}),
       },
       { dir, skipMalformed: ctx.options['skip-malformed'] === true, restart: ctx.options.restart === true, batchRows },
     );
     reporter.end();
-    await publishImport(config, before);
+    await publishImport(ctx, config, before);
     ctx.out(describe(summary), summary);
     return 0;
   } catch (err) {

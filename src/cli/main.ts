@@ -11,6 +11,7 @@ import { LIST_COMMANDS } from './list-commands.js';
 import { MEASURE_COMMANDS } from './measure-command.js';
 import { MIRROR_COMMANDS } from './mirror-command.js';
 import { TLS_COMMANDS } from './tls-command.js';
+import { PROCESS_IO, type CliIo } from './io.js';
 
 /** Every command: the catalogue and account commands, the read-only listings, the edits', the signing keys', the mirror's, `art measure` and `tls init`. */
 const ALL_COMMANDS: Record<string, Command> = { ...COMMANDS, ...LIST_COMMANDS, ...EDIT_COMMANDS, ...KEYS_COMMANDS, ...MIRROR_COMMANDS, ...MEASURE_COMMANDS, ...TLS_COMMANDS };
@@ -38,20 +39,20 @@ function optionError(err: unknown, command: Command): unknown {
 }
 
 /** The settings: --config FILE, over it the environment, over both --data-dir. */
-function configFrom(file: string | undefined, dataDir: string | undefined): Readonly<Config> {
+function configFrom(file: string | undefined, dataDir: string | undefined, environment: CliIo['env']): Readonly<Config> {
   if (file !== undefined && !existsSync(file)) throw invalidInput(`--config ${file}: no such file`);
   const fromFile = file === undefined ? {} : readConfigFile(file);
   // The environment wins over the file, so one setting can be changed for one run.
   const env: Record<string, string | undefined> = { ...fromFile };
-  for (const [k, v] of Object.entries(process.env)) if (k.startsWith('SLEEVE_') && v !== undefined && v !== '') env[k] = v;
+  for (const [k, v] of Object.entries(environment)) if (k.startsWith('SLEEVE_') && v !== undefined && v !== '') env[k] = v;
   if (dataDir !== undefined) env.SLEEVE_DATA_DIR = dataDir;
   return loadConfig(env);
 }
 
 /** Where the data folder's setting comes from, as messages say it. */
-function dataDirFrom(dataDir: string | undefined, file: string | undefined): string {
+function dataDirFrom(dataDir: string | undefined, file: string | undefined, environment: CliIo['env']): string {
   if (dataDir !== undefined) return 'the data folder --data-dir names';
-  const env = process.env.SLEEVE_DATA_DIR;
+  const env = environment.SLEEVE_DATA_DIR;
   if (env !== undefined && env !== '') return 'the data folder SLEEVE_DATA_DIR names';
   if (file !== undefined) {
     try {
@@ -90,8 +91,8 @@ function noSuchCommand(positionals: string[], unknownFlags: string[]): UsageErro
   return new UsageError(`${what}: one of ${subcommands.join(', ')}\n\n${group}`, true);
 }
 
-/** Runs the CLI; resolves to the exit code. */
-export async function main(argv: string[]): Promise<number> {
+/** Runs the CLI with the process's streams and environment (or `io`'s); resolves to the exit code. */
+export async function main(argv: string[], io: CliIo = PROCESS_IO): Promise<number> {
   let json = argv.includes('--json');
   try {
     const globals = parseArgs({ args: argv, options: GLOBAL_OPTIONS, allowPositionals: true, strict: false });
@@ -100,19 +101,19 @@ export async function main(argv: string[]): Promise<number> {
     const wantsHelp = globals.values.help === true || globals.positionals[0] === 'help';
     const positionals = globals.positionals[0] === 'help' ? globals.positionals.slice(1) : globals.positionals;
     if (globals.values.version === true || globals.values.v === true) {
-      if (json) process.stdout.write(`${JSON.stringify({ version: version() })}\n`);
-      else process.stdout.write(`sleeve ${version()}\n`);
+      if (json) io.stdout.write(`${JSON.stringify({ version: version() })}\n`);
+      else io.stdout.write(`sleeve ${version()}\n`);
       return 0;
     }
     const [first = '', second = ''] = positionals;
     const command = ALL_COMMANDS[`${first} ${second}`] ?? ALL_COMMANDS[first];
     if (wantsHelp) {
-      if (positionals.length === 0) process.stdout.write(USAGE);
-      else if (command !== undefined) process.stdout.write(commandHelp(command));
+      if (positionals.length === 0) io.stdout.write(USAGE);
+      else if (command !== undefined) io.stdout.write(commandHelp(command));
       else {
         const group = groupHelp(first);
         if (group === undefined) throw new UsageError(`unknown command: ${positionals.slice(0, 2).join(' ')}`);
-        process.stdout.write(group);
+        io.stdout.write(group);
       }
       return 0;
     }
@@ -144,16 +145,17 @@ export async function main(argv: string[]): Promise<number> {
       args,
       options: parsed.values as Record<string, string | boolean | string[] | undefined>,
       json,
-      config: () => configFrom(configFile, dataDir),
-      dataDirFrom: dataDirFrom(dataDir, configFile),
+      config: () => configFrom(configFile, dataDir, io.env),
+      dataDirFrom: dataDirFrom(dataDir, configFile, io.env),
       out: (human, data) => {
-        if (json) process.stdout.write(`${JSON.stringify(data)}\n`);
-        else if (human !== '') process.stdout.write(`${human}\n`);
+        if (json) io.stdout.write(`${JSON.stringify(data)}\n`);
+        else if (human !== '') io.stdout.write(`${human}\n`);
       },
+      io,
     };
     return await command.run(ctx);
   } catch (err) {
-    return reportError(err, json);
+    return reportError(err, json, io);
   }
 }
 

@@ -67,7 +67,7 @@ async function run(ctx: CommandContext): Promise<number> {
         const measured = await measureRelease(rt.coverArt, release, { event: release.event === true });
         const { release: gid, ...rest } = measured;
         const result: Measured = release.event === true ? { event: gid, ...rest } : measured;
-        if (!ctx.json) process.stdout.write(`${describe(result)}\n`);
+        if (!ctx.json) ctx.io.stdout.write(`${describe(result)}\n`);
         out.push(result);
       }
       return out;

@@ -12,6 +12,7 @@ import { readCatalogueMark } from '../cluster/mark.js';
 import { parseMbid } from '../shared/uuid.js';
 import { afterChange, openExisting, type Command, type CommandContext } from './command.js';
 import { CommandInterrupted } from './errors.js';
+import type { CliOut } from './io.js';
 
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 /** A plain progress line this often when stderr is not a terminal, ms. */
@@ -44,7 +45,7 @@ function progressLine(p: MirrorProgress): string {
 }
 
 /** Progress on stderr: a line redrawn in place on a terminal, a plain line now and then otherwise. */
-function progressReporter(stream: NodeJS.WriteStream): { update(p: MirrorProgress): void; end(): void } {
+function progressReporter(stream: CliOut): { update(p: MirrorProgress): void; end(): void } {
   const tty = stream.isTTY === true;
   const every = tty ? TTY_EVERY_MS : PLAIN_EVERY_MS;
   let lastAt = 0;
@@ -119,7 +120,7 @@ async function run(ctx: CommandContext): Promise<number> {
   const onTerm = () => onSignal('SIGTERM');
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
-  const reporter = progressReporter(process.stderr);
+  const reporter = progressReporter(ctx.io.stderr);
   try {
     const deps = rt.coverArt;
     // This run's own cap on requests in flight: --concurrency, not the serving processes' setting.
@@ -135,8 +136,8 @@ async function run(ctx: CommandContext): Promise<number> {
     const measured = await measureUnmeasured(deps, named);
     const events = summary.events === undefined ? { events: 0, failed: 0 } : await measureUnmeasuredEvents(deps, named);
     const failedMeasures = measured.failed + events.failed;
-    if (failedMeasures > 0) process.stderr.write(`sleeve: warning: ${failedMeasures} mirrored image(s) could not be measured for the listings; see: sleeve art measure\n`);
-    if (measured.releases + events.events > 0) await afterChange(config, deps.db, await readCatalogueMark(deps.db), true, (m) => process.stderr.write(`sleeve: warning: ${m}\n`));
+    if (failedMeasures > 0) ctx.io.stderr.write(`sleeve: warning: ${failedMeasures} mirrored image(s) could not be measured for the listings; see: sleeve art measure\n`);
+    if (measured.releases + events.events > 0) await afterChange(config, deps.db, await readCatalogueMark(deps.db), true, (m) => ctx.io.stderr.write(`sleeve: warning: ${m}\n`));
     if (summary.interrupted) {
       const message = `stopped by ${caught ?? 'a signal'}: ${n(summary.fetched)} files fetched so far, each stored whole. Run the same command again to carry on.`;
       throw new CommandInterrupted(message, SIGNAL_EXIT[caught ?? ''] ?? 130);

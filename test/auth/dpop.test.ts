@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import { addApp, addUser, authorize, request, token, type HttpsResponse } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { assertOAuthError, codeOf, fetchTrustingDataDir, signIn, type Client } from './support.js';
 
 const LOOPBACK = 'http://127.0.0.1:8765/callback';
@@ -294,7 +294,7 @@ describe(`DPoP (${DIALECT})`, () => {
   });
 
   it('an application that requires DPoP: a token request without a proof is invalid_request; with one it works', async () => {
-    const edited = await cliOk(t.env, ['--json', 'app', 'edit', confidentialApp.client_id, '--require-dpop']);
+    const edited = await cliInProcess(t.env, ['--json', 'app', 'edit', confidentialApp.client_id, '--require-dpop']);
     assert.equal(edited.require_dpop, true);
     const verifier = client.randomPKCECodeVerifier();
     const code = await codeFor(confidentialApp, 'profile', verifier, 'https://client.example/cb');
@@ -309,7 +309,7 @@ describe(`DPoP (${DIALECT})`, () => {
     assert.equal((await introspect(confidentialApp, ok.json().refresh_token)).json().cnf, undefined);
     assert.deepEqual((await introspect(confidentialApp, ok.json().access_token)).json().cnf, { jkt: key.jkt });
     assertOAuthError(await refreshWith(ok.json().refresh_token, {}, confidentialApp), 400, 'invalid_request', /DPoP proof/);
-    const back = await cliOk(t.env, ['--json', 'app', 'edit', confidentialApp.client_id, '--no-require-dpop']);
+    const back = await cliInProcess(t.env, ['--json', 'app', 'edit', confidentialApp.client_id, '--no-require-dpop']);
     assert.equal(back.require_dpop, false);
     const bearer = await refreshWith(ok.json().refresh_token, {}, confidentialApp);
     assert.equal(bearer.status, 200, bearer.body);

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import * as client from 'openid-client';
 import { addApp, addUser, authorize, Browser, request, startAuthServer, type AuthServer } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { fetchTrustingDataDir } from '../helpers/openid-fetch.js';
 import { isConsent, signIn, type Client } from './support.js';
 
@@ -31,7 +31,7 @@ describe(`OpenID Connect with openid-client (${DIALECT})`, () => {
     customFetch = fetchTrustingDataDir(t.env.SLEEVE_DATA_DIR);
     await addUser(t, 'alice');
     [rsApp, esApp] = await Promise.all([addApp(t, 'alice', 'confidential', WEB_URI, 'OIDC RS'), addApp(t, 'alice', 'confidential', WEB_URI, 'OIDC ES')]);
-    const edited = await cliOk(t.env, ['--json', 'app', 'edit', esApp.client_id, '--id-token-alg', 'ES256']);
+    const edited = await cliInProcess(t.env, ['--json', 'app', 'edit', esApp.client_id, '--id-token-alg', 'ES256']);
     assert.equal(edited.id_token_alg, 'ES256');
     alice = await signIn(s.base, 'alice');
   });
@@ -162,7 +162,7 @@ describe(`OpenID Connect with openid-client (${DIALECT})`, () => {
     assert.match(bad.stderr, /ES256, RS256/);
     const added = await runCli(t.env, ['app', 'add', '--owner', 'alice', '--name', 'Bad', '--type', 'public', '--id-token-alg', 'none']);
     assert.equal(added.code, 2, added.stderr);
-    const listed = (await cliOk(t.env, ['app', 'list', '--json'])).applications as { client_id: string; id_token_alg: string }[];
+    const listed = (await cliInProcess(t.env, ['app', 'list', '--json'])).applications as { client_id: string; id_token_alg: string }[];
     assert.deepEqual(
       [rsApp, esApp].map((a) => listed.find((x) => x.client_id === a.client_id)?.id_token_alg),
       ['RS256', 'ES256'],
@@ -182,7 +182,7 @@ describe(`OpenID Connect with openid-client (${DIALECT})`, () => {
       form: { csrf_token: Browser.csrf(form), name: 'Web OIDC', kind: 'confidential', redirect_uri: WEB_URI, id_token_alg: 'ES256' },
     });
     assert.equal(made.status, 303, made.body.slice(0, 300));
-    const listed = (await cliOk(t.env, ['app', 'list', '--json'])).applications as { name: string; id_token_alg: string }[];
+    const listed = (await cliInProcess(t.env, ['app', 'list', '--json'])).applications as { name: string; id_token_alg: string }[];
     assert.equal(listed.find((a) => a.name === 'Web OIDC')?.id_token_alg, 'ES256');
     const page = await alice.fetch(`${s.base}/account/applications`);
     assert.match(page.body, /<h3>Web OIDC<\/h3>[\s\S]*?<dt>ID tokens<\/dt><dd>signed ES256<\/dd>/);

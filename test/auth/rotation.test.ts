@@ -14,7 +14,7 @@ import * as client from 'openid-client';
 import pg from 'pg';
 import { addApp, addUser, authorize, Browser, request, startAuthServer, type AuthServer, type HttpsResponse } from '../helpers/auth.js';
 import { ManualClock } from '../helpers/clock.js';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
 import { fetchTrustingDataDir } from '../helpers/openid-fetch.js';
 import { assertOAuthError, grant, OOB, refresh, signIn, startLoggedAuthServer, userinfoStatus, type Client, type Tokens } from './support.js';
 
@@ -45,11 +45,11 @@ describe(`refresh token rotation (${DIALECT})`, () => {
     customFetch = fetchTrustingDataDir(t.env.SLEEVE_DATA_DIR);
     await addUser(t, 'alice');
     plain = await addApp(t, 'alice', 'public', undefined, 'Plain Desktop');
-    const added = await cliOk(t.env, ['--json', 'app', 'add', '--owner', 'alice', '--name', 'Rotating Desktop', '--type', 'public', '--rotate-refresh-tokens']);
+    const added = await cliInProcess(t.env, ['--json', 'app', 'add', '--owner', 'alice', '--name', 'Rotating Desktop', '--type', 'public', '--rotate-refresh-tokens']);
     assert.equal(added.rotate_refresh_tokens, true);
     rotating = { client_id: added.client_id, client_secret: added.client_secret };
     rotatingWeb = await addApp(t, 'alice', 'confidential', WEB_URI, 'Rotating Web');
-    const edited = await cliOk(t.env, ['--json', 'app', 'edit', rotatingWeb.client_id, '--rotate-refresh-tokens']);
+    const edited = await cliInProcess(t.env, ['--json', 'app', 'edit', rotatingWeb.client_id, '--rotate-refresh-tokens']);
     assert.equal(edited.rotate_refresh_tokens, true);
     alice = await signIn(s.base, 'alice');
   });
@@ -89,7 +89,7 @@ describe(`refresh token rotation (${DIALECT})`, () => {
 
   describe('registration', () => {
     it('app list and the application page show rotation; app edit turns it off and on; contradicting flags are refused', async () => {
-      const listed = await cliOk(t.env, ['--json', 'app', 'list']);
+      const listed = await cliInProcess(t.env, ['--json', 'app', 'list']);
       const by = (id: string) => listed.applications.find((a: { client_id: string }) => a.client_id === id);
       assert.equal(by(rotating.client_id).rotate_refresh_tokens, true);
       assert.equal(by(rotatingWeb.client_id).rotate_refresh_tokens, true);
@@ -102,9 +102,9 @@ describe(`refresh token rotation (${DIALECT})`, () => {
       assert.match(page.body, /Rotating Desktop<\/h3>[\s\S]*?<dt>Refresh tokens<\/dt><dd>a new one on every refresh/);
       assert.match(page.body, /Plain Desktop<\/h3>[\s\S]*?<dt>Refresh tokens<\/dt><dd>last until revoked/);
 
-      const off = await cliOk(t.env, ['--json', 'app', 'edit', rotatingWeb.client_id, '--no-rotate-refresh-tokens']);
+      const off = await cliInProcess(t.env, ['--json', 'app', 'edit', rotatingWeb.client_id, '--no-rotate-refresh-tokens']);
       assert.equal(off.rotate_refresh_tokens, false);
-      const on = await cliOk(t.env, ['--json', 'app', 'edit', rotatingWeb.client_id, '--rotate-refresh-tokens']);
+      const on = await cliInProcess(t.env, ['--json', 'app', 'edit', rotatingWeb.client_id, '--rotate-refresh-tokens']);
       assert.equal(on.rotate_refresh_tokens, true);
       const both = await runCli(t.env, ['app', 'edit', rotatingWeb.client_id, '--rotate-refresh-tokens', '--no-rotate-refresh-tokens']);
       assert.equal(both.code, 2, both.stderr);
@@ -119,7 +119,7 @@ describe(`refresh token rotation (${DIALECT})`, () => {
       assert.match(form.body, /<label class="check"><input type="checkbox" name="rotate_refresh" value="on">Rotate refresh tokens/);
       const done = await alice.fetch(url, { form: { csrf_token: Browser.csrf(form), name: 'Form Rotating', kind: 'public', redirect_uri: '', id_token_alg: 'RS256', rotate_refresh: 'on' } });
       assert.equal(done.status, 303, done.body.slice(0, 300));
-      const listed = await cliOk(t.env, ['--json', 'app', 'list']);
+      const listed = await cliInProcess(t.env, ['--json', 'app', 'list']);
       const app = listed.applications.find((a: { name: string }) => a.name === 'Form Rotating');
       assert.equal(app.rotate_refresh_tokens, true);
 
@@ -130,7 +130,7 @@ describe(`refresh token rotation (${DIALECT})`, () => {
       assert.match(edit.body, /name="rotate_refresh" value="on" checked>/);
       const saved = await alice.fetch(`${s.base}/account/applications/edit/${id}`, { form: { csrf_token: Browser.csrf(edit), name: 'Form Rotating', redirect_uri: '', id_token_alg: 'RS256' } });
       assert.equal(saved.status, 303, saved.body.slice(0, 300));
-      const later = await cliOk(t.env, ['--json', 'app', 'list']);
+      const later = await cliInProcess(t.env, ['--json', 'app', 'list']);
       assert.equal(later.applications.find((a: { name: string }) => a.name === 'Form Rotating').rotate_refresh_tokens, undefined);
     });
   });

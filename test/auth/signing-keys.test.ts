@@ -17,7 +17,7 @@ import { MAX_SIGNED_LIFETIME_SECONDS, type SigningAlg } from '../../src/auth/sig
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
-import { CLI, cliOk, DIALECT, freePort, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { CLI, cliInProcess, DIALECT, freePort, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 
 const JWKS = '/.well-known/jwks.json';
 /** When alice signed in (ms): auth_time is its whole seconds. */
@@ -49,7 +49,7 @@ describe(`signing keys and the JWKS (${DIALECT})`, () => {
   let base: string;
   let offset = 0;
   const clock = { now: () => Date.now() + offset };
-  const keysList = async (): Promise<KeyRow[]> => (await cliOk(t.env, ['--json', 'keys', 'list'])).keys;
+  const keysList = async (): Promise<KeyRow[]> => (await cliInProcess(t.env, ['--json', 'keys', 'list'])).keys;
   const jwks = async (): Promise<JWK[]> => {
     const res = await request(`${base}${JWKS}`);
     assert.equal(res.status, 200, res.body);
@@ -240,7 +240,7 @@ describe(`signing keys made by processes starting at once (${DIALECT})`, () => {
     for (const p of procs) await waitFor('the failpoint', () => p.stderr().includes('sleeve: failpoint signing-keys-made ES256,RS256'));
     for (const p of procs) p.child.kill('SIGUSR2');
     for (const p of procs) await waitFor(`the start (${p.stderr()})`, () => p.stderr().includes('sleeve is running'));
-    const keys: KeyRow[] = (await cliOk(t.env, ['--json', 'keys', 'list'])).keys;
+    const keys: KeyRow[] = (await cliInProcess(t.env, ['--json', 'keys', 'list'])).keys;
     assert.deepEqual(keys.map((k) => [k.alg, k.state]).sort(), [
       ['ES256', 'active'],
       ['RS256', 'active'],

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, request, startAuthServer, type AuthServer, type Browser, type HttpsResponse } from '../helpers/auth.js';
 import { ManualClock } from '../helpers/clock.js';
-import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { assertOAuthError, grant, OOB, revoke, signIn, startSibling, type Client, type Tokens } from './support.js';
 
 const ALL = 'profile email tag rating collection submit_isrc submit_barcode';
@@ -62,7 +62,7 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
     [desktop, web, resource] = await Promise.all([
       addApp(t, 'editor1', 'public', undefined, 'Test Desktop'),
       addApp(t, 'editor1', 'confidential', 'https://client.example/cb', 'Test Web'),
-      cliOk(t.env, ['--json', 'app', 'add', '--owner', 'editor2', '--name', 'Resource Server', '--type', 'confidential', '--redirect-uri', 'https://api.example/cb', '--resource-server']),
+      cliInProcess(t.env, ['--json', 'app', 'add', '--owner', 'editor2', '--name', 'Resource Server', '--type', 'confidential', '--redirect-uri', 'https://api.example/cb', '--resource-server']),
     ]);
     let b1: Browser;
     let b3: Browser;
@@ -281,10 +281,10 @@ describe(`/oauth2/userinfo, introspection and metadata (${DIALECT})`, () => {
 
     it('sleeve app edit CLIENT_ID --resource-server / --no-resource-server changes what a client may introspect, at once', async () => {
       const tok = editor1[ALL] as Tokens;
-      const on = await cliOk(t.env, ['--json', 'app', 'edit', web.client_id, '--resource-server']);
+      const on = await cliInProcess(t.env, ['--json', 'app', 'edit', web.client_id, '--resource-server']);
       assert.deepEqual(on, { client_id: web.client_id, name: 'Test Web', redirect_uri: 'https://client.example/cb', redirect_uris: ['https://client.example/cb'], resource_server: true, id_token_alg: 'RS256', require_dpop: false });
       assert.equal((await seenBy(tok.access_token, [web]))[0].active, true);
-      const off = await cliOk(t.env, ['--json', 'app', 'edit', web.client_id, '--no-resource-server']);
+      const off = await cliInProcess(t.env, ['--json', 'app', 'edit', web.client_id, '--no-resource-server']);
       assert.equal(off.resource_server, false);
       assert.deepEqual(await seenBy(tok.access_token, [web]), [{ active: false }]);
       for (const [args, message] of [

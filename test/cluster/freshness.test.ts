@@ -11,7 +11,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { redisUnavailable, startRedis, type PrivateRedis } from '../helpers/redis.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
@@ -49,8 +49,8 @@ for (const withRedis of [false, true]) {
       const file = path.join(t.dir, 'c.jpg');
       await writeFile(file, await makeJpeg(64, 64));
       for (const n of [1, 2, 3]) {
-        await cliOk(t.env, ['release', 'add', release(n), '--release-group', G]);
-        front[release(n)] = (await cliOk(t.env, ['--json', 'art', 'add', release(n), file, '--type', 'Front'])).id;
+        await cliInProcess(t.env, ['release', 'add', release(n), '--release-group', G]);
+        front[release(n)] = (await cliInProcess(t.env, ['--json', 'art', 'add', release(n), file, '--type', 'Front'])).id;
       }
       // One after the other, each kept as soon as it runs (so `after` stops it whatever happens next).
       for (let i = 0; i < 2; i++) servers.push(await startServe(t.env, ['--only', 'coverart']));

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { request } from '../helpers/auth.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { logLines, startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -116,10 +116,10 @@ describe(`sleeve serve through a PostgreSQL restart under load (${DIALECT})`, { 
   before(async () => {
     cluster = await PrivateCluster.create();
     t = await makeTestEnv({ SLEEVE_DATABASE_URL: cluster.url, SLEEVE_LOG_LEVEL: 'info' });
-    await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+    await cliInProcess(t.env, ['release', 'add', R, '--release-group', G]);
     const file = path.join(t.dir, 'front.jpg');
     await writeFile(file, await makeJpeg(100, 100));
-    imageId = (await cliOk(t.env, ['--json', 'art', 'add', R, file, '--type', 'Front'])).id;
+    imageId = (await cliInProcess(t.env, ['--json', 'art', 'add', R, file, '--type', 'Front'])).id;
     await mkdir(path.join(t.dir, 'files'), { recursive: true });
     s = await startServe(t.env);
   });

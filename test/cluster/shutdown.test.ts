@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { request } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { startServe } from '../helpers/serve-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -126,10 +126,10 @@ describe(`graceful shutdown of sleeve serve (${DIALECT})`, () => {
     'a listing waiting on a database lock when SIGTERM arrives is answered, not cut off',
     { skip: DIALECT !== 'postgres' && 'on SQLite (WAL) readers never wait for a lock; runs on the PostgreSQL pass' },
     async () => {
-      await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+      await cliInProcess(t.env, ['release', 'add', R, '--release-group', G]);
       const file = path.join(t.dir, 'front.jpg');
       await writeFile(file, await makeJpeg(100, 100));
-      const added = await cliOk(t.env, ['--json', 'art', 'add', R, file, '--type', 'Front']);
+      const added = await cliInProcess(t.env, ['--json', 'art', 'add', R, file, '--type', 'Front']);
       const s = await startServe(t.env, ['--only', 'coverart']);
       const locker = new pg.Client({ connectionString: t.env.SLEEVE_DATABASE_URL });
       await locker.connect();

@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../helpers/clock.js';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, rawHttp, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeGif, makeJpeg, makePng } from '../helpers/images.js';
 
 const R = 'cace0000-0000-4000-8000-000000000001';
@@ -38,13 +38,13 @@ describe(`the response cache follows CLI changes (${DIALECT})`, () => {
   async function add(name: string, bytes: Buffer, ext: string, types: string[]): Promise<void> {
     const file = path.join(t.dir, `${name}.${ext}`);
     await writeFile(file, bytes);
-    id[name] = (await cliOk(t.env, ['--json', 'art', 'add', R, file, ...types.flatMap((x) => ['--type', x])])).id;
+    id[name] = (await cliInProcess(t.env, ['--json', 'art', 'add', R, file, ...types.flatMap((x) => ['--type', x])])).id;
   }
 
   before(async () => {
     t = await makeTestEnv();
     s = await startServer(t);
-    await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+    await cliInProcess(t.env, ['release', 'add', R, '--release-group', G]);
   });
 
   after(async () => {
@@ -84,7 +84,7 @@ describe(`the response cache follows CLI changes (${DIALECT})`, () => {
     assert.equal(await probe(`/release/${R}/front`), `307 ${dl(`${id.a}.jpg`)}`);
     assert.equal(await probe(`/release/${R}/${id.b}`), `307 ${dl(`${id.b}.png`)}`);
 
-    await cliOk(t.env, ['art', 'reorder', R, id.b as string, id.a as string]);
+    await cliInProcess(t.env, ['art', 'reorder', R, id.b as string, id.a as string]);
     await expectSoon(`/release/${R}/front`, `307 ${dl(`${id.b}.png`)}`);
     await expectSoon(`/release/${R}/front-250`, `307 ${dl(`${id.b}_thumb250.jpg`)}`);
     await expectSoon(`/release-group/${G}/front`, `307 ${dl(`${id.b}.png`)}`);
@@ -114,7 +114,7 @@ describe(`the response cache follows CLI changes (${DIALECT})`, () => {
 
   it('art remove: the front falls back, and the cached redirect to the removed id becomes a 404', async () => {
     for (let i = 0; i < 2; i++) assert.equal(await probe(`/release/${R}/${id.b}-500`), `307 ${dl(`${id.b}_thumb500.jpg`)}`);
-    await cliOk(t.env, ['art', 'remove', R, id.b as string]);
+    await cliInProcess(t.env, ['art', 'remove', R, id.b as string]);
     await expectSoon(`/release/${R}/front`, `307 ${dl(`${id.a}.jpg`)}`);
     await expectSoon(`/release/${R}/${id.b}-500`, '404');
     const gone = await get(`/release/${R}/${id.b}-500`);
@@ -127,16 +127,16 @@ describe(`the response cache follows CLI changes (${DIALECT})`, () => {
     await add('c', await makeGif(150, 150), 'gif', ['Back']);
     await expectSoon(`/release/${R}/back`, `307 ${dl(`${id.c}.gif`)}`);
     assert.equal(await probe(`/release/${R}/back`), `307 ${dl(`${id.c}.gif`)}`);
-    await cliOk(t.env, ['art', 'edit', R, id.c as string, '--type', 'Front']);
-    await cliOk(t.env, ['art', 'reorder', R, id.c as string, id.a as string]);
+    await cliInProcess(t.env, ['art', 'edit', R, id.c as string, '--type', 'Front']);
+    await cliInProcess(t.env, ['art', 'reorder', R, id.c as string, id.a as string]);
     await expectSoon(`/release/${R}/back`, '404');
     await expectSoon(`/release/${R}/front`, `307 ${dl(`${id.c}.gif`)}`);
   });
 
   it('removing the last images empties the release: its listing and front are 404 again', async () => {
     for (let i = 0; i < 2; i++) assert.equal(await probe(`/release/${R}/${id.a}`), `307 ${dl(`${id.a}.jpg`)}`);
-    await cliOk(t.env, ['art', 'remove', R, id.a as string]);
-    await cliOk(t.env, ['art', 'remove', R, id.c as string]);
+    await cliInProcess(t.env, ['art', 'remove', R, id.a as string]);
+    await cliInProcess(t.env, ['art', 'remove', R, id.c as string]);
     await expectSoon(`/release/${R}/`, '404');
     await expectSoon(`/release/${R}/front`, '404');
     await expectSoon(`/release/${R}/${id.a}`, '404');
@@ -258,10 +258,10 @@ describe(`cached answers on the wire (${DIALECT})`, () => {
   before(async () => {
     t = await makeTestEnv();
     s = await startServer(t);
-    await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+    await cliInProcess(t.env, ['release', 'add', R, '--release-group', G]);
     const file = path.join(t.dir, 'front.png');
     await writeFile(file, await makePng(64, 64));
-    await cliOk(t.env, ['art', 'add', R, file, '--type', 'Front', '--comment', comment]);
+    await cliInProcess(t.env, ['art', 'add', R, file, '--type', 'Front', '--comment', comment]);
   });
 
   after(async () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 
 const MB = 'https://mb.example.org';
@@ -89,12 +89,12 @@ describe(`release-group choice order over HTTP (${DIALECT})`, () => {
     t = await makeTestEnv();
     s = await startServer(t, { SLEEVE_MUSICBRAINZ_URL: MB });
     for (const [name, m, date] of RELEASES) {
-      await cliOk(t.env, ['release', 'add', m, '--release-group', G, ...(date === undefined ? [] : ['--date', date])]);
+      await cliInProcess(t.env, ['release', 'add', m, '--release-group', G, ...(date === undefined ? [] : ['--date', date])]);
       const isPng = name === 'y2000' || name === 'raw1990';
       const file = path.join(t.dir, `${name}.${isPng ? 'png' : 'jpg'}`);
       await writeFile(file, isPng ? await makePng(120, 90) : await makeJpeg(120, 90));
       const types = name === 'backonly1980' ? ['Back'] : name === 'raw1990' ? ['Front', 'Raw/Unedited'] : ['Front'];
-      const entry = await cliOk(t.env, ['--json', 'art', 'add', m, file, ...types.flatMap((x) => ['--type', x])]);
+      const entry = await cliInProcess(t.env, ['--json', 'art', 'add', m, file, ...types.flatMap((x) => ['--type', x])]);
       image[name] = entry.id;
       suffix[name] = isPng ? 'png' : 'jpg';
     }
@@ -110,44 +110,44 @@ describe(`release-group choice order over HTTP (${DIALECT})`, () => {
   });
 
   it('a release without a day ranks after one with a day in the same month', async () => {
-    await cliOk(t.env, ['art', 'remove', mbid('d2000_05_01'), image.d2000_05_01 as string]);
+    await cliInProcess(t.env, ['art', 'remove', mbid('d2000_05_01'), image.d2000_05_01 as string]);
     await expectChosen('d2000_05_02');
   });
 
   it('a release without a month ranks after one with a month in the same year', async () => {
-    await cliOk(t.env, ['art', 'remove', mbid('d2000_05_02'), image.d2000_05_02 as string]);
+    await cliInProcess(t.env, ['art', 'remove', mbid('d2000_05_02'), image.d2000_05_02 as string]);
     await expectChosen('m2000_05');
   });
 
   it('a release without a date ranks after every dated one', async () => {
-    await cliOk(t.env, ['art', 'remove', mbid('m2000_05'), image.m2000_05 as string]);
+    await cliInProcess(t.env, ['art', 'remove', mbid('m2000_05'), image.m2000_05 as string]);
     await expectChosen('y2000');
   });
 
   it('a front typed Raw/Unedited goes after all others, even after an undated release', async () => {
-    await cliOk(t.env, ['art', 'remove', mbid('y2000'), image.y2000 as string]);
+    await cliInProcess(t.env, ['art', 'remove', mbid('y2000'), image.y2000 as string]);
     await expectChosen('nodate');
   });
 
   it('an editor-chosen release without a front image is passed over', async () => {
-    await cliOk(t.env, ['release-group', 'set-cover', G, mbid('backonly1980')]);
+    await cliInProcess(t.env, ['release-group', 'set-cover', G, mbid('backonly1980')]);
     // Nothing the answer depends on changed; asked once the server's caches follow the change.
     await s.server.refreshCaches();
     await expectChosen('nodate', false);
   });
 
   it('the editor-chosen release comes first, even when its front is Raw/Unedited', async () => {
-    await cliOk(t.env, ['release-group', 'set-cover', G, mbid('raw1990')]);
+    await cliInProcess(t.env, ['release-group', 'set-cover', G, mbid('raw1990')]);
     await expectChosen('raw1990');
   });
 
   it('when the chosen release loses its front, the others are ranked again', async () => {
-    await cliOk(t.env, ['art', 'edit', mbid('raw1990'), image.raw1990 as string, '--type', 'Back']);
+    await cliInProcess(t.env, ['art', 'edit', mbid('raw1990'), image.raw1990 as string, '--type', 'Back']);
     await expectChosen('nodate');
   });
 
   it('with no front left in the group, the listing and the front are 404', async () => {
-    await cliOk(t.env, ['art', 'remove', mbid('nodate'), image.nodate as string]);
+    await cliInProcess(t.env, ['art', 'remove', mbid('nodate'), image.nodate as string]);
     const { value, ms } = await pollUntil(
       async () => {
         const res = await get(`/release-group/${G}/front`);
@@ -167,8 +167,8 @@ describe(`release-group choice order over HTTP (${DIALECT})`, () => {
   });
 
   it('a Raw/Unedited front still represents the group when it is the only front', async () => {
-    await cliOk(t.env, ['release-group', 'set-cover', G, mbid('nodate')]);
-    await cliOk(t.env, ['art', 'edit', mbid('raw1990'), image.raw1990 as string, '--type', 'Raw/Unedited', '--type', 'Front']);
+    await cliInProcess(t.env, ['release-group', 'set-cover', G, mbid('nodate')]);
+    await cliInProcess(t.env, ['art', 'edit', mbid('raw1990'), image.raw1990 as string, '--type', 'Raw/Unedited', '--type', 'Front']);
     lastEtag = undefined;
     await expectChosen('raw1990');
   });

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, rawHttp, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, rawHttp, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeGif, makeJpeg, makePng } from '../helpers/images.js';
 
 const MB = 'https://mb.example.org';
@@ -113,7 +113,7 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
   async function addImage(release: string, name: string, image: Buffer, ext: string, args: string[]): Promise<void> {
     const file = path.join(t.dir, `${name}.${ext}`);
     await writeFile(file, image);
-    const entry = await cliOk(t.env, ['--json', 'art', 'add', release, file, ...args]);
+    const entry = await cliInProcess(t.env, ['--json', 'art', 'add', release, file, ...args]);
     assert.match(entry.id, /^[0-9]+$/);
     id[name] = entry.id;
     bytes[name] = image;
@@ -134,22 +134,22 @@ describe(`cover art API over HTTP (${DIALECT})`, () => {
       makeJpeg(360, 360),
       makePng(280, 280, true),
     ]);
-    await cliOk(t.env, ['release', 'add', R1, '--release-group', G1, '--date', '2001-02-03']);
-    await cliOk(t.env, ['release', 'add', R2, '--release-group', G1, '--date', '1999']);
-    await cliOk(t.env, ['release', 'add', R3, '--release-group', G2]);
-    await cliOk(t.env, ['release', 'add', OLD, '--release-group', G4, '--date', '2010']);
-    await cliOk(t.env, ['release', 'add', INTO, '--release-group', G3, '--date', '2011']);
+    await cliInProcess(t.env, ['release', 'add', R1, '--release-group', G1, '--date', '2001-02-03']);
+    await cliInProcess(t.env, ['release', 'add', R2, '--release-group', G1, '--date', '1999']);
+    await cliInProcess(t.env, ['release', 'add', R3, '--release-group', G2]);
+    await cliInProcess(t.env, ['release', 'add', OLD, '--release-group', G4, '--date', '2010']);
+    await cliInProcess(t.env, ['release', 'add', INTO, '--release-group', G3, '--date', '2011']);
     await addImage(R1, 'a1', jpeg1 as Buffer, 'jpg', ['--type', 'Front', '--type', 'Booklet', '--approved', '--edit', '101', '--comment', 'first front']);
     await addImage(R1, 'a2', png2 as Buffer, 'png', ['--type', 'Back', '--edit', '102', '--unapproved']);
     await addImage(R1, 'a3', gif3 as Buffer, 'gif', ['--type', 'Front', '--approved', '--edit', '103', '--comment', ODD_COMMENT]);
     await addImage(R1, 'a4', jpeg4 as Buffer, 'jpg', ['--type', 'Back', '--type', 'Spine', '--approved', '--edit', '0']);
     await addImage(R1, 'a5', jpeg5 as Buffer, 'jpg', ['--unapproved', '--edit', '0']);
     // Listing order a3 a2 a1 a4 a5: front = a3 (GIF, added third), back = a2 (PNG, unapproved).
-    await cliOk(t.env, ['art', 'reorder', R1, id.a3 as string, id.a2 as string, id.a1 as string, id.a4 as string, id.a5 as string]);
+    await cliInProcess(t.env, ['art', 'reorder', R1, id.a3 as string, id.a2 as string, id.a1 as string, id.a4 as string, id.a5 as string]);
     await addImage(R3, 'b1', png6 as Buffer, 'png', ['--type', 'Back', '--approved']);
     await addImage(OLD, 'mo', jpeg7 as Buffer, 'jpg', ['--type', 'Front', '--approved', '--edit', '7']);
     await addImage(INTO, 'mi', png8 as Buffer, 'png', ['--type', 'Back', '--approved', '--edit', '8']);
-    await cliOk(t.env, ['release', 'merge', OLD, INTO]);
+    await cliInProcess(t.env, ['release', 'merge', OLD, INTO]);
   });
 
   after(async () => {

@@ -14,7 +14,7 @@ import sharp from 'sharp';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
 import { loadConfig } from '../../src/config/load.js';
 import { openDatabase } from '../../src/db/connect.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { startUpstream, type FakeUpstream } from '../helpers/upstream.js';
@@ -81,16 +81,16 @@ describe(`thumbnail sizes and formats on demand (${DIALECT})`, () => {
         [102, 2],
       ],
     });
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', dump]);
-    await cliOk(t.env, ['release', 'add', R2, '--release-group', G2, '--title', 'Awkward images']);
-    await cliOk(t.env, ['release', 'add', R3, '--release-group', G3, '--title', 'Left alone']);
+    await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', dump]);
+    await cliInProcess(t.env, ['release', 'add', R2, '--release-group', G2, '--title', 'Awkward images']);
+    await cliInProcess(t.env, ['release', 'add', R3, '--release-group', G3, '--title', 'Left alone']);
     // 1600×1200 stored with EXIF orientation 6: displayed 1200×1600.
     originals.rotated = await sharp(await makeJpeg(1600, 1200, 80)).withMetadata({ orientation: 6 }).jpeg().toBuffer();
     originals.cmyk = await sharp(await makeJpeg(700, 500, 90)).toColourspace('cmyk').jpeg().toBuffer();
     originals.png16 = await sharp(await makePng(640, 480)).toColourspace('rgb16').png().toBuffer();
     originals.gif = await animatedGif(300, 200);
     const add = async (name: string, release: string, bytes: Buffer, type: string) =>
-      (ids[name] = Number((await cliOk(t.env, ['--json', 'art', 'add', release, await writeInput(t, name, bytes), '--type', type])).id));
+      (ids[name] = Number((await cliInProcess(t.env, ['--json', 'art', 'add', release, await writeInput(t, name, bytes), '--type', type])).id));
     await add('rotated.jpg', R2, originals.rotated, 'Front');
     await add('cmyk.jpg', R2, originals.cmyk, 'Back');
     await add('png16.png', R2, originals.png16, 'Booklet');

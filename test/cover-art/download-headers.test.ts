@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeGif, makePng } from '../helpers/images.js';
 
 const R1 = '0e5f1c2d-3a4b-4c5d-8e6f-7a8b9c0d1e2f';
@@ -37,18 +37,18 @@ for (const lane of ['on', 'off']) {
     before(async () => {
       t = await makeTestEnv({ SLEEVE_RESPONSE_CACHE: '0', SLEEVE_FAST_LANE: lane });
       s = await startServer(t);
-      await cliOk(t.env, ['release', 'add', R1, '--release-group', GROUP]);
+      await cliInProcess(t.env, ['release', 'add', R1, '--release-group', GROUP]);
       gifBytes = await polyglotGif();
       const gifFile = path.join(t.dir, 'page.gif');
       await writeFile(gifFile, gifBytes);
-      const a = await cliOk(t.env, ['--json', 'art', 'add', R1, gifFile, '--type', 'Front']);
+      const a = await cliInProcess(t.env, ['--json', 'art', 'add', R1, gifFile, '--type', 'Front']);
       gif = `/download/mbid-${R1}/mbid-${R1}-${a.id as string}.gif`;
       // Larger than the file server reads whole (256 KiB): streamed from the store.
       const png = await makePng(600, 600);
       assert.ok(png.length > 256 * 1024, `${png.length} bytes`);
       const pngFile = path.join(t.dir, 'large.png');
       await writeFile(pngFile, png);
-      const b = await cliOk(t.env, ['--json', 'art', 'add', R1, pngFile, '--type', 'Back']);
+      const b = await cliInProcess(t.env, ['--json', 'art', 'add', R1, pngFile, '--type', 'Back']);
       large = `/download/mbid-${R1}/mbid-${R1}-${b.id as string}.png`;
       await s.server.refreshCaches();
     });

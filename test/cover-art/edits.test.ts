@@ -11,7 +11,7 @@ import { accountRoles } from '../../src/auth/index.js';
 import { loadConfig } from '../../src/config/load.js';
 import { addArt, approveEdit, editArt, rejectEdit, releaseArt, removeArt, reorderArt, setGroupCover, type Edit, type Editor } from '../../src/cover-art/index.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
-import { cliOk, DIALECT, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { assertRefused, folderFiles, newMbid, readIndex, writeInput } from './cli-support.js';
 
@@ -35,12 +35,12 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
   async function newRelease(): Promise<{ release: string; group: string }> {
     const release = newMbid();
     const group = newMbid();
-    await cliOk(t.env, ['release', 'add', release, '--release-group', group]);
+    await cliInProcess(t.env, ['release', 'add', release, '--release-group', group]);
     return { release, group };
   }
 
   async function addByCli(release: string, file: string, ...flags: string[]): Promise<{ id: string; edit: number; approved: boolean }> {
-    return cliOk(t.env, ['--json', 'art', 'add', release, file, ...flags]);
+    return cliInProcess(t.env, ['--json', 'art', 'add', release, file, ...flags]);
   }
 
   /** Runs a change for an editor and returns the edit it recorded. */
@@ -58,11 +58,11 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     s = await startServer(t);
     jpeg = await writeInput(t, 'a.jpg', await makeJpeg(300, 300));
     png = await writeInput(t, 'b.png', await makePng(200, 200));
-    await cliOk(t.env, ['user', 'add', 'ed', '--email', 'ed@example.com', '--password-stdin'], { stdin: 'a long password\n' });
-    await cliOk(t.env, ['user', 'add', 'eve', '--email', 'eve@example.com', '--password-stdin'], { stdin: 'a long password\n' });
-    const added = await cliOk(t.env, ['--json', 'user', 'add', 'ann', '--email', 'ann@example.com', '--password-stdin', '--role', 'approver'], { stdin: 'a long password\n' });
+    await cliInProcess(t.env, ['user', 'add', 'ed', '--email', 'ed@example.com', '--password-stdin'], { stdin: 'a long password\n' });
+    await cliInProcess(t.env, ['user', 'add', 'eve', '--email', 'eve@example.com', '--password-stdin'], { stdin: 'a long password\n' });
+    const added = await cliInProcess(t.env, ['--json', 'user', 'add', 'ann', '--email', 'ann@example.com', '--password-stdin', '--role', 'approver'], { stdin: 'a long password\n' });
     assert.equal(added.role, 'approver');
-    const users = (await cliOk(t.env, ['--json', 'user', 'list'])).users as { id: number; name: string; role: string }[];
+    const users = (await cliInProcess(t.env, ['--json', 'user', 'list'])).users as { id: number; name: string; role: string }[];
     const byName = (n: string) => users.find((u) => u.name === n) as { id: number; name: string; role: string };
     ed = { id: byName('ed').id, name: 'ed', approver: false };
     eve = { id: byName('eve').id, name: 'eve', approver: false };
@@ -83,7 +83,7 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     const b = await addByCli(release, png);
     assert.ok(a.edit > 1_000_000_000 && b.edit === a.edit + 1, `sleeve's edit ids: ${a.edit}, ${b.edit}`);
     assert.equal(a.approved, true);
-    const shown = await cliOk(t.env, ['--json', 'edit', 'show', String(a.edit)]);
+    const shown = await cliInProcess(t.env, ['--json', 'edit', 'show', String(a.edit)]);
     assert.deepEqual(
       { kind: shown.kind, status: shown.status, editor: shown.editor, release: shown.release, image: shown.image, after: shown.after, before: shown.before },
       { kind: 'add', status: 'applied', editor: null, release, image: a.id, after: { types: ['Front'], comment: 'the cover', approved: true }, before: null },
@@ -92,11 +92,11 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     assert.deepEqual((await readIndex(t, release)).images.map((i: { edit: number }) => i.edit), [a.edit, b.edit]);
     assert.deepEqual((await apiListing(release)).images.map((i) => i.edit), [a.edit, b.edit]);
 
-    await cliOk(t.env, ['art', 'edit', release, b.id, '--comment', 'the back', '--type', 'back']);
-    await cliOk(t.env, ['art', 'reorder', release, b.id, a.id]);
-    await cliOk(t.env, ['release-group', 'set-cover', group, release]);
-    await cliOk(t.env, ['art', 'remove', release, b.id]);
-    const listed = await cliOk(t.env, ['--json', 'edit', 'list', '--release', release]);
+    await cliInProcess(t.env, ['art', 'edit', release, b.id, '--comment', 'the back', '--type', 'back']);
+    await cliInProcess(t.env, ['art', 'reorder', release, b.id, a.id]);
+    await cliInProcess(t.env, ['release-group', 'set-cover', group, release]);
+    await cliInProcess(t.env, ['art', 'remove', release, b.id]);
+    const listed = await cliInProcess(t.env, ['--json', 'edit', 'list', '--release', release]);
     assert.equal(listed.next, null);
     assert.deepEqual(
       listed.edits.map((e: Edit) => [e.kind, e.status, e.editor, e.before, e.after]),
@@ -114,18 +114,18 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
       assert.match(String(e.created), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       assert.equal(new Date(e.created as string).toISOString(), e.created);
     }
-    assert.equal((await cliOk(t.env, ['--json', 'edit', 'show', String(listed.edits[0].id)])).created, listed.edits[0].created);
+    assert.equal((await cliInProcess(t.env, ['--json', 'edit', 'show', String(listed.edits[0].id)])).created, listed.edits[0].created);
     // Ids only grow; a page at a time with --before.
     const ids = listed.edits.map((e: Edit) => e.id);
     assert.deepEqual([...ids].sort((x: number, y: number) => y - x), ids);
-    const page = await cliOk(t.env, ['--json', 'edit', 'list', '--release', release, '--limit', '2']);
+    const page = await cliInProcess(t.env, ['--json', 'edit', 'list', '--release', release, '--limit', '2']);
     assert.deepEqual(page.edits.map((e: Edit) => e.id), ids.slice(0, 2));
     assert.equal(page.next, ids[1]);
-    const rest = await cliOk(t.env, ['--json', 'edit', 'list', '--release', release, '--before', String(page.next)]);
+    const rest = await cliInProcess(t.env, ['--json', 'edit', 'list', '--release', release, '--before', String(page.next)]);
     assert.deepEqual(rest.edits.map((e: Edit) => e.id), ids.slice(2));
-    const text = await cliOk(t.env, ['edit', 'list', '--release', release]);
+    const text = await cliInProcess(t.env, ['edit', 'list', '--release', release]);
     assert.match(text, new RegExp(`^${ids[0]} +applied +remove +${release} +${b.id} +\\(operator\\) `, 'm'));
-    assert.match(await cliOk(t.env, ['edit', 'show', String(ids[0])]), /^edit \d+: remove, applied\n {2}by: +\(operator\)/);
+    assert.match(await cliInProcess(t.env, ['edit', 'show', String(ids[0])]), /^edit \d+: remove, applied\n {2}by: +\(operator\)/);
     assertRefused(await runCli(t.env, ['edit', 'show', '42']), /no edit 42/);
   });
 
@@ -142,9 +142,9 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     // Listed at once (read-your-writes), unapproved, with its files in place.
     assert.deepEqual((await apiListing(release)).images.map((i) => [i.id, i.approved, i.edit]), [[entry?.id, false, pending.id]]);
     assert.equal((await folderFiles(t, release)).filter((f) => f.startsWith(`mbid-${release}-${entry?.id}`)).length, 4);
-    const art = await cliOk(t.env, ['--json', 'art', 'list', release]);
+    const art = await cliInProcess(t.env, ['--json', 'art', 'list', release]);
     assert.deepEqual(art.pending, [pending.id]);
-    assert.deepEqual((await cliOk(t.env, ['--json', 'edit', 'list', '--pending', '--editor', 'ed'])).edits.map((e: Edit) => e.id).includes(pending.id), true);
+    assert.deepEqual((await cliInProcess(t.env, ['--json', 'edit', 'list', '--pending', '--editor', 'ed'])).edits.map((e: Edit) => e.id).includes(pending.id), true);
 
     // Only an approver decides, and not on their own edit.
     await assert.rejects(approveEdit(rt.coverArt, pending.id, eve), /eve is not an approver/);
@@ -161,7 +161,7 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
       second = await addArt(rt.coverArt, { release, bytes: await makePng(100, 80) }, { editor: eve, onEdit });
     });
     assert.equal((await apiListing(release)).images.length, 2);
-    const rejected = await cliOk(t.env, ['--json', 'edit', 'reject', String(other.id), '--note', 'not this release']);
+    const rejected = await cliInProcess(t.env, ['--json', 'edit', 'reject', String(other.id), '--note', 'not this release']);
     assert.deepEqual({ status: rejected.status, by: rejected.closed.by, note: rejected.note }, { status: 'rejected', by: null, note: 'not this release' });
     assert.match(rejected.closed.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assert.deepEqual((await apiListing(release)).images.map((i) => i.id), [entry?.id]);
@@ -199,11 +199,11 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     assert.equal((await apiListing(release)).images[0]?.comment, 'scan');
     await approveEdit(rt.coverArt, reorder.id, ann);
     assert.deepEqual((await apiListing(release)).images.map((i) => i.id), [b.id, a.id]);
-    await cliOk(t.env, ['edit', 'approve', String(removal.id)]);
+    await cliInProcess(t.env, ['edit', 'approve', String(removal.id)]);
     assert.deepEqual((await apiListing(release)).images.map((i) => i.id), [a.id]);
     assert.deepEqual((await folderFiles(t, release)).filter((f) => f.includes(`-${b.id}`)), []);
     await approveEdit(rt.coverArt, cover.id, ann);
-    assert.deepEqual((await cliOk(t.env, ['--json', 'edit', 'show', String(cover.id)])).status, 'approved');
+    assert.deepEqual((await cliInProcess(t.env, ['--json', 'edit', 'show', String(cover.id)])).status, 'approved');
     assert.deepEqual((await releaseArt(rt.coverArt, release))?.pending, []);
     // A closed edit is not decided again; bad options are refused.
     const again = await runCli(t.env, ['--json', 'edit', 'approve', String(removal.id)]);
@@ -217,8 +217,8 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     const { release } = await newRelease();
     const a = await addByCli(release, jpeg);
     const b = await addByCli(release, png);
-    const { revision } = await cliOk(t.env, ['--json', 'art', 'list', release]);
-    await cliOk(t.env, ['art', 'reorder', release, b.id, a.id, '--expect-revision', String(revision)]);
+    const { revision } = await cliInProcess(t.env, ['--json', 'art', 'list', release]);
+    await cliInProcess(t.env, ['art', 'reorder', release, b.id, a.id, '--expect-revision', String(revision)]);
     // A second reorder from the same listing: refused, nothing changed.
     const stale = await runCli(t.env, ['--json', 'art', 'reorder', release, a.id, b.id, '--expect-revision', String(revision)]);
     assert.equal(stale.code, 2);
@@ -237,14 +237,14 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     // The release moves on: a new image does not stand in the waiting reorder's way (test/website/review-reorder.test.ts),
     // but an image it names removed does: it cannot be approved, only rejected.
     const c = await addByCli(release, jpeg);
-    await cliOk(t.env, ['art', 'remove', release, b.id]);
+    await cliInProcess(t.env, ['art', 'remove', release, b.id]);
     await assert.rejects(approveEdit(rt.coverArt, first.id, ann), new RegExp(`cannot be applied: image ${b.id} is gone`));
     assert.deepEqual((await apiListing(release)).images.map((i) => i.id), [a.id, c.id]);
     assert.equal((await rejectEdit(rt.coverArt, first.id, ed)).status, 'rejected', 'an editor may withdraw their own edit');
   });
 
   it('roles: given at user add and user edit, listed, audited, and readable by the website', async () => {
-    const users = (await cliOk(t.env, ['--json', 'user', 'list'])).users as { name: string; role: string }[];
+    const users = (await cliInProcess(t.env, ['--json', 'user', 'list'])).users as { name: string; role: string }[];
     assert.deepEqual(users.map((u) => [u.name, u.role]), [['ed', 'editor'], ['eve', 'editor'], ['ann', 'approver']]);
     const r = await runCli({ ...t.env, SLEEVE_LOG_LEVEL: 'info' }, ['user', 'edit', 'eve', '--role', 'approver']);
     assert.equal(r.code, 0, r.stderr);
@@ -253,10 +253,10 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     assert.ok(line !== undefined, r.stderr);
     const record = JSON.parse(line);
     assert.deepEqual({ audit: record.audit, user: record.user, reason: record.reason, via: record.via }, { audit: 'user.role_changed', user: 'eve', reason: 'approver', via: 'cli' });
-    assert.match(await cliOk(t.env, ['user', 'list']), /^\d+ +eve +eve@example\.com +no +approver /m);
+    assert.match(await cliInProcess(t.env, ['user', 'list']), /^\d+ +eve +eve@example\.com +no +approver /m);
     assert.deepEqual(await accountRoles(rt.auth, eve.id), ['editor', 'approver']);
     assert.deepEqual(await accountRoles(rt.auth, ed.id), ['editor']);
-    await cliOk(t.env, ['user', 'edit', 'eve', '--role', 'editor']);
+    await cliInProcess(t.env, ['user', 'edit', 'eve', '--role', 'editor']);
     assert.deepEqual(await accountRoles(rt.auth, eve.id), ['editor']);
     assertRefused(await runCli(t.env, ['user', 'edit', 'eve', '--role', 'admin']), /role must be one of editor, approver/);
     assertRefused(await runCli(t.env, ['user', 'edit', 'nobody', '--role', 'editor']), /no user nobody/);
@@ -267,7 +267,7 @@ describe(`cover art edits and approval (${DIALECT})`, () => {
     assertRefused(await runCli(t.env, ['art', 'add', release, jpeg, '--edit', '1000000000']), /edit ids are sleeve's own/);
     const mb = await addByCli(release, jpeg, '--edit', '999999999');
     assert.equal(mb.edit, 999_999_999);
-    const [addEdit] = (await cliOk(t.env, ['--json', 'edit', 'list', '--release', release])).edits as Edit[];
+    const [addEdit] = (await cliInProcess(t.env, ['--json', 'edit', 'list', '--release', release])).edits as Edit[];
     assert.ok((addEdit?.id ?? 0) > 1_000_000_000);
     assert.deepEqual(addEdit?.after, { types: [], comment: '', approved: true, edit: 999_999_999 });
   });

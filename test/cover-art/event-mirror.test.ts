@@ -10,7 +10,7 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
-import { cliOk, DIALECT, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeJpeg, makePng } from '../helpers/images.js';
 import { startUpstream, type FakeUpstream } from '../helpers/upstream.js';
 import { query } from '../import/support.js';
@@ -75,7 +75,7 @@ describe(`events: pull-through and sleeve mirror images (${DIALECT})`, () => {
 
     before(async () => {
       t = await makeTestEnv({ SLEEVE_RESPONSE_CACHE: '0', SLEEVE_UPSTREAM_URL: up.url, SLEEVE_UPSTREAM_TIMEOUT_MS: '5000' });
-      await cliOk(t.env, ['import', 'musicbrainz', await writeEventDump(path.join(t.dir, 'dump'))]);
+      await cliInProcess(t.env, ['import', 'musicbrainz', await writeEventDump(path.join(t.dir, 'dump'))]);
       s = await startServer(t);
     });
 
@@ -132,8 +132,8 @@ describe(`events: pull-through and sleeve mirror images (${DIALECT})`, () => {
 
     before(async () => {
       t = await makeTestEnv({ SLEEVE_UPSTREAM_URL: up.url, SLEEVE_UPSTREAM_TIMEOUT_MS: '5000' });
-      await cliOk(t.env, ['import', 'musicbrainz', await writeEventDump(path.join(t.dir, 'dump'))]);
-      await cliOk(t.env, ['event', 'add', LOCAL]);
+      await cliInProcess(t.env, ['import', 'musicbrainz', await writeEventDump(path.join(t.dir, 'dump'))]);
+      await cliInProcess(t.env, ['event', 'add', LOCAL]);
     });
 
     after(async () => {
@@ -177,7 +177,7 @@ describe(`events: pull-through and sleeve mirror images (${DIALECT})`, () => {
       assert.equal(measured.stdout, `event ${EV1}: measured 2 of 2 image(s); index.json unchanged\n`);
       const index = path.join(t.dir, 'files', `mbid-${EV1}`, 'index.json');
       await rm(index, { force: true });
-      assert.deepEqual(await cliOk(t.env, ['--json', 'art', 'reindex', EV1]), { event: EV1 });
+      assert.deepEqual(await cliInProcess(t.env, ['--json', 'art', 'reindex', EV1]), { event: EV1 });
       const listing = JSON.parse(await readFile(index, 'utf8'));
       assert.deepEqual(
         listing.images.map((i: { id: string; width: number; front: boolean }) => [i.id, i.width, i.front]),

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { openDatabase } from '../../src/db/connect.js';
-import { cliOk, DIALECT, makeTestEnv, rawHttp, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, rawHttp, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeJpeg, makePng } from '../helpers/images.js';
 
 const MB = 'https://mb.example.org';
@@ -87,7 +87,7 @@ describe(`the Event Art Archive (${DIALECT})`, () => {
   async function addImage(event: string, name: string, image: Buffer, ext: string, args: string[]): Promise<any> {
     const file = path.join(t.dir, `${name}.${ext}`);
     await writeFile(file, image);
-    const entry = await cliOk(t.env, ['--json', 'art', 'add', event, file, ...args]);
+    const entry = await cliInProcess(t.env, ['--json', 'art', 'add', event, file, ...args]);
     id[name] = entry.id;
     bytes[name] = image;
     return entry;
@@ -97,9 +97,9 @@ describe(`the Event Art Archive (${DIALECT})`, () => {
     t = await makeTestEnv({ SLEEVE_LISTING_FIELDS: 'caa' });
     s = await startServer(t, { SLEEVE_MUSICBRAINZ_URL: MB, SLEEVE_EVENT_BASE_URL: EAA });
     const [j1, p2, j3, j4] = await Promise.all([makeJpeg(400, 300), makePng(300, 300), makeJpeg(320, 240), makeJpeg(200, 200)]);
-    assert.deepEqual(await cliOk(t.env, ['--json', 'event', 'add', E1, '--name', 'A night out']), { event: E1 });
-    await cliOk(t.env, ['event', 'add', E2]);
-    await cliOk(t.env, ['event', 'add', E3]);
+    assert.deepEqual(await cliInProcess(t.env, ['--json', 'event', 'add', E1, '--name', 'A night out']), { event: E1 });
+    await cliInProcess(t.env, ['event', 'add', E2]);
+    await cliInProcess(t.env, ['event', 'add', E3]);
     await addImage(E1, 'x1', j1 as Buffer, 'jpg', ['--comment', 'the stage', '--edit', '41']);
     await addImage(E1, 'x2', p2 as Buffer, 'png', ['--type', 'poster', '--edit', '42']);
     // Without --edit, the listing's edit is the sleeve edit that added the image, as for a release.
@@ -233,7 +233,7 @@ describe(`the Event Art Archive (${DIALECT})`, () => {
 
   it('sleeve art add with an event MBID says so; unknown types are refused with the known ones named', async () => {
     const E4 = 'e0e0e0e0-2345-4678-9abc-def012345674';
-    await cliOk(t.env, ['event', 'add', E4]);
+    await cliInProcess(t.env, ['event', 'add', E4]);
     const file = path.join(t.dir, 'x1.jpg');
     const human = await runCli(t.env, ['art', 'add', E4, file, '--type', 'Poster']);
     assert.equal(human.code, 0, human.stderr);

@@ -14,7 +14,7 @@ import { catalogueKeeps, catalogueKeepsNow, FileCache } from '../../src/cover-ar
 import { FileServer } from '../../src/cover-art/files/file-server.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { FsObjectStore } from '../../src/storage/index.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { newMbid, writeInput } from './cli-support.js';
 
@@ -70,9 +70,9 @@ describe(`the catalogue's answers (${DIALECT})`, () => {
   before(async () => {
     t = await makeTestEnv();
     const jpeg = await writeInput(t, 'a.jpg', await makeJpeg(300, 300));
-    for (const r of [R1, R2]) await cliOk(t.env, ['release', 'add', r, '--release-group', newMbid(), '--title', r]);
-    id1 = String((await cliOk(t.env, ['--json', 'art', 'add', R1, jpeg])).id);
-    id2 = String((await cliOk(t.env, ['--json', 'art', 'add', R2, jpeg])).id);
+    for (const r of [R1, R2]) await cliInProcess(t.env, ['release', 'add', r, '--release-group', newMbid(), '--title', r]);
+    id1 = String((await cliInProcess(t.env, ['--json', 'art', 'add', R1, jpeg])).id);
+    id2 = String((await cliInProcess(t.env, ['--json', 'art', 'add', R2, jpeg])).id);
     rt = await openRuntime(loadConfig(t.env));
   });
 

@@ -10,7 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { newMbid } from './cli-support.js';
 
@@ -77,11 +77,11 @@ describe(`the file cache's reuse of evicted memory (${DIALECT})`, () => {
 
   before(async () => {
     t = await makeTestEnv();
-    await cliOk(t.env, ['release', 'add', R, '--release-group', newMbid(), '--title', 'Slow readers']);
+    await cliInProcess(t.env, ['release', 'add', R, '--release-group', newMbid(), '--title', 'Slow readers']);
     const input = path.join(t.dir, 'in.jpg');
     await writeFile(input, await makeJpeg(64, 64));
     for (let i = 0; i < FILES; i++) {
-      const { id } = (await cliOk(t.env, ['--json', 'art', 'add', R, input, '--approved'])) as { id: string };
+      const { id } = (await cliInProcess(t.env, ['--json', 'art', 'add', R, input, '--approved'])) as { id: string };
       const key = `mbid-${R}/mbid-${R}-${id}.jpg`;
       // Same size, different bytes: any file's read may land in any evicted entry's memory.
       const body = randomBytes(SIZE);

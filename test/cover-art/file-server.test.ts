@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeGif, makeJpeg, makePng } from '../helpers/images.js';
 
 const R1 = '3a1f0c2e-5b6d-4e7f-8a9b-0c1d2e3f4a5b';
@@ -123,7 +123,7 @@ describe(`the built-in file server under /download/ (${DIALECT})`, () => {
   async function addArt(mbid: string, name: string, bytes: Buffer, ...flags: string[]): Promise<string> {
     const file = path.join(t.dir, name);
     await writeFile(file, bytes);
-    const entry = await cliOk(t.env, ['--json', 'art', 'add', mbid, file, '--approved', ...flags]);
+    const entry = await cliInProcess(t.env, ['--json', 'art', 'add', mbid, file, '--approved', ...flags]);
     assert.match(entry.id, /^\d+$/);
     return entry.id as string;
   }
@@ -132,9 +132,9 @@ describe(`the built-in file server under /download/ (${DIALECT})`, () => {
     t = await makeTestEnv();
     s = await startServer(t);
     port = Number(new URL(s.base).port);
-    await cliOk(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Files']);
-    await cliOk(t.env, ['release', 'add', R2, '--release-group', GROUP, '--title', 'Other']);
-    await cliOk(t.env, ['release', 'add', R3, '--release-group', GROUP, '--title', 'Changing']);
+    await cliInProcess(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Files']);
+    await cliInProcess(t.env, ['release', 'add', R2, '--release-group', GROUP, '--title', 'Other']);
+    await cliInProcess(t.env, ['release', 'add', R3, '--release-group', GROUP, '--title', 'Changing']);
     const made = { jpg: await makeJpeg(900, 700), png: await makePng(320, 240, true), gif: await makeGif(200, 150) };
     for (const suffix of ['jpg', 'png', 'gif'] as const) {
       const bytes = made[suffix];
@@ -352,7 +352,7 @@ describe(`the built-in file server under /download/ (${DIALECT})`, () => {
         const { value } = await pollUntil(async () => (await fetch(indexUrl, { method: 'HEAD' })).headers.get('etag'), (v) => v !== etag, 3000);
         assert.notEqual(value, etag, 'the change shows within 3 s');
       };
-      await cliOk(t.env, ['art', 'edit', R3, r3Id, '--comment', 'after']);
+      await cliInProcess(t.env, ['art', 'edit', R3, r3Id, '--comment', 'after']);
       await changedFrom(etag1);
       const second = await fetch(indexUrl, { headers: { 'if-none-match': etag1 } });
       assert.equal(second.status, 200, 'the old ETag no longer matches');
@@ -370,7 +370,7 @@ describe(`the built-in file server under /download/ (${DIALECT})`, () => {
       assert.equal(JSON.parse(await third.text()).images.length, 2);
 
       const etag3 = third.headers.get('etag');
-      await cliOk(t.env, ['art', 'remove', R3, added]);
+      await cliInProcess(t.env, ['art', 'remove', R3, added]);
       await changedFrom(etag3);
       const fourth = await fetch(indexUrl);
       assert.equal(JSON.parse(await fourth.text()).images.length, 1);

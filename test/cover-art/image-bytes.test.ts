@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, cliOk, DIALECT, freePort, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeJpeg, makePng } from '../helpers/images.js';
 import { startS3, type S3TestServer } from '../helpers/s3.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
@@ -83,7 +83,7 @@ describe(`SLEEVE_IMAGE_RESPONSE=bytes on file storage (${DIALECT})`, () => {
       up.fault(orig(R3, id), { kind: 'held' });
     }
     t = await makeTestEnv({ SLEEVE_UPSTREAM_URL: up.url, SLEEVE_UPSTREAM_CONCURRENCY: '1', SLEEVE_IMAGE_RESPONSE: 'bytes' });
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(t)]);
+    await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(t)]);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     const env = { ...t.env, SLEEVE_COVERART_LISTEN: `127.0.0.1:${port}`, SLEEVE_BASE_URL: base, SLEEVE_METRICS_LISTEN: `127.0.0.1:${await freePort()}` };

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { startUpstream, type FakeUpstream } from '../helpers/upstream.js';
@@ -98,8 +98,8 @@ describe(`listings that describe the images (${DIALECT})`, () => {
         [201, 1],
       ],
     });
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', dump]);
-    await cliOk(t.env, ['release', 'add', R3, '--release-group', G3, '--title', 'Made here']);
+    await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', dump]);
+    await cliInProcess(t.env, ['release', 'add', R3, '--release-group', G3, '--title', 'Made here']);
     s = await startServe(t.env);
   });
 
@@ -110,9 +110,9 @@ describe(`listings that describe the images (${DIALECT})`, () => {
   });
 
   it('an upload carries the fields: as displayed after EXIF orientation, thumbnails never upscaled; the write API, index.json and the group listing agree', async () => {
-    const rotated = await cliOk(t.env, ['--json', 'art', 'add', R3, await writeInput(t, 'rotated.jpg', images.rotated), '--type', 'Front']);
+    const rotated = await cliInProcess(t.env, ['--json', 'art', 'add', R3, await writeInput(t, 'rotated.jpg', images.rotated), '--type', 'Front']);
     const small = await makePng(200, 100);
-    const added = await cliOk(t.env, ['--json', 'art', 'add', R3, await writeInput(t, 'small.png', small), '--type', 'Back']);
+    const added = await cliInProcess(t.env, ['--json', 'art', 'add', R3, await writeInput(t, 'small.png', small), '--type', 'Back']);
     assert.equal(rotated.width, 480);
     assert.equal(rotated.height, 640);
     assert.equal(rotated.size, images.rotated.length);
@@ -173,7 +173,7 @@ describe(`listings that describe the images (${DIALECT})`, () => {
     const group = await listing(s.base, `/release-group/${G2}/`);
     assert.deepEqual(ADDED.map((k) => group.images[0][k]), expected);
     // Again: nothing changes, nothing is rewritten.
-    const again = await cliOk(t.env, ['--json', 'art', 'measure', R2]);
+    const again = await cliInProcess(t.env, ['--json', 'art', 'measure', R2]);
     assert.deepEqual(again.releases, [{ release: R2, images: 1, measured: 1, missing: 0, changed: false, errors: [] }]);
   });
 
@@ -217,7 +217,7 @@ describe(`listings that describe the images (${DIALECT})`, () => {
     assert.equal(caa, await pythonDumps(today));
     assert.deepEqual(Object.keys(JSON.parse(caa).images[0]).sort(), ['approved', 'back', 'comment', 'edit', 'front', 'id', 'image', 'thumbnails', 'types']);
     // And back to the default.
-    await cliOk(t.env, ['art', 'reindex', R3]);
+    await cliInProcess(t.env, ['art', 'reindex', R3]);
     assert.deepEqual(await readIndex(t, R3), full);
   });
 });

@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { filesRoot, writeInput } from './cli-support.js';
@@ -35,9 +35,9 @@ describe(`listings rewritten in batches for thumbnails made on demand (${DIALECT
 
   before(async () => {
     t = await makeTestEnv({ SLEEVE_THUMBNAIL_SIZES: '100,200,250,300,500,600,1200' });
-    await cliOk(t.env, ['release', 'add', R, '--release-group', G, '--title', 'Batches']);
+    await cliInProcess(t.env, ['release', 'add', R, '--release-group', G, '--title', 'Batches']);
     for (const [name, w, h] of [['a', 900, 600], ['b', 400, 800], ['c', 150, 150]] as const) {
-      ids[name] = Number((await cliOk(t.env, ['--json', 'art', 'add', R, await writeInput(t, `${name}.jpg`, await makeJpeg(w, h, 80)), '--type', 'Front'])).id);
+      ids[name] = Number((await cliInProcess(t.env, ['--json', 'art', 'add', R, await writeInput(t, `${name}.jpg`, await makeJpeg(w, h, 80)), '--type', 'Front'])).id);
     }
   });
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
 import { RateLimit } from '../../src/cover-art/upstream/mirror-rate.js';
-import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { ManualClock } from '../helpers/clock.js';
 import { makeJpeg } from '../helpers/images.js';
 import { startUpstream, type FakeUpstream } from '../helpers/upstream.js';
@@ -69,7 +69,7 @@ describe(`sleeve mirror images --rate (${DIALECT})`, () => {
       'cover_art_archive.cover_art': IDS.map((id, i) => [id, 1, '', 5000 + id, i + 1, TS, 0, 'image/jpeg', 1000, 100, 200, 300] as Value[]),
       'cover_art_archive.cover_art_type': IDS.map((id) => [id, 1] as Value[]),
     });
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', dump]);
+    await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', dump]);
   });
 
   after(async () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, runCli, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { startServe, type ServeProcess } from '../helpers/serve-process.js';
 
@@ -42,8 +42,8 @@ describe(`commands write the public URLs the servers publish (${DIALECT})`, () =
   });
 
   it('before any server ran, a command writes its own URLs; the first server rewrites them with its own', async () => {
-    await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
-    await cliOk(t.env, ['art', 'add', R, file, '--type', 'Front']);
+    await cliInProcess(t.env, ['release', 'add', R, '--release-group', G]);
+    await cliInProcess(t.env, ['art', 'add', R, file, '--type', 'Front']);
     const urls = await listingUrls();
     assert.equal(urls[0], `https://musicbrainz.org/release/${R}`);
     assert.ok(urls.slice(1).every((u) => u.startsWith(`http://localhost:8080/release/${R}/`)), urls.join(' '));

@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { isPublicAddress } from '../../src/http/public-address.js';
 import { serve, type Server } from '../../src/serve.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, cliOk, DIALECT, freePort, makeTestEnv, pollUntil, runCli, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeJpeg, makePng } from '../helpers/images.js';
 import { writeDump, type Value } from '../../datagen/mbdump.js';
 import { startS3, type S3TestServer } from '../helpers/s3.js';
@@ -152,7 +152,7 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
       SLEEVE_UPSTREAM_NOT_FOUND_TTL_MS: '60000',
     });
     const dump = await writeTestDump(path.join(t.dir, 'dump'));
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', dump]);
+    await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', dump]);
     s = await startWith(t, clock);
   });
 
@@ -418,7 +418,7 @@ describe(`listings on demand from two serving processes at once (${DIALECT})`, (
 
   before(async () => {
     t = await makeTestEnv({ SLEEVE_RESPONSE_CACHE: '0' });
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(path.join(t.dir, 'dump'))]);
+    await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(path.join(t.dir, 'dump'))]);
     [a, b] = await Promise.all([startServe(t.env, ['--only', 'coverart']), startServe(t.env, ['--only', 'coverart'])]);
   });
 
@@ -458,10 +458,10 @@ describe(`listings on demand from two serving processes at once (${DIALECT})`, (
     }, { timestamp: '2026-11-08 00:00:00.000000+00', replicationSequence: 170168 });
     const marked = async () => (await query<{ gid: string }>(t, 'SELECT gid FROM release WHERE index_dirty > 0 ORDER BY gid')).map((r) => r.gid);
     assert.deepEqual(await marked(), []);
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', edited]);
+    await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', edited]);
     // The import marks the listings written so far (R1's only), which a serving process's sweep or the next command rewrites.
     assert.deepEqual(await marked(), [R1]);
-    await cliOk(t.env, ['art', 'reindex', R1]);
+    await cliInProcess(t.env, ['art', 'reindex', R1]);
     const res = await fetch(`${b.base}/download/mbid-${R1}/index.json`);
     assert.equal(res.status, 200);
     assert.deepEqual(((await res.json()) as { images: { id: string }[] }).images.map((i) => i.id), ['101']);
@@ -566,7 +566,7 @@ describe(`pull-through: the upstream's redirects (${DIALECT})`, () => {
     await new Promise<void>((resolve) => inner.listen(0, '127.0.0.1', resolve));
     innerPort = (inner.address() as AddressInfo).port;
     t = await makeTestEnv({ SLEEVE_RESPONSE_CACHE: '0', SLEEVE_UPSTREAM_URL: up.url, SLEEVE_UPSTREAM_TIMEOUT_MS: '2000' });
-    await cliOk(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(path.join(t.dir, 'dump'))]);
+    await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', await writeTestDump(path.join(t.dir, 'dump'))]);
     s = await startWith(t, { now: () => Date.now() });
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { dimensions, makeJpeg } from '../helpers/images.js';
 
 const RELEASE = '11111111-1111-4111-8111-111111111111';
@@ -20,8 +20,8 @@ describe(`end to end: CLI ingest, then the API and the file server (${DIALECT})`
     original = await makeJpeg(1600, 1200);
     const file = path.join(t.dir, 'cover.jpg');
     await writeFile(file, original);
-    await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP, '--title', 'Smoke', '--date', '2001-02-03']);
-    const entry = await cliOk(t.env, ['--json', 'art', 'add', RELEASE, file, '--type', 'Front', '--approved', '--edit', '7']);
+    await cliInProcess(t.env, ['release', 'add', RELEASE, '--release-group', GROUP, '--title', 'Smoke', '--date', '2001-02-03']);
+    const entry = await cliInProcess(t.env, ['--json', 'art', 'add', RELEASE, file, '--type', 'Front', '--approved', '--edit', '7']);
     frontId = entry.id;
   });
 

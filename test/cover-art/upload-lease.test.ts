@@ -10,7 +10,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { hostTag } from '../../src/shared/process.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { filesRoot, newMbid } from './cli-support.js';
 
 /** A process id no process here has (Linux's pid_max is at most 2^22). */
@@ -36,7 +36,7 @@ describe(`upload leases across PID namespaces (${DIALECT})`, () => {
 
   before(async () => {
     t = await makeTestEnv();
-    await cliOk(t.env, ['release', 'add', release, '--release-group', newMbid()]);
+    await cliInProcess(t.env, ['release', 'add', release, '--release-group', newMbid()]);
   });
   after(async () => {
     await t?.cleanup();
@@ -52,7 +52,7 @@ describe(`upload leases across PID namespaces (${DIALECT})`, () => {
     const temp = path.join(filesRoot(t), '.tmp', `${sameNameElsewhere}-${NO_SUCH_PID}`);
     await mkdir(temp, { recursive: true });
     await writeFile(path.join(temp, 'part'), 'half');
-    await cliOk(t.env, ['art', 'reindex', release]);
+    await cliInProcess(t.env, ['art', 'reindex', release]);
     assert.ok(await present(t, 'uploads', '101-aa'), 'the upload in flight elsewhere is left alone');
     assert.ok(await present(t, '.tmp', `${sameNameElsewhere}-${NO_SUCH_PID}`), 'its part-written files too');
   });
@@ -63,7 +63,7 @@ describe(`upload leases across PID namespaces (${DIALECT})`, () => {
     const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
     await utimes(temp, old, old);
     await stage(t, '102-bb', { host: hostTag(), pid: NO_SUCH_PID, heartbeat: Date.now() });
-    await cliOk(t.env, ['art', 'reindex', release]);
+    await cliInProcess(t.env, ['art', 'reindex', release]);
     assert.equal(await present(t, 'uploads', '101-aa'), false, 'a stale lease of another machine');
     assert.equal(await present(t, '.tmp', `${sameNameElsewhere}-${NO_SUCH_PID}`), false, 'an idle temporary folder of another machine');
     assert.equal(await present(t, 'uploads', '102-bb'), false, 'a fresh lease of a dead process here');

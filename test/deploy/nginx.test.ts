@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { cliOk, DIALECT, freePort, makeTestEnv, pollUntil, ROOT, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, pollUntil, ROOT, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { newMbid } from '../cover-art/cli-support.js';
 
@@ -85,15 +85,15 @@ describe(`deploy/nginx/sleeve.conf against sleeve's /download/ (${DIALECT})`, ()
 
   before(async () => {
     t = await makeTestEnv();
-    await cliOk(t.env, ['release', 'add', R, '--release-group', newMbid(), '--title', 'Behind nginx']);
+    await cliInProcess(t.env, ['release', 'add', R, '--release-group', newMbid(), '--title', 'Behind nginx']);
     for (const [name, bytes] of [
       ['a.jpg', await makeJpeg(640, 480)],
       ['b.png', await makePng(300, 200)],
     ] as const) {
       await writeFile(path.join(t.dir, name), bytes);
     }
-    jpg = ((await cliOk(t.env, ['--json', 'art', 'add', R, path.join(t.dir, 'a.jpg'), '--type', 'Front', '--approved'])) as { id: string }).id;
-    png = ((await cliOk(t.env, ['--json', 'art', 'add', R, path.join(t.dir, 'b.png'), '--approved'])) as { id: string }).id;
+    jpg = ((await cliInProcess(t.env, ['--json', 'art', 'add', R, path.join(t.dir, 'a.jpg'), '--type', 'Front', '--approved'])) as { id: string }).id;
+    png = ((await cliInProcess(t.env, ['--json', 'art', 'add', R, path.join(t.dir, 'b.png'), '--approved'])) as { id: string }).id;
     s = await startServer(t);
 
     prefix = await mkdtemp(path.join(tmpdir(), 'sleeve-nginx-'));

@@ -14,7 +14,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, authorize, Browser, PASSWORD, request } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { logLines, startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { codeOf, exchange } from '../auth/support.js';
@@ -121,15 +121,15 @@ describe(`fuzzing both listeners (${DIALECT})`, () => {
     await addUser(t, USER);
     const confidential = await addApp(t, USER, 'confidential', CONFIDENTIAL_CB, 'Fuzz confidential');
     const pub = await addApp(t, USER, 'public', CUSTOM_CB, 'Fuzz public');
-    await cliOk(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Fuzzed']);
-    await cliOk(t.env, ['release', 'add', R2, '--release-group', GROUP, '--title', 'Also fuzzed']);
-    await cliOk(t.env, ['release', 'add', R3, '--release-group', GROUP, '--title', 'No art']);
+    await cliInProcess(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'Fuzzed']);
+    await cliInProcess(t.env, ['release', 'add', R2, '--release-group', GROUP, '--title', 'Also fuzzed']);
+    await cliInProcess(t.env, ['release', 'add', R3, '--release-group', GROUP, '--title', 'No art']);
     const jpg = path.join(t.dir, 'front.jpg');
     const png = path.join(t.dir, 'back.png');
     await writeFile(jpg, await makeJpeg(300, 300));
     await writeFile(png, await makePng(120, 90));
-    const front = await cliOk(t.env, ['--json', 'art', 'add', R1, jpg, '--approved', '--type', 'Front']);
-    const back = await cliOk(t.env, ['--json', 'art', 'add', R2, png, '--approved', '--type', 'Back']);
+    const front = await cliInProcess(t.env, ['--json', 'art', 'add', R1, jpg, '--approved', '--type', 'Front']);
+    const back = await cliInProcess(t.env, ['--json', 'art', 'add', R2, png, '--approved', '--type', 'Back']);
     p = await startServe(t.env);
 
     const files = [

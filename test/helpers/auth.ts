@@ -2,7 +2,7 @@ import https from 'node:https';
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import type { Clock } from '../../src/shared/clock.js';
-import { cliOk, freePort, type TestEnv } from './env.js';
+import { cliInProcess, freePort, type TestEnv } from './env.js';
 
 export interface AuthServer {
   server: Server;
@@ -94,16 +94,16 @@ export class Browser {
 
 export const PASSWORD = 'correct horse battery staple';
 
-/** Adds a user through the CLI. */
+/** Adds a user through the CLI (in this process: setup). */
 export async function addUser(t: TestEnv, name: string, extra: string[] = []): Promise<void> {
-  await cliOk(t.env, ['user', 'add', name, '--email', `${name}@example.com`, '--password-stdin', ...extra], { stdin: `${PASSWORD}\n` });
+  await cliInProcess(t.env, ['user', 'add', name, '--email', `${name}@example.com`, '--password-stdin', ...extra], { stdin: `${PASSWORD}\n` });
 }
 
-/** Registers an application through the CLI; returns its credentials. */
+/** Registers an application through the CLI (in this process: setup); returns its credentials. */
 export async function addApp(t: TestEnv, owner: string, kind: 'confidential' | 'public', redirectUri?: string, name = `App ${kind}`): Promise<{ client_id: string; client_secret: string }> {
   const args = ['--json', 'app', 'add', '--owner', owner, '--name', name, '--type', kind];
   if (redirectUri !== undefined) args.push('--redirect-uri', redirectUri);
-  return cliOk(t.env, args);
+  return cliInProcess(t.env, args);
 }
 
 /** Query parameters of a Location header. */

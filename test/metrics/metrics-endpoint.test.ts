@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { serve } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { spawnCli } from '../cover-art/cli-support.js';
 import { generateDump } from '../../datagen/mbdump.js';
@@ -59,11 +59,11 @@ describe(`metrics listener (${DIALECT})`, () => {
     // starts (and not in the middle): its caches are brought up to the catalogue before it.
     t = await makeTestEnv({ SLEEVE_CHANGE_POLL_MS: '20' });
     s = await startLoggedServer(t, {}, clock);
-    await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+    await cliInProcess(t.env, ['release', 'add', R, '--release-group', G]);
     imageBytes = await makeJpeg(300, 300);
     const file = path.join(t.dir, 'front.jpg');
     await writeFile(file, imageBytes);
-    await cliOk(t.env, ['art', 'add', R, file, '--type', 'Front']);
+    await cliInProcess(t.env, ['art', 'add', R, file, '--type', 'Front']);
     await s.server.refreshCaches();
   });
 
@@ -210,7 +210,7 @@ describe(`metrics listener (${DIALECT})`, () => {
     const second = await makeJpeg(120, 80);
     const file = path.join(t.dir, 'back.jpg');
     await writeFile(file, second);
-    const added = await cliOk(t.env, ['--json', 'art', 'add', R, file, '--type', 'Back']);
+    const added = await cliInProcess(t.env, ['--json', 'art', 'add', R, file, '--type', 'Back']);
     const after = (await pollUntil(() => scrape(s.server.metricsAddress), (m) => valueOf(m, 'sleeve_uploads_total') === 2)).value;
     assert.equal(valueOf(after, 'sleeve_uploads_total'), 2);
     assert.equal(valueOf(after, 'sleeve_upload_bytes_total'), imageBytes.length + second.length);
@@ -219,9 +219,9 @@ describe(`metrics listener (${DIALECT})`, () => {
     assert.ok((valueOf(after, 'sleeve_database_metrics_age_seconds') ?? 99) < 5);
 
     // A removal counts too, and a failed upload (bad file) counts nothing.
-    await cliOk(t.env, ['art', 'remove', R, added.id]);
+    await cliInProcess(t.env, ['art', 'remove', R, added.id]);
     await writeFile(path.join(t.dir, 'bad.jpg'), 'not an image');
-    const bad = await cliOk(t.env, ['art', 'add', R, path.join(t.dir, 'bad.jpg')]).catch((err: Error) => err);
+    const bad = await cliInProcess(t.env, ['art', 'add', R, path.join(t.dir, 'bad.jpg')]).catch((err: Error) => err);
     assert.ok(bad instanceof Error, 'the bad upload failed');
     const last = (await pollUntil(() => scrape(s.server.metricsAddress), (m) => valueOf(m, 'sleeve_image_removals_total') === 1)).value;
     assert.equal(valueOf(last, 'sleeve_image_removals_total'), 1);
@@ -235,12 +235,12 @@ describe(`metrics listener (${DIALECT})`, () => {
 
   it('counts releases through add and merge, and `art reindex` corrects counts a bulk writer left behind', async () => {
     const [a, b] = ['3e7a0000-0000-4000-8000-0000000000b1', '3e7a0000-0000-4000-8000-0000000000b2'];
-    await cliOk(t.env, ['release', 'add', a, '--release-group', G]);
-    await cliOk(t.env, ['release', 'add', b, '--release-group', G]);
+    await cliInProcess(t.env, ['release', 'add', a, '--release-group', G]);
+    await cliInProcess(t.env, ['release', 'add', b, '--release-group', G]);
     // Values are read at most once a second: poll for the expected count.
     const releases = async () => valueOf(await scrape(s.server.metricsAddress), 'sleeve_releases');
     assert.equal((await pollUntil(releases, (n) => n === 3)).value, 3);
-    await cliOk(t.env, ['release', 'merge', a, b]);
+    await cliInProcess(t.env, ['release', 'merge', a, b]);
     assert.equal((await pollUntil(releases, (n) => n === 2)).value, 2);
     // A writer that bypasses the catalogue functions (as a bulk import may) leaves the counts behind...
     const db = s.server.runtime.database.db;
@@ -248,7 +248,7 @@ describe(`metrics listener (${DIALECT})`, () => {
     clock.advance(1100);
     assert.equal(await releases(), 2);
     // ...until a full reindex recounts.
-    await cliOk(t.env, ['art', 'reindex']);
+    await cliInProcess(t.env, ['art', 'reindex']);
     assert.equal((await pollUntil(releases, (n) => n === 3)).value, 3);
     const m = await scrape(s.server.metricsAddress);
     assert.equal(valueOf(m, 'sleeve_images'), 1);
@@ -297,13 +297,13 @@ describe(`metrics of sleeve import musicbrainz (${DIALECT})`, () => {
     const s = await startLoggedServer(t);
     try {
       // One image uploaded here first: the import keeps it, and the recount includes it.
-      await cliOk(t.env, ['release', 'add', R, '--release-group', G]);
+      await cliInProcess(t.env, ['release', 'add', R, '--release-group', G]);
       const file = path.join(t.dir, 'local.jpg');
       await writeFile(file, await makeJpeg(64, 64));
-      await cliOk(t.env, ['art', 'add', R, file, '--type', 'Front']);
+      await cliInProcess(t.env, ['art', 'add', R, file, '--type', 'Front']);
       const dump = await generateDump(path.join(t.dir, 'dump'), { releases: 40, images: 60 });
       const started = Date.now();
-      const summary = await cliOk(t.env, ['--json', 'import', 'musicbrainz', dump.dir]);
+      const summary = await cliInProcess(t.env, ['--json', 'import', 'musicbrainz', dump.dir]);
       const db = s.server.runtime.database.db;
       const count = async (table: 'release' | 'cover_art') =>
         Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);

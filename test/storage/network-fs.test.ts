@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { remoteFileSystemName } from '../../src/storage/file-systems.js';
 import { FsObjectStore } from '../../src/storage/index.js';
-import { cliOk, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { logLines, startServe, type ServeProcess } from '../helpers/serve-process.js';
 
@@ -143,10 +143,10 @@ describe('file storage on a FUSE mount whose daemon stops answering', { skip: fu
     await mkdir(point);
     const mount = await mountBindfs(source, point);
     cleanups.push(() => mount.unmount());
-    await cliOk(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'On the network']);
+    await cliInProcess(t.env, ['release', 'add', R1, '--release-group', GROUP, '--title', 'On the network']);
     const image = path.join(t.dir, 'front.jpg');
     await writeFile(image, await makeJpeg(1400, 1400));
-    const entry = await cliOk(t.env, ['--json', 'art', 'add', R1, image, '--approved', '--type', 'Front']);
+    const entry = await cliInProcess(t.env, ['--json', 'art', 'add', R1, image, '--approved', '--type', 'Front']);
     const id = entry.id as string;
     const thumbs = [250, 500, 1200].map((size) => `mbid-${R1}/mbid-${R1}-${id}_thumb${size}.jpg`);
     const server = await startServe(t.env, ['--only', 'coverart']);

@@ -11,7 +11,7 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type Crypt
 import { loadConfig } from '../../src/config/load.js';
 import { serve, type Server } from '../../src/serve.js';
 import { addApp, addUser, authorize, token, type Browser } from '../helpers/auth.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, freePort, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { call, multipart, REDIRECT_URI } from './support.js';
@@ -74,7 +74,7 @@ describe(`the write API with DPoP-bound tokens (${DIALECT})`, () => {
     Object.assign(t.env, { SLEEVE_AUTH_LISTEN: `127.0.0.1:${webPort}`, SLEEVE_AUTH_URL: web, SLEEVE_COVERART_LISTEN: `127.0.0.1:${artPort}`, SLEEVE_BASE_URL: `http://127.0.0.1:${artPort}` });
     await addUser(t, 'alice');
     app = await addApp(t, 'alice', 'confidential', REDIRECT_URI, 'Tagger');
-    await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
+    await cliInProcess(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
     const chunks: Buffer[] = [];
     const stream = new PassThrough();
     stream.on('data', (c: Buffer) => chunks.push(c));

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { EDIT_NOTE_MAX_LENGTH } from '../../src/cover-art/index.js';
@@ -36,7 +36,7 @@ describe(`edit notes through the write API (${DIALECT})`, () => {
     const m = multipart([{ name: 'file', value: jpeg, filename: 'a.jpg', type: 'image/jpeg' }, { name: 'types', value: 'Front' }, ...parts]);
     return call(api(`/release/${RELEASE}/images`), { method: 'POST', headers: { ...auth(), 'content-type': m.type }, body: m.body });
   };
-  const edits = async (): Promise<EditJson[]> => ((await cliOk(t.env, ['--json', 'edit', 'list', '--release', RELEASE, '--limit', '100'])) as { edits: EditJson[] }).edits;
+  const edits = async (): Promise<EditJson[]> => ((await cliInProcess(t.env, ['--json', 'edit', 'list', '--release', RELEASE, '--limit', '100'])) as { edits: EditJson[] }).edits;
   const latest = async (): Promise<EditJson> => (await edits())[0] as EditJson;
   const ids = async (): Promise<string[]> => (await call(api(`/release/${RELEASE}/images`), { headers: auth() })).json().images.map((i: { id: string }) => i.id);
   const refused = (res: { status: number; body: string }, text: RegExp) => {
@@ -51,7 +51,7 @@ describe(`edit notes through the write API (${DIALECT})`, () => {
     site = await startSite(t);
     await addUser(t, 'alice');
     const app = await addApp(t, 'alice', 'confidential', REDIRECT_URI, 'Noting tool');
-    await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
+    await cliInProcess(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
     tok = await toolToken(site, await signIn(site.web, 'alice'), app, 'cover_art');
     jpeg = await makeJpeg(300, 300);
   });
@@ -66,7 +66,7 @@ describe(`edit notes through the write API (${DIALECT})`, () => {
     assert.equal(res.status, 201, res.body);
     const entry = res.json();
     assert.equal(entry.edit_note, 'From the booklet scan,\nside B.');
-    const shown = (await cliOk(t.env, ['--json', 'edit', 'show', String(entry.edit)])) as EditJson;
+    const shown = (await cliInProcess(t.env, ['--json', 'edit', 'show', String(entry.edit)])) as EditJson;
     assert.equal(shown.kind, 'add');
     assert.equal(shown.image, entry.id);
     assert.equal(shown.edit_note, 'From the booklet scan,\nside B.');
@@ -74,7 +74,7 @@ describe(`edit notes through the write API (${DIALECT})`, () => {
     const plain = await upload([]);
     assert.equal(plain.status, 201, plain.body);
     assert.equal('edit_note' in plain.json(), false);
-    assert.equal(((await cliOk(t.env, ['--json', 'edit', 'show', String(plain.json().edit)])) as EditJson).edit_note, null);
+    assert.equal(((await cliInProcess(t.env, ['--json', 'edit', 'show', String(plain.json().edit)])) as EditJson).edit_note, null);
     // Blank: stored as none, and said so.
     const blank = await upload([{ name: 'edit_note', value: '   ' }]);
     assert.equal(blank.json().edit_note, null);
@@ -125,7 +125,7 @@ describe(`edit notes through the write API (${DIALECT})`, () => {
     const cover = await call(api(`/release-group/${GROUP}/cover`), { method: 'PUT', headers: auth(), json: { release: RELEASE, edit_note: 'The original pressing.' } });
     assert.equal(cover.status, 200, cover.body);
     assert.equal(cover.json().edit_note, 'The original pressing.');
-    const set = (((await cliOk(t.env, ['--json', 'edit', 'list', '--limit', '1'])) as { edits: EditJson[] }).edits[0] ?? {}) as EditJson;
+    const set = (((await cliInProcess(t.env, ['--json', 'edit', 'list', '--limit', '1'])) as { edits: EditJson[] }).edits[0] ?? {}) as EditJson;
     assert.deepEqual([set.kind, set.edit_note], ['set-cover', 'The original pressing.']);
 
     // A removal's note goes in an optional JSON body; too long is refused and removes nothing.

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, Browser, request } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { startServe } from '../helpers/serve-process.js';
 import { signIn } from '../auth/support.js';
@@ -63,10 +63,10 @@ describe(`the cover art write API (${DIALECT})`, () => {
     site = await startSite(t, {}, clock);
     await addUser(t, 'alice');
     app = await addApp(t, 'alice', 'confidential', REDIRECT_URI, 'Tagger');
-    await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
-    await cliOk(t.env, ['release', 'add', OTHER, '--release-group', OTHER_GROUP]);
-    await cliOk(t.env, ['event', 'add', EVENT, '--name', 'A show']);
-    await cliOk(t.env, ['event', 'add', OTHER_EVENT]);
+    await cliInProcess(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
+    await cliInProcess(t.env, ['release', 'add', OTHER, '--release-group', OTHER_GROUP]);
+    await cliInProcess(t.env, ['event', 'add', EVENT, '--name', 'A show']);
+    await cliInProcess(t.env, ['event', 'add', OTHER_EVENT]);
     alice = await signIn(site.web, 'alice');
     tok = await toolToken(site, alice, app, 'cover_art');
     [jpeg, png] = await Promise.all([makeJpeg(400, 400), makePng(300, 200)]);
@@ -332,7 +332,7 @@ describe(`the cover art write API (${DIALECT})`, () => {
     const b = second.json();
     assert.deepEqual(await published(), { ids: [a.id, b.id], comments: ['the poster', ''], front: a.id });
     // The addition is an edit of the event's, by the token's user, with its note.
-    const edit = await cliOk(t.env, ['--json', 'edit', 'show', String(a.edit)]);
+    const edit = await cliInProcess(t.env, ['--json', 'edit', 'show', String(a.edit)]);
     assert.deepEqual([edit.kind, edit.event, edit.release, edit.image, edit.editor?.name, edit.edit_note], ['add', EVENT, null, a.id, 'alice', 'From the venue']);
 
     // Refused as a release's are, each with its reason; nothing changes.
@@ -375,7 +375,7 @@ describe(`the cover art write API (${DIALECT})`, () => {
     assert.deepEqual((await eventListing()).body.images.map((i) => i.id), [a.id]);
     assert.deepEqual(await published(), { ids: [a.id], comments: ['the poster'], front: a.id });
     assert.equal((await fetch(`${site.art}/event/${EVENT}/${b.id}`, { redirect: 'manual' })).status, 404, 'its files are gone from the API');
-    const history = await cliOk(t.env, ['--json', 'edit', 'list', '--event', EVENT]);
+    const history = await cliInProcess(t.env, ['--json', 'edit', 'list', '--event', EVENT]);
     assert.deepEqual(history.edits.map((e: { kind: string }) => e.kind), ['remove', 'reorder', 'edit', 'add', 'add']);
     assert.equal(await uploadsLeft(), 0, 'no temporary file stays');
   });

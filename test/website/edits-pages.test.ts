@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { findAccountByName } from '../../src/auth/index.js';
 import { addArt, editArt, mergeRelease, reorderArt, type Editor } from '../../src/cover-art/index.js';
 import { addUser, Browser, type HttpsResponse } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { art, release, startSite, type Site } from './page-support.js';
@@ -172,7 +172,7 @@ describe(`edit pages (${DIALECT})`, () => {
 
     // An edit made before its editor became an approver: still not theirs to approve.
     const { edit: daves } = await pendingAdd(mbid, 'dave');
-    await cliOk(t.env, ['user', 'edit', 'dave', '--role', 'approver']);
+    await cliInProcess(t.env, ['user', 'edit', 'dave', '--role', 'approver']);
     const dave = await signIn(site.base, 'dave');
     const refused = await decide(dave, daves, 'approve');
     assert.equal(refused.status, 400);

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, Browser } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { call, multipart, publicListing, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
@@ -74,7 +74,7 @@ describe(`pending edits judged by what they change (${DIALECT})`, () => {
   /** A release with three images by ann (applied at once), and ed's pending reorder of them, reversed. */
   const withPendingReorder = async (n: number) => {
     const mbid = release(n);
-    await cliOk(t.env, ['release', 'add', mbid, '--release-group', GROUP]);
+    await cliInProcess(t.env, ['release', 'add', mbid, '--release-group', GROUP]);
     const [a, b, c] = [(await upload('ann', mbid, 'a')).id, (await upload('ann', mbid, 'b')).id, (await upload('ann', mbid, 'c')).id];
     const edit = await reorder('ed', mbid, [c, b, a]);
     assert.ok(edit > 0, 'the reorder waits for an approver');

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, Browser } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { call, coverArtApi, multipart, publicListing, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
@@ -54,8 +54,8 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     await addUser(t, 'ed');
     await addUser(t, 'ann', ['--role', 'approver']);
     const app = await addApp(t, 'ed', 'confidential', REDIRECT_URI, 'Tagger');
-    await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
-    await cliOk(t.env, ['event', 'add', EVENT, '--name', 'Festival']);
+    await cliInProcess(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
+    await cliInProcess(t.env, ['event', 'add', EVENT, '--name', 'Festival']);
     editor = await signIn(site.web, 'ed');
     editorToken = await toolToken(site, editor, app, 'cover_art');
     approver = await signIn(site.web, 'ann');
@@ -107,7 +107,7 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     assert.ok(reorderEdit !== undefined, JSON.stringify(held.pending));
     assert.ok(held.pending.some((p) => p.kind === 'edit' && p.image === ids[1]));
 
-    await cliOk(t.env, ['edit', 'approve', String(reorderEdit.edit)]);
+    await cliInProcess(t.env, ['edit', 'approve', String(reorderEdit.edit)]);
     const after = await images();
     assert.deepEqual(after.images.map((i) => i.id), [...ids].reverse(), 'applied once approved');
     assert.deepEqual((await publicListing(site, RELEASE))?.images.map((i) => i.id), [...ids].reverse());
@@ -154,8 +154,8 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     const late = '22222222-2222-4333-8444-555555555502';
     const early = '22222222-2222-4333-8444-555555555503';
     const group = '22222222-2222-4333-8444-5555555555a2';
-    await cliOk(t.env, ['release', 'add', late, '--release-group', group, '--date', '2001']);
-    await cliOk(t.env, ['release', 'add', early, '--release-group', group, '--date', '1999']);
+    await cliInProcess(t.env, ['release', 'add', late, '--release-group', group, '--date', '2001']);
+    await cliInProcess(t.env, ['release', 'add', early, '--release-group', group, '--date', '1999']);
     const added = await uploadTo(approverToken, late, ['Front'], 'the front, by ann');
     assert.equal(added.status, 201, added.body);
     const a = (added.json() as { id: string }).id;
@@ -288,7 +288,7 @@ describe(`changes under review from the website (${DIALECT})`, () => {
     assert.deepEqual(after.images.map((i) => [i.id, i.approved, i.front]), [[pending.id, true, true], [applied.id, true, false]], 'approved: the first Poster is the poster; the reorder rejected');
     assert.deepEqual(after.pending, []);
     assert.equal(await front(), 307);
-    const edits = await cliOk(t.env, ['--json', 'edit', 'list', '--event', EVENT]);
+    const edits = await cliInProcess(t.env, ['--json', 'edit', 'list', '--event', EVENT]);
     assert.deepEqual(edits.edits.map((e: { kind: string; status: string }) => [e.kind, e.status]), [['reorder', 'rejected'], ['add', 'applied'], ['add', 'approved']]);
   });
 });

@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { addUser, Browser } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, type TestEnv } from '../helpers/env.js';
 import { makeJpeg, makePng } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { call, multipart, publicListing, startSite, type Part, type Site } from './support.js';
@@ -38,7 +38,7 @@ describe(`the upload page (${DIALECT})`, () => {
     t = await makeTestEnv({ SLEEVE_UPLOAD_MAX_BYTES: String(MAX_BYTES) });
     site = await startSite(t);
     await addUser(t, 'alice');
-    await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', '22222222-2222-4333-8444-5555555555a1']);
+    await cliInProcess(t.env, ['release', 'add', RELEASE, '--release-group', '22222222-2222-4333-8444-5555555555a1']);
     alice = await signIn(site.web, 'alice');
     [jpeg, png] = await Promise.all([makeJpeg(320, 320), makePng(200, 200)]);
   });
@@ -179,7 +179,7 @@ describe(`the upload page (${DIALECT})`, () => {
     assert.match(edit.body, /<dt>Edit note<\/dt><dd class="edit-note">Scanned from my copy &lt;CD&gt;\.<br>Second line\.<\/dd>/);
     const history = await alice.fetch(`${site.web}/release/${RELEASE}/edits`);
     assert.match(history.body, /Edit note: Scanned from my copy &lt;CD&gt;\. Second line\./);
-    const shown = await cliOk(t.env, ['--json', 'edit', 'show', String(entry.edit)]) as { edit_note: string | null };
+    const shown = await cliInProcess(t.env, ['--json', 'edit', 'show', String(entry.edit)]) as { edit_note: string | null };
     assert.equal(shown.edit_note, 'Scanned from my copy <CD>.\nSecond line.');
   });
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { addApp, addUser, Browser } from '../helpers/auth.js';
-import { cliOk, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, DIALECT, makeTestEnv, pollUntil, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { signIn } from '../auth/support.js';
 import { call, multipart, REDIRECT_URI, startSite, toolToken, type Site } from './support.js';
@@ -98,7 +98,7 @@ describe(`slow uploads (${DIALECT})`, () => {
     await addUser(t, 'mallory');
     await addUser(t, 'bob');
     const app = await addApp(t, 'bob', 'confidential', REDIRECT_URI, 'Tagger');
-    await cliOk(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
+    await cliInProcess(t.env, ['release', 'add', RELEASE, '--release-group', GROUP]);
     [mallory, bob] = [await signIn(site.web, 'mallory'), await signIn(site.web, 'bob')];
     [malloryToken, bobToken] = [await toolToken(site, mallory, app, 'cover_art'), await toolToken(site, bob, app, 'cover_art')];
     jpeg = await makeJpeg(300, 300);
