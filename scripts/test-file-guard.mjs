@@ -1,5 +1,6 @@
 // Loaded (NODE_OPTIONS=--import, set by scripts/test.mjs) into each test file's process: once
-// the file's tests and hooks are done, the process has LINGER_MS to exit by itself. A timer,
+// the file's tests are done, the process has LINGER_MS to exit by itself (the file's own
+// top-level `after` hooks, registered after this one, run within it). A timer,
 // server or child process left behind fails the file at that point, naming what still runs,
 // instead of holding its worker slot until the 10-minute file bound (docs/decisions.md, "Tests").
 // SLEEVE_TEST_LINGER_MS shortens it for the runner's own test.

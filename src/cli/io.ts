@@ -5,7 +5,7 @@
 export interface CliIo {
   /** The SLEEVE_* settings are read from here. */
   env: Readonly<Record<string, string | undefined>>;
-  stdin: AsyncIterable<Buffer | string>;
+  stdin: AsyncIterable<Buffer>;
   stdout: CliOut;
   stderr: CliOut;
 }

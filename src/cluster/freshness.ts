@@ -67,7 +67,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export async function publishChange(opts: PublishOptions): Promise<void> {
   const mark = await publishCatalogue(opts.db);
-  if (opts.announcer !== undefined) await announceChange(opts.announcer, opts.pollRedisMs, mark);
+  if (opts.announcer !== undefined) await announceChange(opts.announcer, opts.pollRedisMs, mark, opts.warn);
   if (opts.database.kind === 'postgres') await sql`select pg_notify(${CHANGE_CHANNEL}, ${String(mark)})`.execute(opts.db);
   // SLEEVE_CHANGE_WAIT_MS=0: no waiting (the processes see the change by NOTIFY, Redis or their poll).
   if (opts.waitMs === 0) return;

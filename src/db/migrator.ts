@@ -68,6 +68,8 @@ function migrator(db: Db): Migrator {
  */
 export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
   // With nothing to do, Kysely's Migrator (which lists every table first) is not asked at all.
+  // With migrations to apply it is, and that listing can still fail if another process drops
+  // a table meanwhile (an upgrade started beside a running import): the next start retries.
   const result: MigrationResultSet = await handle.withSchemaLock(async () =>
     (await pendingMigrations(handle)).length === 0 ? { results: [] } : migrator(handle.db).migrateToLatest(),
   );

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
@@ -12,6 +13,7 @@ import { openDatabase } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrator.js';
 import type { Server } from '../../src/serve.js';
 import type { Clock } from '../../src/shared/clock.js';
+import type { CliDone, CliJob } from './cli-thread.js';
 
 /** The build output these tests were compiled into (dist/ or another --outDir), and the repository root. */
 export const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -126,32 +128,62 @@ export async function cliOk(env: Record<string, string>, args: string[], options
 }
 
 /**
- * Runs a `sleeve` command in this process (the CLI's `main` with this environment and
- * standard input, its output caught) and fails unless it exits 0; returns stdout, parsed as
- * JSON when --json was given. For a test's setup, where the command is not what is tested:
- * it spares the 0.2–0.4 s of CPU a process of its own costs. Tests of the CLI itself run the
- * binary (runCli, cliOk). Not for serve, which runs until a signal; nor where the environment
- * holds more than SLEEVE_* settings (AWS_* reach the AWS SDK through the process's own).
+ * Runs a `sleeve` command in this process (the CLI's `main` on a worker thread, with this
+ * environment and standard input, its output caught) and fails unless it exits 0; returns
+ * stdout, parsed as JSON when --json was given. For a test's setup, where the command is not
+ * what is tested: it spares the 0.2–0.4 s of CPU a process of its own costs. Tests of the CLI
+ * itself run the binary (runCli, cliOk). Commands run one at a time, on a thread of their own
+ * (cli-thread.ts). Refused: serve, which runs until a signal; an environment holding more than
+ * SLEEVE_* settings (AWS_* reach the AWS SDK through the process's own) or a failpoint (which
+ * waits for a signal to the process).
  */
 export async function cliInProcess(env: Record<string, string>, args: string[], options: { stdin?: Buffer | string } = {}): Promise<any> {
-  // The CLI reads only SLEEVE_* from its environment; the AWS SDK reads the process's own.
-  const foreign = Object.keys(env).filter((k) => !k.startsWith('SLEEVE_'));
+  const foreign = Object.keys(env).filter((k) => !k.startsWith('SLEEVE_') || k === 'SLEEVE_TEST_FAILPOINT');
   if (foreign.length > 0) throw new Error(`cliInProcess: ${foreign.join(', ')} would not reach what reads the process's environment; run the binary (cliOk)`);
-  const { main } = await import('../../src/cli/main.js');
-  let stdout = '';
-  let stderr = '';
-  const input = options.stdin ?? '';
-  const code = await main(args, {
-    env,
-    stdin: (async function* () {
-      yield typeof input === 'string' ? Buffer.from(input) : input;
-    })(),
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-  });
-  if (code !== 0) throw new Error(`sleeve ${args.join(' ')} exited ${code}\n${stderr}\n${stdout}`);
-  return args.includes('--json') ? JSON.parse(stdout) : stdout;
+  if (args.find((a) => !a.startsWith('-')) === 'serve') throw new Error('cliInProcess: sleeve serve runs until a signal; start it with startServe or startServer');
+  const done = await cliThread.run(args, env, typeof options.stdin === 'string' ? Buffer.from(options.stdin) : (options.stdin ?? Buffer.alloc(0)));
+  if (done.code !== 0) throw new Error(`sleeve ${args.join(' ')} exited ${done.code}\n${done.stderr}\n${done.stdout}`);
+  return args.includes('--json') ? JSON.parse(done.stdout) : done.stdout;
 }
+
+/** The one worker thread of cliInProcess, started at its first command; it keeps the process alive only while a command runs. */
+const cliThread = {
+  worker: undefined as Worker | undefined,
+  next: 1,
+  pending: new Map<number, (done: CliDone) => void>(),
+  queue: Promise.resolve() as Promise<unknown>,
+  run(args: string[], env: Record<string, string>, stdin: Buffer): Promise<CliDone> {
+    const turn = this.queue.then(() => this.send(args, env, stdin));
+    this.queue = turn.catch(() => {});
+    return turn;
+  },
+  send(args: string[], env: Record<string, string>, stdin: Buffer): Promise<CliDone> {
+    if (this.worker === undefined) {
+      const worker = new Worker(new URL('./cli-thread.js', import.meta.url));
+      worker.on('message', (done: CliDone) => {
+        this.pending.get(done.id)?.(done);
+        this.pending.delete(done.id);
+        if (this.pending.size === 0) worker.unref();
+      });
+      // A command that threw past main, or ended the thread: its callers fail, and the next command starts a new thread.
+      const lost = (why: string) => {
+        for (const settle of this.pending.values()) settle({ id: 0, code: -1, stdout: '', stderr: why });
+        this.pending.clear();
+        this.worker = undefined;
+      };
+      worker.on('error', (err) => lost(String(err.stack ?? err)));
+      worker.on('exit', (code) => lost(`the CLI's thread ended (exit ${code})`));
+      this.worker = worker;
+    }
+    const worker = this.worker;
+    const id = this.next++;
+    worker.ref();
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      worker.postMessage({ id, args, env, stdin } satisfies CliJob);
+    });
+  },
+};
 
 /** A TCP port free at the time of asking. */
 /**

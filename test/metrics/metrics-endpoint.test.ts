@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { serve } from '../../src/serve.js';
 import { request } from '../helpers/auth.js';
 import { ShiftedClock } from '../helpers/clock.js';
-import { cliInProcess, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
+import { cliInProcess, cliOk, DIALECT, makeTestEnv, pollUntil, rawHttp, type TestEnv } from '../helpers/env.js';
 import { makeJpeg } from '../helpers/images.js';
 import { spawnCli } from '../cover-art/cli-support.js';
 import { generateDump } from '../../datagen/mbdump.js';
@@ -210,7 +210,7 @@ describe(`metrics listener (${DIALECT})`, () => {
     const second = await makeJpeg(120, 80);
     const file = path.join(t.dir, 'back.jpg');
     await writeFile(file, second);
-    const added = await cliInProcess(t.env, ['--json', 'art', 'add', R, file, '--type', 'Back']);
+    const added = await cliOk(t.env, ['--json', 'art', 'add', R, file, '--type', 'Back']);
     const after = (await pollUntil(() => scrape(s.server.metricsAddress), (m) => valueOf(m, 'sleeve_uploads_total') === 2)).value;
     assert.equal(valueOf(after, 'sleeve_uploads_total'), 2);
     assert.equal(valueOf(after, 'sleeve_upload_bytes_total'), imageBytes.length + second.length);
@@ -219,9 +219,9 @@ describe(`metrics listener (${DIALECT})`, () => {
     assert.ok((valueOf(after, 'sleeve_database_metrics_age_seconds') ?? 99) < 5);
 
     // A removal counts too, and a failed upload (bad file) counts nothing.
-    await cliInProcess(t.env, ['art', 'remove', R, added.id]);
+    await cliOk(t.env, ['art', 'remove', R, added.id]);
     await writeFile(path.join(t.dir, 'bad.jpg'), 'not an image');
-    const bad = await cliInProcess(t.env, ['art', 'add', R, path.join(t.dir, 'bad.jpg')]).catch((err: Error) => err);
+    const bad = await cliOk(t.env, ['art', 'add', R, path.join(t.dir, 'bad.jpg')]).catch((err: Error) => err);
     assert.ok(bad instanceof Error, 'the bad upload failed');
     const last = (await pollUntil(() => scrape(s.server.metricsAddress), (m) => valueOf(m, 'sleeve_image_removals_total') === 1)).value;
     assert.equal(valueOf(last, 'sleeve_image_removals_total'), 1);
