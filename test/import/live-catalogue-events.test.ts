@@ -8,16 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
-import { loadConfig } from '../../src/config/load.js';
-import { serve } from '../../src/serve.js';
-import { cliOk, DIALECT, freePort, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
-import { ADMIN, createMirror, type MirrorDb } from '../helpers/musicbrainz-db.js';
+import { cliOk, DIALECT, makeTestEnv, runCli, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
+import type { MirrorDb } from '../helpers/musicbrainz-db.js';
 import { waitFor } from '../helpers/wait.js';
-import { E, EVENT_IMAGES, R, writeFixture } from './fixture.js';
-import { answer, ids, listingOf, SEEN_MS, type Answer } from './live-support.js';
+import { E, EVENT_IMAGES, R } from './fixture.js';
+import { answer, ids, listingOf, SEEN_MS, startLivePair, type Answer, type LivePair } from './live-support.js';
 
 /** An event the mirror gains, with an image, and later loses. */
 const E4 = 'e1e1e1e1-2222-4333-8444-000000000004';
@@ -39,58 +35,21 @@ const pointsTo = async (base: string, p: string, re: RegExp) => re.test((await a
 const TS = `'2019-06-01 00:00:00+00'`;
 
 describe(`the mirror's live database as the catalogue: events (${DIALECT})`, () => {
-  let imported: TestEnv;
+  let pair: LivePair;
   let live: TestEnv;
   let mirror: MirrorDb;
   let importedServer: RunningServer;
   let liveServer: RunningServer;
   const logs: string[] = [];
-  // sleeve reads the mirror as a role that may only read (roles are the server's: dropped at the end).
-  const reader = `sleeve_reader_${process.pid}_${Date.now().toString(36)}`;
-  const asAdmin = async (db: string, ...statements: string[]) => {
-    const url = new URL(ADMIN);
-    url.pathname = `/${db}`;
-    const c = new pg.Client({ connectionString: url.href });
-    await c.connect();
-    try {
-      for (const st of statements) await c.query(st);
-    } finally {
-      await c.end();
-    }
-  };
   const seen = <T>(what: string, check: () => Promise<T>) => waitFor(check, { timeoutMs: SEEN_MS, what });
 
   before(async () => {
-    imported = await makeTestEnv();
-    const dump = await writeFixture(path.join(imported.dir, 'dump'), { events: true });
-    mirror = await createMirror(dump);
-    await cliOk(imported.env, ['--json', 'import', 'musicbrainz', dump]);
-    importedServer = await startServer(imported);
-    await asAdmin(
-      mirror.name,
-      `CREATE ROLE ${reader} LOGIN`,
-      `GRANT USAGE ON SCHEMA musicbrainz, cover_art_archive, event_art_archive TO ${reader}`,
-      `GRANT SELECT ON ALL TABLES IN SCHEMA musicbrainz, cover_art_archive, event_art_archive TO ${reader}`,
-    );
-    const readerUrl = new URL(mirror.url);
-    readerUrl.username = reader;
-    live = await makeTestEnv({ SLEEVE_MUSICBRAINZ_DATABASE_URL: readerUrl.href, SLEEVE_MUSICBRAINZ_DATABASE_POLL_MS: '50', SLEEVE_LOG_LEVEL: 'info' });
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    Object.assign(live.env, { SLEEVE_COVERART_LISTEN: `127.0.0.1:${port}`, SLEEVE_BASE_URL: base });
-    const stream = new PassThrough();
-    stream.on('data', (c: Buffer) => logs.push(...c.toString('utf8').split('\n').filter((l) => l !== '')));
-    liveServer = { server: await serve(loadConfig(live.env), { only: 'coverart', logStream: stream }), base };
-    await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, { timeoutMs: SEEN_MS, what: 'the catalogue read once' });
+    pair = await startLivePair({ events: true, logs });
+    ({ live, mirror, importedServer, liveServer } = pair);
   });
 
   after(async () => {
-    await liveServer?.server.close();
-    await importedServer?.server.close();
-    await mirror?.drop();
-    await asAdmin('postgres', `DROP ROLE IF EXISTS ${reader}`).catch(() => {});
-    await live?.cleanup();
-    await imported?.cleanup();
+    await pair?.close();
   });
 
   it('answers /event/… as the import of the same rows answers', async () => {
