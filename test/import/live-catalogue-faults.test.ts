@@ -9,27 +9,17 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { serve } from '../../src/serve.js';
 import { DIALECT, freePort, makeTestEnv, startServer, type RunningServer, type TestEnv } from '../helpers/env.js';
-import { ADMIN, createMirror, EVENT_ART_ARCHIVE_DDL, mirrorName, mirrorUrl, type MirrorDb } from '../helpers/musicbrainz-db.js';
+import { createMirror, EVENT_ART_ARCHIVE_DDL, mirrorName, mirrorUrl, type MirrorDb } from '../helpers/musicbrainz-db.js';
 import { waitFor } from '../helpers/wait.js';
 import { E, EVENT_IMAGES, IMAGES, R, writeFixture } from './fixture.js';
+import { asAdmin, SEEN_MS } from './live-support.js';
 import { query } from './support.js';
 
 
-const SEEN_MS = 20_000;
-
-async function admin(statement: string): Promise<void> {
-  const c = new pg.Client({ connectionString: ADMIN });
-  await c.connect();
-  try {
-    await c.query(statement);
-  } finally {
-    await c.end();
-  }
-}
+const admin = (statement: string) => asAdmin('postgres', statement);
 
 async function readyz(base: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}/readyz`);
