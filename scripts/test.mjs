@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { inspect } from 'node:util';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import slowestFiles from './slowest-files.mjs';
@@ -91,12 +92,30 @@ async function pass(dialect) {
   for (const output of outputs) output.pipe(process.stdout, { end: false });
   let failed = false;
   for await (const event of events) {
-    if (event.type === 'test:fail') failed = true;
+    if (event.type === 'test:fail') {
+      failed = true;
+      keepFailure(dialect, event.data);
+    }
     for (const feed of feeds) if (!feed.write(event)) await once(feed, 'drain');
   }
   for (const feed of feeds) feed.end();
   await Promise.all(outputs.map((output) => finished(output)));
   return !failed;
+}
+
+// Every failure of the run, printed again after the last pass: a failure of the SQLite pass
+// otherwise sits far up in the output, above the whole PostgreSQL pass, where a CI log's tail
+// does not reach.
+const failures = [];
+function keepFailure(dialect, data) {
+  const error = data.details?.error;
+  // A suite fails when a test in it does: that test is kept already.
+  if (error?.failureType === 'subtestsFailed') return;
+  const cause = error?.cause ?? error;
+  const lines = inspect(cause, { depth: 4, breakLength: 120 }).split('\n');
+  // Node's own frames say nothing about the test.
+  const text = lines.filter((line) => !/^\s+at (.*\bnode:|new Promise|Array\.map).*[^{]$/.test(line)).slice(0, 40).join('\n');
+  failures.push(`[${dialect}] ${path.relative(root, data.file ?? '?')}: ${data.name}\n${text.replace(/^/gm, '    ')}`);
 }
 
 let ok = await pass('sqlite');
@@ -105,4 +124,5 @@ else {
   console.log('\n*** PostgreSQL pass SKIPPED: SLEEVE_TEST_POSTGRES_URL is not set.');
   console.log('*** Set it (e.g. SLEEVE_TEST_POSTGRES_URL=postgres://127.0.0.1:5432/postgres) to run every suite on PostgreSQL too.\n');
 }
+if (failures.length > 0) console.log(`\n=== the run's failures (${failures.length}) ===\n\n${failures.join('\n\n')}\n`);
 process.exit(ok ? 0 : 1);

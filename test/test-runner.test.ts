@@ -1,7 +1,9 @@
 /*
  * `npm test`'s runner (scripts/test.mjs) fails a test file whose process outlives its tests
  * (scripts/test-file-guard.mjs), naming what is left, and keeps the guard out of the processes
- * the file starts. Run on a build output of its own: one file that leaves a timer, one that does not.
+ * the file starts; after the last pass it prints every failure of the run again, with its error.
+ * Run on a build output of its own: one file that leaves a timer, one that fails an assertion,
+ * one that passes.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -21,6 +23,14 @@ test('starts a process without the guard', () => {
   if (options.includes('test-file-guard')) throw new Error('the guard reached a child process: ' + options);
 });
 `;
+const FAILS = `import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+describe('a suite', () => {
+  it('compares two numbers', () => {
+    assert.equal(1 + 1, 3, 'one and one make three');
+  });
+});
+`;
 const CLEAN = `import { test } from 'node:test';
 test('ends cleanly', () => {});
 `;
@@ -32,6 +42,7 @@ describe("npm test's runner", () => {
     dist = await mkdtemp(path.join(tmpdir(), 'sleeve-runner-'));
     await mkdir(path.join(dist, 'test'));
     await writeFile(path.join(dist, 'test', 'lingers.test.js'), LINGERS);
+    await writeFile(path.join(dist, 'test', 'fails.test.js'), FAILS);
     await writeFile(path.join(dist, 'test', 'clean.test.js'), CLEAN);
   });
 
@@ -39,7 +50,7 @@ describe("npm test's runner", () => {
     await rm(dist, { recursive: true, force: true });
   });
 
-  it('fails a file whose process outlives its tests, naming what is left; the other file passes', async () => {
+  it('fails a file whose process outlives its tests, naming what is left; prints every failure again at the end', async () => {
     // The runner's own environment, not this test file's (which runs under the same runner).
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['NODE_OPTIONS', 'NODE_TEST_CONTEXT', 'SLEEVE_TEST_TIMES', 'SLEEVE_TEST_POSTGRES_URL'].includes(k)));
     const child = spawn(process.execPath, [path.join(ROOT, 'scripts', 'test.mjs')], {
@@ -57,5 +68,11 @@ describe("npm test's runner", () => {
     assert.match(out, /ℹ pass 3\n/);
     assert.match(out, /✖ .*lingers\.test\.js/);
     assert.doesNotMatch(out, /✖ .*clean\.test\.js/);
+    // The failures again, last: the failing test itself (not its suite), with its error's message.
+    const tail = out.slice(out.lastIndexOf("=== the run's failures"));
+    assert.match(tail, /^=== the run's failures \(2\) ===/, out);
+    assert.match(tail, /\[sqlite\] .*fails\.test\.js: compares two numbers\n.*one and one make three/);
+    assert.match(tail, /\[sqlite\] .*lingers\.test\.js/);
+    assert.doesNotMatch(tail, /: a suite\n/);
   });
 });

@@ -209,10 +209,10 @@ async function spawnAuth(env: Record<string, string>): Promise<{ child: ChildPro
   return { child, stderr: () => err, exited };
 }
 
-async function waitFor(what: string, cond: () => boolean, timeoutMs = 60_000): Promise<void> {
+async function waitFor(what: string, cond: () => boolean, said: () => string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ${said()}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -237,15 +237,27 @@ describe(`signing keys made by processes starting at once (${DIALECT})`, () => {
     // Both stop after making their keys and before storing them, so both try to store them.
     const env = { ...t.env, SLEEVE_TEST_FAILPOINT: 'signing-keys-made' };
     procs.push(await spawnAuth(env), await spawnAuth(env));
-    for (const p of procs) await waitFor('the failpoint', () => p.stderr().includes('sleeve: failpoint signing-keys-made ES256,RS256'));
+    // What both processes said, for the message of any assertion below that fails.
+    const said = () => procs.map((p, i) => `process ${i + 1} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'none yet'}):\n${p.stderr()}`).join('\n');
+    // A process that ended has nothing more to say: fail at once rather than at the timeout.
+    const saying = (p: (typeof procs)[number], text: string) => () => {
+      if (p.stderr().includes(text)) return true;
+      if (p.child.exitCode !== null || p.child.signalCode !== null) throw new Error(`a process ended before saying ${text}; ${said()}`);
+      return false;
+    };
+    for (const p of procs) await waitFor('the failpoint', saying(p, 'sleeve: failpoint signing-keys-made ES256,RS256'), said);
     for (const p of procs) p.child.kill('SIGUSR2');
-    for (const p of procs) await waitFor(`the start (${p.stderr()})`, () => p.stderr().includes('sleeve is running'));
+    for (const p of procs) await waitFor('the start', saying(p, 'sleeve is running'), said);
     const keys: KeyRow[] = (await cliInProcess(t.env, ['--json', 'keys', 'list'])).keys;
-    assert.deepEqual(keys.map((k) => [k.alg, k.state]).sort(), [
-      ['ES256', 'active'],
-      ['RS256', 'active'],
-    ]);
+    assert.deepEqual(
+      keys.map((k) => [k.alg, k.state]).sort(),
+      [
+        ['ES256', 'active'],
+        ['RS256', 'active'],
+      ],
+      said(),
+    );
     for (const p of procs) p.child.kill('SIGTERM');
-    for (const p of procs) assert.equal(await p.exited, 0);
+    for (const p of procs) assert.equal(await p.exited, 0, said());
   });
 });
