@@ -209,7 +209,12 @@ async function spawnAuth(env: Record<string, string>): Promise<{ child: ChildPro
   return { child, stderr: () => err, exited };
 }
 
-async function waitFor(what: string, cond: () => boolean, said: () => string, timeoutMs = 60_000): Promise<void> {
+/**
+ * Until `cond` holds. The bound only turns a hang into a failure: a process that ends fails the
+ * wait at once (`saying` below), so it is long, for a start that makes an RSA key at a load
+ * average of 30.
+ */
+async function waitFor(what: string, cond: () => boolean, said: () => string, timeoutMs = 180_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ${said()}`);
