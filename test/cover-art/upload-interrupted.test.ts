@@ -127,6 +127,7 @@ describe(`interrupted uploads leave nothing behind (file storage, ${DIALECT})`, 
   let server: ServeProcess;
   const release = newMbid();
   const other = newMbid();
+  const startCoverArt = () => startServe({ ...t.env, SLEEVE_UPLOAD_SWEEP_MS: '30000', SLEEVE_METRICS_LISTEN: 'off' }, ['--only', 'coverart']);
 
   before(async () => {
     t = await makeTestEnv();
@@ -135,7 +136,7 @@ describe(`interrupted uploads leave nothing behind (file storage, ${DIALECT})`, 
     await cliOk(t.env, ['release', 'add', release, '--release-group', newMbid()]);
     await cliOk(t.env, ['release', 'add', other, '--release-group', newMbid()]);
     // A server whose own sweep is slow (every 30 s): here the next command is what cleans up.
-    server = await startServe({ ...t.env, SLEEVE_UPLOAD_SWEEP_MS: '30000', SLEEVE_METRICS_LISTEN: 'off' }, ['--only', 'coverart']);
+    server = await startCoverArt();
   });
   after(async () => {
     await server?.stop();
@@ -168,19 +169,25 @@ describe(`interrupted uploads leave nothing behind (file storage, ${DIALECT})`, 
   }
 
   it('a committed upload whose staged file was removed by hand: the next command warns, publishes the rest and still works', async () => {
-    const p = await addUntil(t.env, release, small, 'upload-committed');
-    await kill(p);
-    const staged = (await allFiles(filesRoot(t))).filter((f) => f.startsWith(`uploads/${p.id}-`));
-    const lost = staged.find((f) => f.endsWith('/thumb500.jpg')) as string;
-    await rm(path.join(filesRoot(t), lost));
-    const r = await runCli(t.env, ['art', 'reindex', release]);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, new RegExp(`sleeve: warning: image ${p.id} was saved by an upload that was interrupted, and some of its files are lost: mbid-${release}/mbid-${release}-${p.id}_thumb500\\.jpg`));
-    const files = await allFiles(filesRoot(t));
-    assert.deepEqual(leftovers(files), []);
-    assert.ok(files.includes(`mbid-${release}/mbid-${release}-${p.id}_thumb250.jpg`));
-    // Put right the way the warning says, so the release is whole again for the tests after this one.
-    await cliOk(t.env, ['art', 'remove', release, p.id]);
+    // No server meanwhile: its sweep (every 30 s) could finish the upload before the command, and warn in its own log.
+    await server.stop();
+    try {
+      const p = await addUntil(t.env, release, small, 'upload-committed');
+      await kill(p);
+      const staged = (await allFiles(filesRoot(t))).filter((f) => f.startsWith(`uploads/${p.id}-`));
+      const lost = staged.find((f) => f.endsWith('/thumb500.jpg')) as string;
+      await rm(path.join(filesRoot(t), lost));
+      const r = await runCli(t.env, ['art', 'reindex', release]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, new RegExp(`sleeve: warning: image ${p.id} was saved by an upload that was interrupted, and some of its files are lost: mbid-${release}/mbid-${release}-${p.id}_thumb500\\.jpg`));
+      const files = await allFiles(filesRoot(t));
+      assert.deepEqual(leftovers(files), []);
+      assert.ok(files.includes(`mbid-${release}/mbid-${release}-${p.id}_thumb250.jpg`));
+      // Put right the way the warning says, so the release is whole again for the tests after this one.
+      await cliOk(t.env, ['art', 'remove', release, p.id]);
+    } finally {
+      server = await startCoverArt();
+    }
   });
 
   it('killed at random moments: afterwards every public image file belongs to a listed image, and each listed image is complete', async () => {
