@@ -1,6 +1,7 @@
 /*
- * `npm start`'s prestart (scripts/build-if-changed.mjs) builds only when an input changed since
- * the last build: checked with --check on a checkout of its own, whose file times are set here.
+ * The build script (scripts/build.mjs): `npm start`, `npm test` and `npm run bench` build first
+ * only when an input changed since the last build, checked with --check on a checkout of its
+ * own, whose file times are set here.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -10,14 +11,14 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT } from './helpers/env.js';
 
-const SCRIPT = path.join(ROOT, 'scripts', 'build-if-changed.mjs');
+const SCRIPT = path.join(ROOT, 'scripts', 'build.mjs');
 
 function check(root: string): { code: number | null; out: string } {
   const r = spawnSync(process.execPath, [SCRIPT, '--check', '--root', root], { encoding: 'utf8' });
   return { code: r.status, out: r.stdout };
 }
 
-describe('npm start builds only when a source changed', () => {
+describe('npm start, npm test and npm run bench build only when a source changed', () => {
   let root: string;
   /** An hour ago: the last build started then; every input is older. */
   const built = new Date(Date.now() - 3_600_000);
@@ -66,8 +67,19 @@ describe('npm start builds only when a source changed', () => {
     assert.deepEqual(check(root), { code: 1, out: 'build needed: no build made by this script yet\n' });
   });
 
-  it('is what npm start runs first', async () => {
+  it('leaves no stamp when a build fails, so the next check builds again', async () => {
+    await writeFile(path.join(root, 'dist/.build-stamp'), '');
+    await utimes(path.join(root, 'dist/.build-stamp'), built, built);
+    assert.equal(check(root).code, 0);
+    // This checkout has no node_modules: its tsc cannot start.
+    const r = spawnSync(process.execPath, [SCRIPT, '--root', root], { encoding: 'utf8' });
+    assert.notEqual(r.status, 0, r.stderr);
+    assert.deepEqual(check(root), { code: 1, out: 'build needed: no build made by this script yet\n' });
+  });
+
+  it('is what npm start, npm test and npm run bench run first, and what npm run build runs', async () => {
     const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    assert.equal(pkg.scripts.prestart, 'node scripts/build-if-changed.mjs');
+    for (const first of ['prestart', 'pretest', 'prebench']) assert.equal(pkg.scripts[first], 'node scripts/build.mjs --if-changed', first);
+    assert.equal(pkg.scripts.build, 'node scripts/build.mjs');
   });
 });
