@@ -29,7 +29,13 @@ function collect(dir) {
 const dist = path.resolve(root, process.env.SLEEVE_TEST_DIST || 'dist');
 const testDir = path.join(dist, 'test');
 // The filter looks at the path under test/ only: a checkout's own folder name never matches.
-const files = collect(testDir).filter((f) => filter.length === 0 || filter.some((x) => path.relative(testDir, f).includes(x)));
+// tsc leaves the output of a test file that was renamed or removed: it is not run. Every build
+// rewrites each output it makes, after the stamp scripts/build.mjs leaves is dated (a build
+// output without a stamp is taken whole).
+const stamp = statSync(path.join(dist, '.build-stamp'), { throwIfNoEntry: false })?.mtimeMs ?? 0;
+const files = collect(testDir)
+  .filter((f) => filter.length === 0 || filter.some((x) => path.relative(testDir, f).includes(x)))
+  .filter((f) => statSync(f).mtimeMs >= stamp || void console.log(`not run: ${path.relative(root, f)} (older than the last build: its source was renamed or removed)`));
 if (files.length === 0) {
   console.error('no test files found (did the build run?)');
   process.exit(1);

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -44,13 +44,19 @@ describe("npm test's runner", () => {
     await writeFile(path.join(dist, 'test', 'lingers.test.js'), LINGERS);
     await writeFile(path.join(dist, 'test', 'fails.test.js'), FAILS);
     await writeFile(path.join(dist, 'test', 'clean.test.js'), CLEAN);
+    // An earlier build's output: older than the stamp the last build left.
+    await writeFile(path.join(dist, 'test', 'renamed.test.js'), FAILS);
+    const built = new Date(Date.now() - 60_000);
+    await writeFile(path.join(dist, '.build-stamp'), '');
+    await utimes(path.join(dist, '.build-stamp'), built, built);
+    await utimes(path.join(dist, 'test', 'renamed.test.js'), new Date(built.getTime() - 60_000), new Date(built.getTime() - 60_000));
   });
 
   after(async () => {
     await rm(dist, { recursive: true, force: true });
   });
 
-  it('fails a file whose process outlives its tests, naming what is left; prints every failure again at the end', async () => {
+  it('fails a file whose process outlives its tests, naming what is left; prints every failure again at the end; runs no stale output', async () => {
     // The runner's own environment, not this test file's (which runs under the same runner).
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['NODE_OPTIONS', 'NODE_TEST_CONTEXT', 'SLEEVE_TEST_TIMES', 'SLEEVE_TEST_POSTGRES_URL'].includes(k)));
     const child = spawn(process.execPath, [path.join(ROOT, 'scripts', 'test.mjs')], {
@@ -68,6 +74,8 @@ describe("npm test's runner", () => {
     assert.match(out, /ℹ pass 3\n/);
     assert.match(out, /✖ .*lingers\.test\.js/);
     assert.doesNotMatch(out, /✖ .*clean\.test\.js/);
+    assert.match(out, /not run: .*renamed\.test\.js \(older than the last build: its source was renamed or removed\)/);
+    assert.doesNotMatch(out, /✖ .*renamed\.test\.js/);
     // The failures again, last: the failing test itself (not its suite), with its error's message.
     const tail = out.slice(out.lastIndexOf("=== the run's failures"));
     assert.match(tail, /^=== the run's failures \(2\) ===/, out);
