@@ -302,18 +302,21 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
 
   it('makes one upstream request for concurrent requests of one file', async () => {
     const key = orig(R3, FAULT.held);
+    // A server of its own that waits for the held upstream answer as long as gathering the
+    // requests may take under load (this suite's 400 ms timeout is for its slow upstreams).
+    const patient = await startWith(t, clock, { SLEEVE_UPSTREAM_TIMEOUT_MS: '30000' });
     // Requests for the file that reached this (in-process) server's node:http.
     let received = 0;
-    const port = Number(new URL(s.base).port);
+    const port = Number(new URL(patient.base).port);
     const started = (message: unknown) => {
       const { request } = message as { request: http.IncomingMessage };
       if (request.socket.localPort === port && request.url === `/download/${key}`) received++;
     };
-    const misses = async () => countOf(await scrape(s.server.metricsAddress), 'sleeve_file_store_reads_total', { result: 'miss' });
+    const misses = async () => countOf(await scrape(patient.server.metricsAddress), 'sleeve_file_store_reads_total', { result: 'miss' });
     const missesBefore = await misses();
     diagnostics.subscribe('http.server.request.start', started);
     try {
-      const answers = Array.from({ length: 6 }, () => fetch(`${s.base}/download/${key}`));
+      const answers = Array.from({ length: 6 }, () => fetch(`${patient.base}/download/${key}`));
       // Every request is in the server and has found the store without the file (so it goes to
       // the one upstream request, which is held) before that request is answered.
       const { value } = await pollUntil(
@@ -333,6 +336,8 @@ describe(`listings on demand and pull-through after an import (${DIALECT})`, () 
       assert.equal(up.count(key), 1);
     } finally {
       diagnostics.unsubscribe('http.server.request.start', started);
+      up.release();
+      await patient.server.close();
     }
   });
 
